@@ -1,0 +1,218 @@
+// Package abi is the contract between the wasmsched host and its policy
+// modules: the ABI version, the names of the exported and imported
+// functions, the status and extension-point codes, the scheduling view of
+// pods and nodes, and the one binary codec both sides use to exchange them.
+//
+// The host and every guest import this same package, so the two sides
+// cannot drift apart. It has no dependencies and no reflection, so it
+// compiles with TinyGo and with GOOS=wasip1 GOARCH=wasm alike. The byte
+// layouts are specified in docs/ABI.md; keep the two in step.
+package abi
+
+// Version of the ABI. A module reports the version it was built against
+// through ExportABIVersion; the host refuses a module whose major version
+// differs from its own, or whose minor version is newer than the host's
+// (the module may then call or expect things the host does not have).
+// Minor versions only add: new optional exports, new message fields at the
+// end of a message.
+const (
+	VersionMajor = 1
+	VersionMinor = 0
+)
+
+// PackVersion packs a major and minor version into the u32 that
+// ExportABIVersion returns: major in the high 16 bits.
+func PackVersion(major, minor uint16) uint32 { return uint32(major)<<16 | uint32(minor) }
+
+// UnpackVersion splits the u32 returned by ExportABIVersion.
+func UnpackVersion(v uint32) (major, minor uint16) { return uint16(v >> 16), uint16(v) }
+
+// Names of the functions a module exports. Every one is required in ABI
+// v1; signatures are given in docs/ABI.md as (params) -> results, with
+// i32/i64 wasm value types.
+const (
+	// () -> i32: the packed ABI version, see PackVersion.
+	ExportABIVersion = "wasmsched_abi_version"
+	// (size i32) -> i32: the address of a guest buffer of at least size
+	// bytes that the host fills before the next call taking an input length.
+	ExportInput = "wasmsched_input"
+	// (fn i32, arg i32, len i32) -> i64: runs ABI function fn (a Func)
+	// on the len input bytes; the result packs the reply's address (high
+	// 32 bits) and length (low 32 bits).
+	ExportCall = "wasmsched_call"
+)
+
+// Module and names of the host functions a module may import.
+const (
+	ImportModule = "wasmsched"
+	// (level i32, ptr i32, len i32) -> (): a log line at a LogLevel.
+	ImportLog = "log"
+)
+
+// Func selects what one ExportCall does. Each has its request and reply
+// layout in docs/ABI.md.
+type Func uint32
+
+const (
+	// FuncManifest: no input; replies with a Manifest.
+	FuncManifest Func = 1
+	// FuncInit: input InitRequest (plugin args); replies OK or Error.
+	// Called once per instance before any other call but FuncManifest.
+	FuncInit Func = 2
+	// FuncSync: input SyncRequest; applies a mirror delta.
+	FuncSync Func = 3
+	// FuncCycle: input CycleRequest; starts a scheduling cycle for a pod
+	// and resets the cycle state.
+	FuncCycle Func = 4
+	// FuncPreFilter: arg = plugin index; no input; replies a PluginStatus.
+	FuncPreFilter Func = 5
+	// FuncFilter: arg = plugin index; input = a SlotList; replies a FilterReply.
+	FuncFilter Func = 6
+	// FuncPreScore: arg = plugin index; input = a SlotList (the feasible
+	// nodes); replies a PluginStatus.
+	FuncPreScore Func = 7
+	// FuncScore: arg = plugin index; input = a SlotList; replies a
+	// ScoreReply with scores already normalised by the plugin.
+	FuncScore Func = 8
+)
+
+// String names the function for error messages.
+func (f Func) String() string {
+	switch f {
+	case FuncManifest:
+		return "manifest"
+	case FuncInit:
+		return "init"
+	case FuncSync:
+		return "sync"
+	case FuncCycle:
+		return "cycle"
+	case FuncPreFilter:
+		return "prefilter"
+	case FuncFilter:
+		return "filter"
+	case FuncPreScore:
+		return "prescore"
+	case FuncScore:
+		return "score"
+	}
+	return "func(" + itoa(int64(f)) + ")"
+}
+
+// Code is a plugin's verdict, with kube-scheduler's meanings. A reply
+// header carries one too: ReplyOK or ReplyError.
+type Code uint8
+
+const (
+	// Success: the plugin ran and the pod may go on (Filter: the node fits).
+	Success Code = 0
+	// Error: the plugin failed; the host applies the plugin's failurePolicy.
+	Error Code = 1
+	// Unschedulable: the node does not fit now; preemption may help.
+	Unschedulable Code = 2
+	// UnschedulableAndUnresolvable: the node does not fit and preemption
+	// cannot change that.
+	UnschedulableAndUnresolvable Code = 3
+	// Skip: PreFilter/PreScore say the plugin has nothing to do for this
+	// pod; the host skips its Filter/Score calls for the cycle.
+	Skip Code = 5
+)
+
+// String gives the code's kube-scheduler name.
+func (c Code) String() string {
+	switch c {
+	case Success:
+		return "Success"
+	case Error:
+		return "Error"
+	case Unschedulable:
+		return "Unschedulable"
+	case UnschedulableAndUnresolvable:
+		return "UnschedulableAndUnresolvable"
+	case Skip:
+		return "Skip"
+	}
+	return "Code(" + itoa(int64(c)) + ")"
+}
+
+// Point is a bit set of the extension points a plugin implements.
+type Point uint32
+
+const (
+	PointPreFilter Point = 1 << iota
+	PointFilter
+	PointPreScore
+	PointScore
+	// PointNormalizeScore: the plugin normalises its own scores inside
+	// FuncScore; informational for the host.
+	PointNormalizeScore
+
+	// PointsKnown are the points ABI v1 defines; a manifest naming
+	// others is refused.
+	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore
+)
+
+// Has reports whether all points in q are set in p.
+func (p Point) Has(q Point) bool { return p&q == q }
+
+// String lists the points, e.g. "Filter|Score".
+func (p Point) String() string {
+	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore"}
+	s := ""
+	for i, n := range names {
+		if p&(1<<i) != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += n
+		}
+	}
+	if rest := p &^ PointsKnown; rest != 0 {
+		if s != "" {
+			s += "|"
+		}
+		s += "unknown(" + itoa(int64(rest)) + ")"
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// LogLevel of a guest log line, mapped onto go-hclog's levels by the host.
+type LogLevel uint32
+
+const (
+	LogTrace LogLevel = 1
+	LogDebug LogLevel = 2
+	LogInfo  LogLevel = 3
+	LogWarn  LogLevel = 4
+	LogError LogLevel = 5
+)
+
+// MaxScore is the highest score a Score plugin may return after
+// normalisation, as kube-scheduler's framework.MaxNodeScore.
+const MaxScore = 100
+
+// itoa avoids strconv so tiny guests stay tiny.
+func itoa(v int64) string {
+	if v == 0 {
+		return "0"
+	}
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	var b [20]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,124 @@
+package abi
+
+import "errors"
+
+// SyncHeader appends the start of a sync request: flags and cluster size.
+// The caller then appends the upsert count, the records (NodeRecord or
+// pre-encoded bytes), the delete count and the deleted slots.
+func (e *Encoder) SyncHeader(flags uint8, numNodes int) {
+	e.U8(flags)
+	e.Uvarint(uint64(numNodes))
+}
+
+// ParseSync walks a sync request, calling upsert for each node record
+// (with the record's NodeInfo bytes, aliasing b) and del for each deleted
+// slot. It returns the flags and the cluster size, or the first error.
+func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func(slot uint32) error) (flags uint8, numNodes int, err error) {
+	d := NewDecoder(b)
+	flags = d.U8()
+	numNodes = int(d.Uvarint())
+	n := d.Count(6)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		slot := d.U32()
+		rec := d.Bytes()
+		if d.Err() != nil {
+			break
+		}
+		if err := upsert(slot, rec); err != nil {
+			return flags, numNodes, err
+		}
+	}
+	m := d.Count(4)
+	for i := 0; i < m && d.Err() == nil; i++ {
+		slot := d.U32()
+		if d.Err() != nil {
+			break
+		}
+		if err := del(slot); err != nil {
+			return flags, numNodes, err
+		}
+	}
+	if d.Err() != nil {
+		return flags, numNodes, d.Err()
+	}
+	if d.Remaining() != 0 {
+		return flags, numNodes, errors.New("abi: sync request has trailing bytes")
+	}
+	return flags, numNodes, nil
+}
+
+// ParseSlots reads a SlotList into dst (reusing its storage).
+func ParseSlots(b []byte, dst []uint32) ([]uint32, error) {
+	d := NewDecoder(b)
+	n := int(d.U32())
+	if d.Err() != nil || n > d.Remaining()/4 {
+		return dst[:0], errors.New("abi: slot list truncated")
+	}
+	dst = dst[:0]
+	for i := 0; i < n; i++ {
+		dst = append(dst, d.U32())
+	}
+	return dst, nil
+}
+
+// FilterReply is the body of a filter reply: per node an index into
+// Entries, 1-based (0 means the node passed).
+type FilterReply struct {
+	Indexes []uint16
+	Entries []FilterEntry
+}
+
+// FilterReply appends a filter reply body.
+func (e *Encoder) FilterReply(r *FilterReply) {
+	e.U32(uint32(len(r.Indexes)))
+	for _, ix := range r.Indexes {
+		e.U16(ix)
+	}
+	e.Uvarint(uint64(len(r.Entries)))
+	for i := range r.Entries {
+		e.U8(uint8(r.Entries[i].Code))
+		e.Strings(r.Entries[i].Reasons)
+	}
+}
+
+// FilterReply reads a filter reply body into r, reusing its slices, and
+// checks that every index refers to an entry.
+func (d *Decoder) FilterReply(r *FilterReply) {
+	n := int(d.U32())
+	if n > d.Remaining()/2 {
+		d.failf("filter reply count exceeds input")
+		return
+	}
+	r.Indexes = r.Indexes[:0]
+	maxIx := uint16(0)
+	for i := 0; i < n; i++ {
+		ix := d.U16()
+		maxIx = max(maxIx, ix)
+		r.Indexes = append(r.Indexes, ix)
+	}
+	m := d.Count(2)
+	r.Entries = r.Entries[:0]
+	for i := 0; i < m; i++ {
+		var en FilterEntry
+		en.Code = Code(d.U8())
+		en.Reasons = d.Strings()
+		r.Entries = append(r.Entries, en)
+	}
+	if d.Err() == nil && int(maxIx) > len(r.Entries) {
+		d.failf("filter reply index refers to a missing entry")
+	}
+}
+
+// ScoreReply reads a score reply body into dst (reusing its storage).
+func (d *Decoder) ScoreReply(dst []int64) []int64 {
+	n := int(d.U32())
+	if n > d.Remaining()/8 {
+		d.failf("score reply count exceeds input")
+		return dst[:0]
+	}
+	dst = dst[:0]
+	for i := 0; i < n; i++ {
+		dst = append(dst, int64(d.U64()))
+	}
+	return dst
+}

@@ -1,0 +1,417 @@
+package abi
+
+// The scheduling view: the parts of Pod and Node that scheduling policies
+// read, flattened into plain structs. The host converts API objects into
+// this view once (when they enter its cache); guests decode it from the
+// mirror. Map-like data (labels, selectors) is a slice of pairs sorted by
+// key so that encodings are deterministic and lookups cheap for the handful
+// of entries real objects carry.
+
+// Label is one key/value pair of a label set or a nodeSelector.
+type Label struct {
+	Key, Value string
+}
+
+// Labels is a label set sorted by Key.
+type Labels []Label
+
+// Get returns the value of key and whether it is set.
+func (ls Labels) Get(key string) (string, bool) {
+	for i := range ls {
+		if ls[i].Key == key {
+			return ls[i].Value, true
+		}
+	}
+	return "", false
+}
+
+// Scalar is an extended or other named resource quantity (e.g.
+// "nvidia.com/gpu", "hugepages-2Mi") in its base unit.
+type Scalar struct {
+	Name  string
+	Value int64
+}
+
+// Resources is a resource list: CPU in millicores, memory and ephemeral
+// storage in bytes, and any other resource in Scalars, sorted by Name.
+type Resources struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	Scalars          []Scalar
+}
+
+// Well-known resource names, as in the core/v1 API.
+const (
+	ResourceCPU              = "cpu"
+	ResourceMemory           = "memory"
+	ResourceEphemeralStorage = "ephemeral-storage"
+	ResourcePods             = "pods"
+)
+
+// Get returns the quantity of the named resource (cpu in millicores).
+func (r *Resources) Get(name string) int64 {
+	switch name {
+	case ResourceCPU:
+		return r.MilliCPU
+	case ResourceMemory:
+		return r.Memory
+	case ResourceEphemeralStorage:
+		return r.EphemeralStorage
+	}
+	for i := range r.Scalars {
+		if r.Scalars[i].Name == name {
+			return r.Scalars[i].Value
+		}
+	}
+	return 0
+}
+
+// Add adds v of the named resource, keeping Scalars sorted.
+func (r *Resources) Add(name string, v int64) {
+	switch name {
+	case ResourceCPU:
+		r.MilliCPU += v
+		return
+	case ResourceMemory:
+		r.Memory += v
+		return
+	case ResourceEphemeralStorage:
+		r.EphemeralStorage += v
+		return
+	}
+	i := 0
+	for i < len(r.Scalars) && r.Scalars[i].Name < name {
+		i++
+	}
+	if i < len(r.Scalars) && r.Scalars[i].Name == name {
+		r.Scalars[i].Value += v
+		return
+	}
+	r.Scalars = append(r.Scalars, Scalar{})
+	copy(r.Scalars[i+1:], r.Scalars[i:])
+	r.Scalars[i] = Scalar{Name: name, Value: v}
+}
+
+// AddAll adds every quantity of o to r.
+func (r *Resources) AddAll(o *Resources) {
+	r.MilliCPU += o.MilliCPU
+	r.Memory += o.Memory
+	r.EphemeralStorage += o.EphemeralStorage
+	for _, s := range o.Scalars {
+		r.Add(s.Name, s.Value)
+	}
+}
+
+// SetMax raises every quantity of r to at least o's.
+func (r *Resources) SetMax(o *Resources) {
+	r.MilliCPU = max(r.MilliCPU, o.MilliCPU)
+	r.Memory = max(r.Memory, o.Memory)
+	r.EphemeralStorage = max(r.EphemeralStorage, o.EphemeralStorage)
+	for _, s := range o.Scalars {
+		if cur := r.Get(s.Name); s.Value > cur {
+			r.Add(s.Name, s.Value-cur)
+		}
+	}
+}
+
+// Protocol of a port. The zero value is TCP, as the API defaults it.
+type Protocol uint8
+
+const (
+	ProtocolTCP  Protocol = 0
+	ProtocolUDP  Protocol = 1
+	ProtocolSCTP Protocol = 2
+)
+
+// HostPort is a port a pod binds on its node: hostIP "" means 0.0.0.0.
+type HostPort struct {
+	IP       string
+	Protocol Protocol
+	Port     int32
+}
+
+// Container is the scheduling view of a container.
+type Container struct {
+	Name     string
+	Image    string
+	Requests Resources
+	// Ports lists only ports with a hostPort; others do not matter to
+	// scheduling.
+	Ports []HostPort
+	// RestartAlways marks a sidecar: an init container with
+	// restartPolicy Always, which keeps running beside the app containers.
+	RestartAlways bool
+}
+
+// Operator of a selector requirement, shared by node selectors and label
+// selectors (Gt and Lt only occur in node selectors).
+type Operator uint8
+
+const (
+	OpIn           Operator = 0
+	OpNotIn        Operator = 1
+	OpExists       Operator = 2
+	OpDoesNotExist Operator = 3
+	OpGt           Operator = 4
+	OpLt           Operator = 5
+)
+
+// String gives the operator's API spelling.
+func (o Operator) String() string {
+	switch o {
+	case OpIn:
+		return "In"
+	case OpNotIn:
+		return "NotIn"
+	case OpExists:
+		return "Exists"
+	case OpDoesNotExist:
+		return "DoesNotExist"
+	case OpGt:
+		return "Gt"
+	case OpLt:
+		return "Lt"
+	}
+	return "Operator(" + itoa(int64(o)) + ")"
+}
+
+// Requirement is one match expression: key, operator, values.
+type Requirement struct {
+	Key      string
+	Operator Operator
+	Values   []string
+}
+
+// NodeSelectorTerm is ANDed expressions over node labels and fields; the
+// only field kube-scheduler supports is metadata.name.
+type NodeSelectorTerm struct {
+	MatchExpressions []Requirement
+	MatchFields      []Requirement
+}
+
+// NodeSelector is ORed terms. A nil *NodeSelector selects every node;
+// a non-nil one with no terms selects none.
+type NodeSelector struct {
+	Terms []NodeSelectorTerm
+}
+
+// PreferredSchedulingTerm is a weighted preference for nodes.
+type PreferredSchedulingTerm struct {
+	Weight int32
+	Term   NodeSelectorTerm
+}
+
+// NodeAffinity is the pod's required and preferred node affinity.
+type NodeAffinity struct {
+	Required  *NodeSelector
+	Preferred []PreferredSchedulingTerm
+}
+
+// LabelSelector is a metav1.LabelSelector: matchLabels ANDed with
+// matchExpressions. A nil *LabelSelector selects nothing; an empty one
+// selects everything.
+type LabelSelector struct {
+	MatchLabels      Labels
+	MatchExpressions []Requirement
+}
+
+// PodAffinityTerm selects pods (by labels and namespaces) whose nodes share
+// a topology domain (the value of TopologyKey) with the candidate node.
+type PodAffinityTerm struct {
+	LabelSelector *LabelSelector
+	// Namespaces, with NamespaceSelector nil and Namespaces empty, means
+	// the pod's own namespace.
+	Namespaces        []string
+	NamespaceSelector *LabelSelector
+	TopologyKey       string
+	MatchLabelKeys    []string
+	MismatchLabelKeys []string
+}
+
+// WeightedPodAffinityTerm is a preferred (scoring) affinity term.
+type WeightedPodAffinityTerm struct {
+	Weight int32
+	Term   PodAffinityTerm
+}
+
+// PodAffinity holds required and preferred terms; it is used both for
+// affinity and for anti-affinity.
+type PodAffinity struct {
+	Required  []PodAffinityTerm
+	Preferred []WeightedPodAffinityTerm
+}
+
+// TaintEffect of a taint or toleration. EffectAll is only meaningful in a
+// toleration, where an empty effect tolerates every effect.
+type TaintEffect uint8
+
+const (
+	EffectAll              TaintEffect = 0
+	EffectNoSchedule       TaintEffect = 1
+	EffectPreferNoSchedule TaintEffect = 2
+	EffectNoExecute        TaintEffect = 3
+)
+
+// String gives the effect's API spelling.
+func (e TaintEffect) String() string {
+	switch e {
+	case EffectAll:
+		return ""
+	case EffectNoSchedule:
+		return "NoSchedule"
+	case EffectPreferNoSchedule:
+		return "PreferNoSchedule"
+	case EffectNoExecute:
+		return "NoExecute"
+	}
+	return "TaintEffect(" + itoa(int64(e)) + ")"
+}
+
+// Taint on a node.
+type Taint struct {
+	Key    string
+	Value  string
+	Effect TaintEffect
+}
+
+// TolerationOperator is Equal (the API's default) or Exists.
+type TolerationOperator uint8
+
+const (
+	TolerationEqual  TolerationOperator = 0
+	TolerationExists TolerationOperator = 1
+)
+
+// Toleration of a pod.
+type Toleration struct {
+	Key      string
+	Operator TolerationOperator
+	Value    string
+	Effect   TaintEffect
+}
+
+// ToleratesTaint reports whether t tolerates taint, with the API's rules:
+// an empty effect matches all effects; an empty key with Exists matches
+// every taint; Exists ignores the value; Equal compares it.
+func (t *Toleration) ToleratesTaint(taint *Taint) bool {
+	if t.Effect != EffectAll && t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key != taint.Key && !(t.Key == "" && t.Operator == TolerationExists) {
+		return false
+	}
+	switch t.Operator {
+	case TolerationExists:
+		return true
+	case TolerationEqual:
+		return t.Value == taint.Value
+	}
+	return false
+}
+
+// WhenUnsatisfiable of a topology spread constraint.
+type WhenUnsatisfiable uint8
+
+const (
+	DoNotSchedule  WhenUnsatisfiable = 0
+	ScheduleAnyway WhenUnsatisfiable = 1
+)
+
+// InclusionPolicy is a topology spread constraint's nodeAffinityPolicy or
+// nodeTaintsPolicy. PolicyUnset lets the plugin apply its default.
+type InclusionPolicy uint8
+
+const (
+	PolicyUnset  InclusionPolicy = 0
+	PolicyHonor  InclusionPolicy = 1
+	PolicyIgnore InclusionPolicy = 2
+)
+
+// TopologySpreadConstraint of a pod.
+type TopologySpreadConstraint struct {
+	MaxSkew            int32
+	TopologyKey        string
+	WhenUnsatisfiable  WhenUnsatisfiable
+	LabelSelector      *LabelSelector
+	MinDomains         int32 // 0: unset (means 1)
+	NodeAffinityPolicy InclusionPolicy
+	NodeTaintsPolicy   InclusionPolicy
+	MatchLabelKeys     []string
+}
+
+// OwnerRef is an owner reference of a pod.
+type OwnerRef struct {
+	Kind       string
+	Name       string
+	UID        string
+	Controller bool
+}
+
+// Pod is the scheduling view of a pod.
+type Pod struct {
+	UID       string
+	Namespace string
+	Name      string
+	Labels    Labels
+	// NodeName is spec.nodeName: set for pods bound (or assumed) to a node.
+	NodeName string
+	// NominatedNodeName is status.nominatedNodeName.
+	NominatedNodeName string
+	Priority          int32
+	// PreemptNever is preemptionPolicy: Never.
+	PreemptNever bool
+	// Terminating is set when the pod has a deletionTimestamp.
+	Terminating bool
+	// StartTime is status.startTime in Unix nanoseconds; 0 if unset.
+	StartTime       int64
+	Containers      []Container
+	InitContainers  []Container
+	Overhead        Resources
+	NodeSelector    Labels
+	NodeAffinity    *NodeAffinity
+	PodAffinity     *PodAffinity
+	PodAntiAffinity *PodAffinity
+	Tolerations     []Toleration
+	TopologySpread  []TopologySpreadConstraint
+	Owners          []OwnerRef
+}
+
+// ImageState is an image present on a node: all its names (tags and
+// digests) and its size in bytes.
+type ImageState struct {
+	Names []string
+	Size  int64
+}
+
+// Node is the scheduling view of a node.
+type Node struct {
+	Name          string
+	Labels        Labels
+	Taints        []Taint
+	Unschedulable bool
+	Allocatable   Resources
+	// AllowedPods is allocatable "pods".
+	AllowedPods int64
+	Images      []ImageState
+}
+
+// NodeInfo is a node with the aggregates the host keeps for it, as in
+// kube-scheduler's NodeInfo: what its pods request, how many there are,
+// which host ports they use, and the pods themselves.
+type NodeInfo struct {
+	Node Node
+	// Requested is the sum of the pods' effective requests (PodRequests).
+	Requested Resources
+	// NonZeroRequested is the same sum where a pod that requests no CPU or
+	// memory counts the defaults kube-scheduler uses for scoring
+	// (DefaultMilliCPURequest, DefaultMemoryRequest).
+	NonZeroRequested Resources
+	// PodCount is the number of pods on the node, assumed ones included.
+	PodCount int32
+	// UsedPorts are the host ports of the pods on the node.
+	UsedPorts []HostPort
+	// Pods on the node. A host may leave this empty for modules that do
+	// not ask for pods (ManifestWantsPods unset).
+	Pods []Pod
+}

@@ -1,0 +1,410 @@
+// Package guest is the wasmsched guest runtime: it implements the ABI (see
+// package abi and docs/ABI.md) on top of the plugins a module registers.
+// It keeps the node mirror, decodes the pod once per cycle, runs a plugin
+// over a whole batch of nodes per host call, and encodes the replies.
+//
+// A Wasm module only registers its plugins:
+//
+//	func init() { guest.Register(nodeports.Registration, ...) }
+//	func main() {}
+//
+// and this package's exports (built when GOARCH=wasm) do the rest. Natively,
+// New returns the same runtime as a Go value: the host drives it through
+// Input and Call exactly as it drives a Wasm instance through the exports,
+// which is what makes a native twin.
+package guest
+
+import (
+	"errors"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// Guest is one guest instance: registered plugins, their configured
+// instances, the mirror and the current cycle. Not safe for concurrent
+// use; the host runs one call at a time per instance.
+type Guest struct {
+	regs    []plugin.Registration
+	plugins []plugin.Plugin
+	inited  bool
+
+	nodes    []*plugin.NodeInfo // by slot; nil where no node
+	numNodes int
+	images   map[string]int
+
+	pod      abi.Pod
+	havePod  bool
+	state    plugin.CycleState
+	batch    []*plugin.NodeInfo
+	slots    []uint32
+	scores   []int64
+	byStatus map[*plugin.Status]uint16
+	byText   map[string]uint16
+	entries  []*plugin.Status
+
+	in  []byte
+	enc abi.Encoder
+	dec abi.Decoder
+}
+
+// New returns a guest runtime for the given plugins. It panics on an empty
+// or duplicate plugin name: that is a bug in the module, found the first
+// time it runs.
+func New(regs ...plugin.Registration) *Guest {
+	seen := map[string]bool{}
+	for _, r := range regs {
+		if r.Name == "" || seen[r.Name] || r.New == nil {
+			panic("wasmsched guest: empty, duplicate or factory-less plugin registration " + r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return &Guest{regs: regs, images: map[string]int{}}
+}
+
+// Input returns a buffer of size bytes for the next call's input.
+func (g *Guest) Input(size int) []byte {
+	if cap(g.in) < size {
+		g.in = make([]byte, size)
+	}
+	return g.in[:size]
+}
+
+// Call runs ABI function fn with argument arg on the first n bytes of the
+// input buffer and returns the reply. The reply is only valid until the
+// next call.
+func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
+	g.enc.Reset()
+	g.enc.U8(abi.ReplyOK)
+	if n < 0 || n > len(g.in) {
+		return g.fail(errors.New("input length out of range"))
+	}
+	in := g.in[:n]
+	var err error
+	switch fn {
+	case abi.FuncManifest:
+		err = g.manifest()
+	case abi.FuncInit:
+		err = g.init(in)
+	case abi.FuncSync:
+		err = g.sync(in)
+	case abi.FuncCycle:
+		err = g.cycle(in)
+	case abi.FuncPreFilter, abi.FuncPreScore, abi.FuncFilter, abi.FuncScore:
+		err = g.pluginCall(fn, arg, in)
+	default:
+		err = errors.New("unknown ABI function " + fn.String())
+	}
+	if err != nil {
+		return g.fail(err)
+	}
+	return g.enc.B
+}
+
+func (g *Guest) fail(err error) []byte {
+	g.enc.Reset()
+	g.enc.U8(abi.ReplyError)
+	g.enc.String(err.Error())
+	return g.enc.B
+}
+
+// Registered plugins, for the module's exports.
+var registered []plugin.Registration
+
+// Register adds plugins to the module; call it from an init function of
+// the module's main package. Only the Wasm exports use this list; native
+// twins call New with the registrations directly.
+func Register(regs ...plugin.Registration) { registered = append(registered, regs...) }
+
+func (g *Guest) manifest() error {
+	m := abi.Manifest{VersionMajor: abi.VersionMajor, VersionMinor: abi.VersionMinor}
+	for _, r := range g.regs {
+		p, err := r.New(nil, g)
+		if err != nil {
+			return errors.New("plugin " + r.Name + " with default args: " + err.Error())
+		}
+		if r.WantsPods {
+			m.Flags |= abi.ManifestWantsPods
+		}
+		m.Plugins = append(m.Plugins, abi.PluginInfo{Name: r.Name, Points: pointsOf(p)})
+	}
+	g.enc.Manifest(&m)
+	return nil
+}
+
+func pointsOf(p plugin.Plugin) abi.Point {
+	var pts abi.Point
+	if _, ok := p.(plugin.PreFilterPlugin); ok {
+		pts |= abi.PointPreFilter
+	}
+	if _, ok := p.(plugin.FilterPlugin); ok {
+		pts |= abi.PointFilter
+	}
+	if _, ok := p.(plugin.PreScorePlugin); ok {
+		pts |= abi.PointPreScore
+	}
+	if _, ok := p.(plugin.ScorePlugin); ok {
+		pts |= abi.PointScore
+		if _, ok := p.(plugin.ScoreNormalizer); ok {
+			pts |= abi.PointNormalizeScore
+		}
+	}
+	return pts
+}
+
+func (g *Guest) init(in []byte) error {
+	var req abi.InitRequest
+	g.dec.Reset(in, false)
+	g.dec.InitRequest(&req)
+	if err := g.dec.Err(); err != nil {
+		return err
+	}
+	args := make([]*abi.Value, len(g.regs))
+	for i := range req.Plugins {
+		pa := &req.Plugins[i]
+		found := false
+		for j, r := range g.regs {
+			if r.Name == pa.Name {
+				args[j], found = &pa.Args, true
+			}
+		}
+		if !found {
+			return errors.New("args for unknown plugin " + pa.Name)
+		}
+	}
+	plugins := make([]plugin.Plugin, len(g.regs))
+	for i, r := range g.regs {
+		p, err := r.New(args[i], g)
+		if err != nil {
+			return errors.New("plugin " + r.Name + ": " + err.Error())
+		}
+		plugins[i] = p
+	}
+	g.plugins, g.inited = plugins, true
+	return nil
+}
+
+// NumNodes implements plugin.Handle.
+func (g *Guest) NumNodes() int { return g.numNodes }
+
+// ImageNumNodes implements plugin.Handle.
+func (g *Guest) ImageNumNodes(name string) int { return g.images[name] }
+
+func (g *Guest) sync(in []byte) error {
+	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
+		for i := range g.nodes {
+			g.nodes[i] = nil
+		}
+		g.nodes = g.nodes[:0]
+		g.images = map[string]int{}
+		g.numNodes = 0
+	}
+	_, _, err := abi.ParseSync(in, g.upsertNode, g.deleteNode)
+	return err
+}
+
+// maxSlot bounds the mirror so a hostile slot number cannot make the
+// guest allocate gigabytes.
+const maxSlot = 1 << 22
+
+func (g *Guest) upsertNode(slot uint32, record []byte) error {
+	if slot >= maxSlot {
+		return errors.New("node slot out of range")
+	}
+	// The record is copied once and the node decoded with its strings
+	// aliasing the copy: one allocation for all its strings.
+	owned := append([]byte(nil), record...)
+	ni := &plugin.NodeInfo{Slot: slot}
+	d := abi.NewAliasingDecoder(owned)
+	d.NodeInfo(&ni.NodeInfo)
+	if d.Err() != nil {
+		return d.Err()
+	}
+	if d.Remaining() != 0 {
+		return errors.New("node record has trailing bytes")
+	}
+	for int(slot) >= len(g.nodes) {
+		g.nodes = append(g.nodes, nil)
+	}
+	if old := g.nodes[slot]; old != nil {
+		g.countImages(old, -1)
+	} else {
+		g.numNodes++
+	}
+	g.nodes[slot] = ni
+	g.countImages(ni, 1)
+	return nil
+}
+
+// deleteNode empties a slot. It is idempotent: a slot reused and deleted
+// again while this instance was not syncing is deleted twice.
+func (g *Guest) deleteNode(slot uint32) error {
+	if slot >= maxSlot {
+		return errors.New("node slot out of range")
+	}
+	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
+		return nil
+	}
+	g.countImages(g.nodes[slot], -1)
+	g.nodes[slot] = nil
+	g.numNodes--
+	return nil
+}
+
+func (g *Guest) countImages(ni *plugin.NodeInfo, delta int) {
+	for i := range ni.Node.Images {
+		for _, name := range ni.Node.Images[i].Names {
+			if n := g.images[name] + delta; n > 0 {
+				g.images[name] = n
+			} else {
+				delete(g.images, name)
+			}
+		}
+	}
+}
+
+func (g *Guest) cycle(in []byte) error {
+	g.dec.Reset(in, false)
+	g.dec.Pod(&g.pod)
+	if err := g.dec.Err(); err != nil {
+		g.havePod = false
+		return err
+	}
+	g.havePod = true
+	g.state.Reset()
+	return nil
+}
+
+func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
+	if !g.inited {
+		return errors.New(fn.String() + " before init")
+	}
+	if !g.havePod {
+		return errors.New(fn.String() + " outside a cycle")
+	}
+	if int(arg) >= len(g.plugins) {
+		return errors.New("plugin index out of range")
+	}
+	p := g.plugins[arg]
+	var st *plugin.Status
+	switch fn {
+	case abi.FuncPreFilter:
+		pf, ok := p.(plugin.PreFilterPlugin)
+		if !ok {
+			return errors.New(p.Name() + " is not a PreFilter plugin")
+		}
+		st = pf.PreFilter(&g.state, &g.pod)
+	case abi.FuncPreScore:
+		ps, ok := p.(plugin.PreScorePlugin)
+		if !ok {
+			return errors.New(p.Name() + " is not a PreScore plugin")
+		}
+		if err := g.loadBatch(in); err != nil {
+			return err
+		}
+		st = ps.PreScore(&g.state, &g.pod, g.batch)
+	case abi.FuncFilter:
+		f, ok := p.(plugin.FilterPlugin)
+		if !ok {
+			return errors.New(p.Name() + " is not a Filter plugin")
+		}
+		if err := g.loadBatch(in); err != nil {
+			return err
+		}
+		return g.filter(f)
+	case abi.FuncScore:
+		s, ok := p.(plugin.ScorePlugin)
+		if !ok {
+			return errors.New(p.Name() + " is not a Score plugin")
+		}
+		if err := g.loadBatch(in); err != nil {
+			return err
+		}
+		return g.score(s)
+	}
+	g.enc.U8(uint8(st.Code()))
+	g.enc.Strings(st.Reasons())
+	return nil
+}
+
+func (g *Guest) loadBatch(in []byte) error {
+	var err error
+	g.slots, err = abi.ParseSlots(in, g.slots)
+	if err != nil {
+		return err
+	}
+	g.batch = g.batch[:0]
+	for _, s := range g.slots {
+		if int(s) >= len(g.nodes) || g.nodes[s] == nil {
+			return errors.New("batch names unknown node slot")
+		}
+		g.batch = append(g.batch, g.nodes[s])
+	}
+	return nil
+}
+
+// maxEntries is the most distinct filter outcomes one reply can carry
+// (u16 indexes, 0 meaning pass).
+const maxEntries = 1<<16 - 1
+
+func (g *Guest) filter(f plugin.FilterPlugin) error {
+	if g.byStatus == nil {
+		g.byStatus = map[*plugin.Status]uint16{}
+		g.byText = map[string]uint16{}
+	}
+	clear(g.byStatus)
+	clear(g.byText)
+	g.entries = g.entries[:0]
+
+	g.enc.U32(uint32(len(g.batch)))
+	at := len(g.enc.B)
+	g.enc.B = append(g.enc.B, make([]byte, 2*len(g.batch))...)
+	for i, n := range g.batch {
+		st := f.Filter(&g.state, &g.pod, n)
+		if st.IsSuccess() {
+			continue // index 0, already zero
+		}
+		ix, ok := g.byStatus[st]
+		if !ok {
+			key := string(rune('0'+st.Code())) + "\x00" + st.Message()
+			if ix, ok = g.byText[key]; !ok {
+				if len(g.entries) == maxEntries {
+					return errors.New("more distinct filter reasons than one reply can carry")
+				}
+				g.entries = append(g.entries, st)
+				ix = uint16(len(g.entries))
+				g.byText[key] = ix
+			}
+			g.byStatus[st] = ix
+		}
+		g.enc.B[at+2*i] = byte(ix)
+		g.enc.B[at+2*i+1] = byte(ix >> 8)
+	}
+	g.enc.Uvarint(uint64(len(g.entries)))
+	for _, st := range g.entries {
+		g.enc.U8(uint8(st.Code()))
+		g.enc.Strings(st.Reasons())
+	}
+	return nil
+}
+
+func (g *Guest) score(s plugin.ScorePlugin) error {
+	g.scores = g.scores[:0]
+	for _, n := range g.batch {
+		v, st := s.Score(&g.state, &g.pod, n)
+		if !st.IsSuccess() {
+			return errors.New("score node " + n.Name() + ": " + st.Message())
+		}
+		g.scores = append(g.scores, v)
+	}
+	if norm, ok := s.(plugin.ScoreNormalizer); ok {
+		if st := norm.NormalizeScore(&g.state, &g.pod, g.scores); !st.IsSuccess() {
+			return errors.New("normalize: " + st.Message())
+		}
+	}
+	g.enc.U32(uint32(len(g.scores)))
+	for _, v := range g.scores {
+		g.enc.U64(uint64(v))
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package plugin
+
+import "github.com/wasmsched/wasmsched/abi"
+
+// Plugin is the base of every extension point: a unique name, the one a
+// profile's YAML refers to.
+type Plugin interface {
+	Name() string
+}
+
+// PreFilterPlugin runs once per scheduling cycle before Filter. It computes
+// what Filter needs from the pod alone (store it in the CycleState) and may
+// reject the pod outright (UnschedulableAndUnresolvable) or return Skip to
+// have its Filter skipped for this pod.
+type PreFilterPlugin interface {
+	Plugin
+	PreFilter(state *CycleState, pod *abi.Pod) *Status
+}
+
+// FilterPlugin says whether the pod fits on one node. It returns nil (or
+// Success) when it fits, Unschedulable when preemption might make room,
+// UnschedulableAndUnresolvable when nothing would, and Error on failure.
+// It must only read the NodeInfo it is given: the host may pass a copy with
+// nominated or preempted pods added or removed.
+type FilterPlugin interface {
+	Plugin
+	Filter(state *CycleState, pod *abi.Pod, node *NodeInfo) *Status
+}
+
+// PreScorePlugin runs once per cycle before Score, with the nodes that
+// passed filtering. Skip has its Score skipped for this pod.
+type PreScorePlugin interface {
+	Plugin
+	PreScore(state *CycleState, pod *abi.Pod, nodes []*NodeInfo) *Status
+}
+
+// ScorePlugin ranks one feasible node. Scores are int64; after
+// NormalizeScore (if any) they must lie in [0, abi.MaxScore].
+type ScorePlugin interface {
+	Plugin
+	Score(state *CycleState, pod *abi.Pod, node *NodeInfo) (int64, *Status)
+}
+
+// ScoreNormalizer is implemented by a ScorePlugin whose raw scores need
+// rescaling once all nodes are scored. scores[i] belongs to nodes[i] of the
+// Score batch; change them in place.
+type ScoreNormalizer interface {
+	NormalizeScore(state *CycleState, pod *abi.Pod, scores []int64) *Status
+}
+
+// Handle gives plugins cluster-wide facts the SDK's mirror keeps.
+type Handle interface {
+	// NumNodes is the number of nodes in the cluster.
+	NumNodes() int
+	// ImageNumNodes is the number of nodes that have an image under this
+	// name (tag or digest), as kube-scheduler's ImageStateSummary.NumNodes.
+	ImageNumNodes(name string) int
+}
+
+// Factory builds a plugin from its args (nil when the profile gives none:
+// use defaults). It returns an error naming the bad field.
+type Factory func(args *abi.Value, h Handle) (Plugin, error)
+
+// Registration names a plugin and how to build it.
+type Registration struct {
+	Name string
+	New  Factory
+	// WantsPods: the plugin reads NodeInfo.Pods (the pods on each node).
+	// Without it the host may leave them out of the mirror.
+	WantsPods bool
+}

@@ -1,0 +1,226 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+)
+
+// Client is one checked-out instance of a module with the typed calls of a
+// scheduling cycle. It is not safe for concurrent use; return it with
+// Module.Put when done.
+//
+// Replies (FilterReply, scores) reuse the Client's buffers: they are valid
+// until the next call on the same Client.
+type Client struct {
+	module    *Module
+	inst      Instance
+	wantsPods bool
+	broken    bool
+
+	snap   *snapshot.Snapshot // the snapshot the mirror follows
+	synced uint64             // its generation the mirror has reached
+
+	enc    abi.Encoder
+	dec    abi.Decoder
+	delta  snapshot.Delta
+	filter abi.FilterReply
+	scores []int64
+}
+
+// Module is the module this client belongs to.
+func (c *Client) Module() *Module { return c.module }
+
+// Sync brings the guest's mirror up to date with snap, sending only the
+// nodes changed since the last sync with the same snapshot (all of them
+// the first time, or when the snapshot is a different one).
+func (c *Client) Sync(ctx context.Context, snap *snapshot.Snapshot) error {
+	since := c.synced
+	if c.snap != snap {
+		since = 0
+	}
+	if since != 0 && since == snap.Generation() {
+		return nil
+	}
+	snap.DeltaSince(since, &c.delta)
+	c.enc.Reset()
+	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.wantsPods)
+	if _, err := c.run(ctx, abi.FuncSync, moduleWide, c.enc.B); err != nil {
+		c.snap, c.synced = nil, 0 // the mirror is in an unknown state
+		return err
+	}
+	c.snap, c.synced = snap, snap.Generation()
+	return nil
+}
+
+// StartCycle hands the guest the pod to schedule and resets its cycle state.
+func (c *Client) StartCycle(ctx context.Context, pod *abi.Pod) error {
+	c.enc.Reset()
+	c.enc.Pod(pod)
+	_, err := c.run(ctx, abi.FuncCycle, moduleWide, c.enc.B)
+	return err
+}
+
+// PreFilter runs a plugin's PreFilter for the current pod.
+func (c *Client) PreFilter(ctx context.Context, plugin int) (abi.PluginStatus, error) {
+	return c.status(ctx, abi.FuncPreFilter, plugin, nil)
+}
+
+// PreScore runs a plugin's PreScore over the feasible nodes.
+func (c *Client) PreScore(ctx context.Context, plugin int, slots []uint32) (abi.PluginStatus, error) {
+	return c.status(ctx, abi.FuncPreScore, plugin, slots)
+}
+
+func (c *Client) status(ctx context.Context, fn abi.Func, plugin int, slots []uint32) (abi.PluginStatus, error) {
+	var st abi.PluginStatus
+	var body []byte
+	var err error
+	if fn == abi.FuncPreFilter {
+		body, err = c.run(ctx, fn, plugin, nil)
+	} else {
+		body, err = c.runSlots(ctx, fn, plugin, slots)
+	}
+	if err != nil {
+		return st, err
+	}
+	c.dec.Reset(body, false)
+	c.dec.PluginStatus(&st)
+	if err := c.replyErr(fn, plugin); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// MaxBatch is the most nodes one Filter or Score call may carry: filter
+// replies index their distinct outcomes with u16.
+const MaxBatch = 1<<16 - 1
+
+// Filter runs a plugin's Filter over the nodes in slots. Reply.Indexes[i]
+// is 0 if slots[i] passed, else a 1-based index into Reply.Entries.
+func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.FilterReply, error) {
+	body, err := c.runSlots(ctx, abi.FuncFilter, plugin, slots)
+	if err != nil {
+		return nil, err
+	}
+	c.dec.Reset(body, false)
+	c.dec.FilterReply(&c.filter)
+	if err := c.replyErr(abi.FuncFilter, plugin); err != nil {
+		return nil, err
+	}
+	if len(c.filter.Indexes) != len(slots) {
+		return nil, c.brokenReply(abi.FuncFilter, plugin, fmt.Errorf("%d verdicts for %d nodes", len(c.filter.Indexes), len(slots)))
+	}
+	return &c.filter, nil
+}
+
+// Score runs a plugin's Score (and NormalizeScore) over the nodes in slots
+// and returns one score per slot, checked to lie in [0, abi.MaxScore].
+func (c *Client) Score(ctx context.Context, plugin int, slots []uint32) ([]int64, error) {
+	body, err := c.runSlots(ctx, abi.FuncScore, plugin, slots)
+	if err != nil {
+		return nil, err
+	}
+	c.dec.Reset(body, false)
+	c.scores = c.dec.ScoreReply(c.scores)
+	if err := c.replyErr(abi.FuncScore, plugin); err != nil {
+		return nil, err
+	}
+	if len(c.scores) != len(slots) {
+		return nil, c.brokenReply(abi.FuncScore, plugin, fmt.Errorf("%d scores for %d nodes", len(c.scores), len(slots)))
+	}
+	for i, s := range c.scores {
+		if s < 0 || s > abi.MaxScore {
+			return nil, &CallError{Module: c.module.name, Func: abi.FuncScore, Plugin: c.pluginName(plugin),
+				Err: fmt.Errorf("score %d for slot %d is outside [0, %d]", s, slots[i], abi.MaxScore)}
+		}
+	}
+	return c.scores, nil
+}
+
+// runSlots writes a slot list straight into the instance's input buffer.
+func (c *Client) runSlots(ctx context.Context, fn abi.Func, plugin int, slots []uint32) ([]byte, error) {
+	if len(slots) > MaxBatch {
+		return nil, fmt.Errorf("module %q: %s batch of %d nodes exceeds %d", c.module.name, fn, len(slots), MaxBatch)
+	}
+	n := 4 + 4*len(slots)
+	buf, err := c.inst.Input(ctx, n)
+	if err != nil {
+		c.broken = true
+		return nil, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Broken: true, Err: err}
+	}
+	putU32(buf, uint32(len(slots)))
+	for i, s := range slots {
+		putU32(buf[4+4*i:], s)
+	}
+	return c.call(ctx, fn, plugin, n)
+}
+
+func putU32(b []byte, v uint32) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+func (c *Client) run(ctx context.Context, fn abi.Func, plugin int, input []byte) ([]byte, error) {
+	if len(input) > 0 {
+		buf, err := c.inst.Input(ctx, len(input))
+		if err != nil {
+			c.broken = true
+			return nil, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Broken: true, Err: err}
+		}
+		copy(buf, input)
+	}
+	return c.call(ctx, fn, plugin, len(input))
+}
+
+func (c *Client) call(ctx context.Context, fn abi.Func, plugin int, n int) ([]byte, error) {
+	if c.broken {
+		return nil, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Broken: true, Err: errors.New("instance already lost")}
+	}
+	arg := uint32(0)
+	if plugin != moduleWide {
+		if plugin < 0 || plugin >= len(c.module.manifest.Plugins) {
+			return nil, fmt.Errorf("module %q: %s: plugin index %d out of range", c.module.name, fn, plugin)
+		}
+		arg = uint32(plugin)
+	}
+	body, err := call(ctx, c.inst, fn, arg, n)
+	if err != nil {
+		var ce *CallError
+		if errors.As(err, &ce) {
+			ce.Module, ce.Plugin = c.module.name, c.pluginName(plugin)
+			if ce.Broken {
+				c.broken = true
+			}
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+func (c *Client) replyErr(fn abi.Func, plugin int) error {
+	if c.dec.Err() != nil {
+		return c.brokenReply(fn, plugin, fmt.Errorf("malformed reply: %w", c.dec.Err()))
+	}
+	return nil
+}
+
+func (c *Client) brokenReply(fn abi.Func, plugin int, err error) error {
+	c.broken = true
+	return &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Broken: true, Err: err}
+}
+
+// moduleWide stands for "no plugin" in calls that concern the whole module.
+const moduleWide = -1
+
+func (c *Client) pluginName(plugin int) string {
+	if plugin >= 0 && plugin < len(c.module.manifest.Plugins) {
+		return c.module.manifest.Plugins[plugin].Name
+	}
+	return ""
+}
+
+// Broken reports whether the instance was lost; Module.Put discards it.
+func (c *Client) Broken() bool { return c.broken }

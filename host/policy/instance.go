@@ -1,0 +1,74 @@
+// Package policy drives policy modules through the ABI, whatever runs
+// them: a Wasm instance (package wasm) or a native twin (package native).
+//
+// A Backend makes Instances of one module. Load checks the module once
+// (ABI version, manifest, the plugins the caller needs, init with args) and
+// returns a Module whose pool hands out Clients. A Client wraps one
+// Instance with the typed calls of a cycle — Sync, StartCycle, PreFilter,
+// Filter, PreScore, Score — and remembers which snapshot generation its
+// guest mirror has reached, so each Sync sends only what changed.
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+// Instance is one isolated copy of a policy module with its own memory
+// and mirror. It runs one call at a time.
+type Instance interface {
+	// ABIVersion returns the packed version the module was built for.
+	ABIVersion(ctx context.Context) (uint32, error)
+	// Input returns a buffer of n bytes inside the instance; write the next
+	// Call's input into it. Valid until the next Input or Call.
+	Input(ctx context.Context, n int) ([]byte, error)
+	// Call runs fn with arg on the n input bytes and returns the reply,
+	// valid until the next Input or Call. An error means the instance is
+	// unusable (trap, deadline, memory limit): close it.
+	Call(ctx context.Context, fn abi.Func, arg uint32, n int) ([]byte, error)
+	// Close releases the instance.
+	Close(ctx context.Context) error
+}
+
+// Backend makes instances of one module.
+type Backend interface {
+	// NewInstance returns a fresh, uninitialised instance.
+	NewInstance(ctx context.Context) (Instance, error)
+	// Close releases what the backend holds (compiled code).
+	Close(ctx context.Context) error
+}
+
+// ErrInstanceBroken marks a call that failed in a way that leaves the
+// instance unusable: a trap, a deadline, a memory limit, a malformed reply.
+// The pool discards such an instance and makes a fresh one.
+var ErrInstanceBroken = errors.New("policy instance broken")
+
+// CallError is a failed call into a module, naming the module, the
+// function and the plugin. Is(ErrInstanceBroken) tells whether the
+// instance was lost; otherwise the guest itself reported Err.
+type CallError struct {
+	Module string
+	Func   abi.Func
+	Plugin string // empty for module-wide calls
+	Broken bool
+	Err    error
+}
+
+func (e *CallError) Error() string {
+	what := e.Func.String()
+	if e.Plugin != "" {
+		what = fmt.Sprintf("%s plugin %q", what, e.Plugin)
+	}
+	if e.Broken {
+		return fmt.Sprintf("module %q: %s: instance lost: %v", e.Module, what, e.Err)
+	}
+	return fmt.Sprintf("module %q: %s: %v", e.Module, what, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Is matches ErrInstanceBroken for broken-instance errors.
+func (e *CallError) Is(target error) bool { return target == ErrInstanceBroken && e.Broken }

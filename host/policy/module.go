@@ -1,0 +1,254 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+// Config says how to load one module.
+type Config struct {
+	// Name identifies the module in errors, logs and metrics.
+	Name string
+	// Require lists plugins the module must implement; Load refuses a
+	// module missing any of them.
+	Require []string
+	// Args are the plugins' args, passed to the guest's init.
+	Args []abi.PluginArgs
+	// PoolSize caps the instances kept; 0 means GOMAXPROCS.
+	PoolSize int
+}
+
+// Module is a loaded, validated module with a pool of initialised
+// instances. Safe for concurrent use.
+type Module struct {
+	name     string
+	manifest abi.Manifest
+	backend  Backend
+	initReq  []byte
+	idle     chan *Client
+	slots    chan struct{} // one token per instance that may exist
+	lost     atomic.Int64
+}
+
+// Load validates a module and readies its pool: it makes one instance,
+// checks its ABI version and manifest against cfg, and initialises it
+// with the args. Every problem is an error naming the module.
+func Load(ctx context.Context, b Backend, cfg Config) (*Module, error) {
+	size := cfg.PoolSize
+	if size <= 0 {
+		size = runtime.GOMAXPROCS(0)
+	}
+	var e abi.Encoder
+	e.InitRequest(&abi.InitRequest{Plugins: cfg.Args})
+	m := &Module{
+		name:    cfg.Name,
+		backend: b,
+		initReq: e.B,
+		idle:    make(chan *Client, size),
+		slots:   make(chan struct{}, size),
+	}
+	inst, err := b.NewInstance(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("module %q: instantiate: %w", cfg.Name, err)
+	}
+	if err := m.validate(ctx, inst, cfg.Require); err != nil {
+		inst.Close(ctx)
+		return nil, err
+	}
+	c, err := m.initClient(ctx, inst)
+	if err != nil {
+		inst.Close(ctx)
+		return nil, err
+	}
+	m.slots <- struct{}{}
+	m.idle <- c
+	return m, nil
+}
+
+func (m *Module) validate(ctx context.Context, inst Instance, require []string) error {
+	v, err := inst.ABIVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("module %q: read ABI version: %w", m.name, err)
+	}
+	if err := checkVersion(v); err != nil {
+		return fmt.Errorf("module %q: %w", m.name, err)
+	}
+	reply, err := call(ctx, inst, abi.FuncManifest, 0, 0)
+	if err != nil {
+		return fmt.Errorf("module %q: read manifest: %w", m.name, err)
+	}
+	d := abi.NewDecoder(reply)
+	d.Manifest(&m.manifest)
+	if d.Err() != nil {
+		return fmt.Errorf("module %q: malformed manifest: %w", m.name, d.Err())
+	}
+	if mv := abi.PackVersion(m.manifest.VersionMajor, m.manifest.VersionMinor); mv != v {
+		major, minor := abi.UnpackVersion(v)
+		return fmt.Errorf("module %q: manifest says ABI v%d.%d but the module exports v%d.%d",
+			m.name, m.manifest.VersionMajor, m.manifest.VersionMinor, major, minor)
+	}
+	return checkManifest(&m.manifest, require)
+}
+
+// checkVersion accepts the host's major version at a minor version the
+// host knows.
+func checkVersion(v uint32) error {
+	major, minor := abi.UnpackVersion(v)
+	if major != abi.VersionMajor || minor > abi.VersionMinor {
+		return fmt.Errorf("built for ABI v%d.%d, but this host speaks ABI v%d.%d (same major, minor up to %d)",
+			major, minor, abi.VersionMajor, abi.VersionMinor, abi.VersionMinor)
+	}
+	return nil
+}
+
+// ErrMissingPlugin is wrapped by Load when a module lacks a required plugin.
+var ErrMissingPlugin = errors.New("module does not implement a required plugin")
+
+func checkManifest(m *abi.Manifest, require []string) error {
+	if len(m.Plugins) == 0 {
+		return errors.New("manifest declares no plugins")
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range m.Plugins {
+		switch {
+		case p.Name == "":
+			return errors.New("manifest declares a plugin with an empty name")
+		case seen[p.Name]:
+			return fmt.Errorf("manifest declares plugin %q twice", p.Name)
+		case p.Points == 0:
+			return fmt.Errorf("manifest: plugin %q implements no extension point", p.Name)
+		case p.Points&^abi.PointsKnown != 0:
+			return fmt.Errorf("manifest: plugin %q declares extension points this host does not know: %s", p.Name, p.Points)
+		}
+		seen[p.Name] = true
+		names = append(names, p.Name)
+	}
+	for _, r := range require {
+		if !seen[r] {
+			return fmt.Errorf("%w: %q (it implements %s)", ErrMissingPlugin, r, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error) {
+	buf, err := inst.Input(ctx, len(m.initReq))
+	if err == nil {
+		copy(buf, m.initReq)
+		_, err = call(ctx, inst, abi.FuncInit, 0, len(m.initReq))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("module %q: init: %w", m.name, err)
+	}
+	return &Client{module: m, inst: inst, wantsPods: m.manifest.Flags&abi.ManifestWantsPods != 0}, nil
+}
+
+// Name is the module's name.
+func (m *Module) Name() string { return m.name }
+
+// Manifest is the module's validated manifest.
+func (m *Module) Manifest() *abi.Manifest { return &m.manifest }
+
+// Lost counts instances discarded after a trap, deadline or other failure.
+func (m *Module) Lost() int64 { return m.lost.Load() }
+
+// Get checks out a client, making a new instance if the pool has room and
+// none is idle, else waiting for one.
+func (m *Module) Get(ctx context.Context) (*Client, error) {
+	select {
+	case c := <-m.idle:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-m.idle:
+		return c, nil
+	case m.slots <- struct{}{}:
+		c, err := m.newClient(ctx)
+		if err != nil {
+			<-m.slots
+			return nil, err
+		}
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (m *Module) newClient(ctx context.Context) (*Client, error) {
+	inst, err := m.backend.NewInstance(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("module %q: instantiate: %w", m.name, err)
+	}
+	v, err := inst.ABIVersion(ctx)
+	if err == nil {
+		err = checkVersion(v)
+	}
+	if err != nil {
+		inst.Close(ctx)
+		return nil, fmt.Errorf("module %q: %w", m.name, err)
+	}
+	c, err := m.initClient(ctx, inst)
+	if err != nil {
+		inst.Close(ctx)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Put returns a client to the pool; a broken one is closed and its place
+// freed for a fresh instance.
+func (m *Module) Put(ctx context.Context, c *Client) {
+	if c.broken {
+		m.lost.Add(1)
+		c.inst.Close(ctx)
+		<-m.slots
+		return
+	}
+	m.idle <- c
+}
+
+// Close closes the idle instances and the backend. Clients still checked
+// out must not be used afterwards.
+func (m *Module) Close(ctx context.Context) error {
+	for {
+		select {
+		case c := <-m.idle:
+			c.inst.Close(ctx)
+		default:
+			return m.backend.Close(ctx)
+		}
+	}
+}
+
+// call runs one ABI function and splits the reply header off. A guest
+// error reply becomes a plain error; anything else that fails (the call
+// itself, a malformed reply) is a broken-instance error.
+func call(ctx context.Context, inst Instance, fn abi.Func, arg uint32, n int) ([]byte, error) {
+	reply, err := inst.Call(ctx, fn, arg, n)
+	if err != nil {
+		return nil, &CallError{Func: fn, Broken: true, Err: err}
+	}
+	if len(reply) == 0 {
+		return nil, &CallError{Func: fn, Broken: true, Err: errors.New("empty reply")}
+	}
+	switch reply[0] {
+	case abi.ReplyOK:
+		return reply[1:], nil
+	case abi.ReplyError:
+		d := abi.NewDecoder(reply[1:])
+		msg := d.String()
+		if d.Err() != nil {
+			return nil, &CallError{Func: fn, Broken: true, Err: errors.New("malformed error reply")}
+		}
+		return nil, &CallError{Func: fn, Err: errors.New(msg)}
+	}
+	return nil, &CallError{Func: fn, Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
+}

@@ -1,0 +1,251 @@
+// Package snapshot holds the host's view of the cluster that one scheduling
+// cycle reads: nodes with their aggregates, each in a stable slot and
+// stamped with a generation, and each node's ABI encoding cached at that
+// generation.
+//
+// Generations come from one counter shared by all nodes, so "what changed
+// since generation G" is a single number per guest instance: a mirror sync
+// sends the nodes whose generation is above what that instance has seen,
+// reusing the cached encodings, plus the slots deleted since then.
+package snapshot
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+// NodeInfo is a node, its pods and their aggregates, in a slot.
+type NodeInfo struct {
+	Slot       uint32
+	Generation uint64
+	Info       abi.NodeInfo
+
+	// Encodings cached at recordGen, with and without the pods. Guarded
+	// by mu: several pool instances may sync from one snapshot at once.
+	mu        sync.Mutex
+	records   [2][]byte
+	recordGen [2]uint64
+}
+
+// Record returns the node's NodeInfo encoding, with or without the pods,
+// encoding it at most once per generation.
+func (n *NodeInfo) Record(withPods bool) []byte {
+	k := 0
+	if withPods {
+		k = 1
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.records[k] == nil || n.recordGen[k] != n.Generation {
+		info := n.Info
+		if !withPods {
+			info.Pods = nil
+		}
+		e := abi.Encoder{B: make([]byte, 0, len(n.records[k]))}
+		e.NodeInfo(&info)
+		n.records[k], n.recordGen[k] = e.B, n.Generation
+	}
+	return n.records[k]
+}
+
+// tombstone remembers a deleted node's slot so syncs can tell guests.
+type tombstone struct {
+	slot uint32
+	gen  uint64
+}
+
+// maxTombstones bounds the deletions remembered; a guest further behind
+// is resynced from scratch.
+const maxTombstones = 4096
+
+// Snapshot is a set of nodes in slots. It is not safe for concurrent
+// mutation; a cycle reads it while nothing writes it.
+type Snapshot struct {
+	generation uint64
+	slots      []*NodeInfo // by slot; nil where free
+	free       []uint32
+	byName     map[string]*NodeInfo
+	order      []*NodeInfo // the order cycles walk nodes in
+	tombs      []tombstone
+	// floor is the oldest generation a delta can start from: deletions
+	// at or below it have been forgotten.
+	floor uint64
+}
+
+// New returns an empty snapshot.
+func New() *Snapshot { return &Snapshot{byName: map[string]*NodeInfo{}} }
+
+// Generation is the newest generation stamped on any change.
+func (s *Snapshot) Generation() uint64 { return s.generation }
+
+// NumNodes is the number of nodes.
+func (s *Snapshot) NumNodes() int { return len(s.order) }
+
+// Nodes lists the nodes in walking order. Do not modify the slice.
+func (s *Snapshot) Nodes() []*NodeInfo { return s.order }
+
+// Get returns the node with this name, or nil.
+func (s *Snapshot) Get(name string) *NodeInfo { return s.byName[name] }
+
+// Slot returns the node in a slot, or nil.
+func (s *Snapshot) Slot(slot uint32) *NodeInfo {
+	if int(slot) < len(s.slots) {
+		return s.slots[slot]
+	}
+	return nil
+}
+
+// SetNode adds a node or replaces its spec, keeping its pods.
+func (s *Snapshot) SetNode(n abi.Node) *NodeInfo {
+	s.generation++
+	if ni := s.byName[n.Name]; ni != nil {
+		ni.Info.Node = n
+		ni.Generation = s.generation
+		return ni
+	}
+	ni := &NodeInfo{Generation: s.generation, Info: abi.NodeInfo{Node: n}}
+	if k := len(s.free); k > 0 {
+		ni.Slot = s.free[k-1]
+		s.free = s.free[:k-1]
+		s.slots[ni.Slot] = ni
+	} else {
+		ni.Slot = uint32(len(s.slots))
+		s.slots = append(s.slots, ni)
+	}
+	s.byName[n.Name] = ni
+	s.order = append(s.order, ni)
+	return ni
+}
+
+// RemoveNode deletes a node and its pods.
+func (s *Snapshot) RemoveNode(name string) error {
+	ni := s.byName[name]
+	if ni == nil {
+		return fmt.Errorf("remove node %q: not in snapshot", name)
+	}
+	s.generation++
+	delete(s.byName, name)
+	s.slots[ni.Slot] = nil
+	s.free = append(s.free, ni.Slot)
+	for i, o := range s.order {
+		if o == ni {
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			break
+		}
+	}
+	s.tombs = append(s.tombs, tombstone{slot: ni.Slot, gen: s.generation})
+	if len(s.tombs) > maxTombstones {
+		s.floor = s.tombs[0].gen
+		s.tombs = s.tombs[1:]
+	}
+	return nil
+}
+
+// AddPod puts a pod on its node (pod.NodeName) and updates the aggregates.
+func (s *Snapshot) AddPod(pod *abi.Pod) error {
+	ni := s.byName[pod.NodeName]
+	if ni == nil {
+		return fmt.Errorf("add pod %s/%s: node %q not in snapshot", pod.Namespace, pod.Name, pod.NodeName)
+	}
+	s.generation++
+	ni.Generation = s.generation
+	AddPodToInfo(&ni.Info, pod)
+	return nil
+}
+
+// RemovePod takes a pod (by UID) off its node and updates the aggregates.
+func (s *Snapshot) RemovePod(pod *abi.Pod) error {
+	ni := s.byName[pod.NodeName]
+	if ni == nil || !RemovePodFromInfo(&ni.Info, pod.UID) {
+		return fmt.Errorf("remove pod %s/%s: not on node %q", pod.Namespace, pod.Name, pod.NodeName)
+	}
+	s.generation++
+	ni.Generation = s.generation
+	return nil
+}
+
+// AddPodToInfo adds a pod and its requests, ports and count to a NodeInfo.
+func AddPodToInfo(ni *abi.NodeInfo, pod *abi.Pod) {
+	ni.Pods = append(ni.Pods, *pod)
+	req := abi.PodRequests(pod)
+	nz := abi.PodNonZeroRequests(pod)
+	ni.Requested.AddAll(&req)
+	ni.NonZeroRequested.MilliCPU += nz.MilliCPU
+	ni.NonZeroRequested.Memory += nz.Memory
+	ni.PodCount++
+	ni.UsedPorts = append(ni.UsedPorts, abi.PodHostPorts(pod)...)
+}
+
+// RemovePodFromInfo removes the pod with this UID and recomputes the
+// aggregates; it reports whether the pod was there.
+func RemovePodFromInfo(ni *abi.NodeInfo, uid string) bool {
+	for i := range ni.Pods {
+		if ni.Pods[i].UID != uid {
+			continue
+		}
+		ni.Pods = append(ni.Pods[:i], ni.Pods[i+1:]...)
+		pods := ni.Pods
+		ni.Pods = nil
+		ni.Requested, ni.NonZeroRequested = abi.Resources{}, abi.Resources{}
+		ni.PodCount = 0
+		ni.UsedPorts = nil
+		for j := range pods {
+			AddPodToInfo(ni, &pods[j])
+		}
+		ni.Pods = pods[:len(pods):len(pods)]
+		return true
+	}
+	return false
+}
+
+// Delta is what a guest at generation `since` lacks: the changed nodes
+// and the deleted slots. Reset means the guest must drop its mirror first
+// (it is too far behind, or new).
+type Delta struct {
+	Reset   bool
+	Changed []*NodeInfo
+	Deleted []uint32
+}
+
+// DeltaSince collects the changes after generation since into d (reusing
+// its slices). A guest that has seen nothing passes 0.
+func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
+	d.Changed, d.Deleted = d.Changed[:0], d.Deleted[:0]
+	d.Reset = since == 0 || since < s.floor
+	for _, ni := range s.order {
+		if d.Reset || ni.Generation > since {
+			d.Changed = append(d.Changed, ni)
+		}
+	}
+	if d.Reset {
+		return
+	}
+	for _, t := range s.tombs {
+		// A slot taken again by a newer node is sent as an upsert, which
+		// replaces whatever the guest had there.
+		if t.gen > since && s.slots[t.slot] == nil {
+			d.Deleted = append(d.Deleted, t.slot)
+		}
+	}
+}
+
+// EncodeSync appends the sync request for a delta to e.
+func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, withPods bool) {
+	var flags uint8
+	if d.Reset {
+		flags |= abi.SyncReset
+	}
+	e.SyncHeader(flags, numNodes)
+	e.Uvarint(uint64(len(d.Changed)))
+	for _, ni := range d.Changed {
+		rec := ni.Record(withPods)
+		e.U32(ni.Slot)
+		e.Bytes(rec)
+	}
+	e.Uvarint(uint64(len(d.Deleted)))
+	for _, s := range d.Deleted {
+		e.U32(s)
+	}
+}

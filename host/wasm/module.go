@@ -1,0 +1,297 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/policy"
+)
+
+// Backend is one compiled module: a wazero runtime of its own (memory caps
+// are per runtime in wazero), the compiled code, and the host functions.
+// It implements policy.Backend.
+type Backend struct {
+	name     string
+	limits   Limits
+	runtime  wazero.Runtime
+	compiled wazero.CompiledModule
+	log      hclog.Logger
+}
+
+// exportSig is the signature an ABI export must have.
+type exportSig struct {
+	params, results []api.ValueType
+}
+
+var requiredExports = map[string]exportSig{
+	abi.ExportABIVersion: {nil, []api.ValueType{api.ValueTypeI32}},
+	abi.ExportInput:      {[]api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	abi.ExportCall:       {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
+}
+
+// Compile compiles a module and checks that it is a wasmsched reactor:
+// the ABI exports with the right signatures, no imports beyond WASI and
+// the wasmsched host module, and no _start (a command module would exit
+// after main). It does not run any guest code; policy.Load does that.
+func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte, lim Limits) (*Backend, error) {
+	lim = lim.withDefaults()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
+		WithCompilationCache(r.cache).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(lim.pages()))
+	b := &Backend{name: name, limits: lim, runtime: rt, log: r.log.With("module", name)}
+	compiled, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("module %q: compile: %w", name, err)
+	}
+	b.compiled = compiled
+	if err := checkShape(compiled); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("module %q: %w", name, err)
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("module %q: WASI: %w", name, err)
+	}
+	if _, err := rt.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(b.hostLog),
+		[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).Export(abi.ImportLog).
+		Instantiate(ctx); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("module %q: host functions: %w", name, err)
+	}
+	return b, nil
+}
+
+// ErrNotReactor is wrapped when a module is built as a command.
+var ErrNotReactor = errors.New("module is a command (exports _start), not a reactor: build it with -buildmode=c-shared")
+
+func checkShape(m wazero.CompiledModule) error {
+	exports := m.ExportedFunctions()
+	if _, ok := exports["_start"]; ok {
+		if _, ok := exports["_initialize"]; !ok {
+			return ErrNotReactor
+		}
+	}
+	var problems []string
+	for name, want := range requiredExports {
+		def, ok := exports[name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("missing export %s", name))
+			continue
+		}
+		if !sameTypes(def.ParamTypes(), want.params) || !sameTypes(def.ResultTypes(), want.results) {
+			problems = append(problems, fmt.Sprintf("export %s has signature %s, want %s",
+				name, sigString(def.ParamTypes(), def.ResultTypes()), sigString(want.params, want.results)))
+		}
+	}
+	for _, imp := range m.ImportedFunctions() {
+		mod, fn, _ := imp.Import()
+		if mod == wasi_snapshot_preview1.ModuleName {
+			continue
+		}
+		if mod == abi.ImportModule && fn == abi.ImportLog {
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("imports %s.%s, which the host does not provide", mod, fn))
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("not a wasmsched ABI v%d module: %s", abi.VersionMajor, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	return bytes.Equal(a, b)
+}
+
+func sigString(params, results []api.ValueType) string {
+	name := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return "(" + strings.Join(s, ", ") + ")"
+	}
+	return name(params) + " -> " + name(results)
+}
+
+// Close releases the runtime and everything instantiated in it.
+func (b *Backend) Close(ctx context.Context) error { return b.runtime.Close(ctx) }
+
+// Limits are the module's effective limits.
+func (b *Backend) Limits() Limits { return b.limits }
+
+// NewInstance implements policy.Backend: a fresh instance with its
+// _initialize run (Go and TinyGo reactors set up their runtime there).
+func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
+	out := &logWriter{log: b.log, stream: "stdout"}
+	errw := &logWriter{log: b.log, stream: "stderr"}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStdout(out).
+		WithStderr(errw)
+	ictx, cancel := context.WithTimeout(ctx, b.limits.CallTimeout)
+	defer cancel()
+	mod, err := b.runtime.InstantiateModule(ictx, b.compiled, cfg)
+	if err != nil {
+		return nil, b.describe(err, "instantiate")
+	}
+	inst := &instance{
+		backend: b,
+		mod:     mod,
+		mem:     mod.Memory(),
+		version: mod.ExportedFunction(abi.ExportABIVersion),
+		input:   mod.ExportedFunction(abi.ExportInput),
+		call:    mod.ExportedFunction(abi.ExportCall),
+		stack:   make([]uint64, 3),
+	}
+	if inst.mem == nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("module %q exports no memory", b.name)
+	}
+	return inst, nil
+}
+
+// describe turns a wazero error into one that says what happened in words
+// a policy author can act on.
+func (b *Backend) describe(err error, what string) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return fmt.Errorf("%s: deadline of %s exceeded", what, b.limits.CallTimeout)
+		case sys.ExitCodeContextCanceled:
+			return fmt.Errorf("%s: cancelled", what)
+		}
+		return fmt.Errorf("%s: guest exited with code %d (a Go or TinyGo guest exits like this on panic or out of memory; memory cap %d bytes)",
+			what, exit.ExitCode(), b.limits.MemoryBytes)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// hostLog implements the wasmsched.log import.
+func (b *Backend) hostLog(_ context.Context, mod api.Module, stack []uint64) {
+	level, ptr, n := abi.LogLevel(api.DecodeU32(stack[0])), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	const maxLine = 4096
+	if n > maxLine {
+		n = maxLine
+	}
+	msg, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		b.log.Warn("guest log call with out-of-range message", "ptr", ptr, "len", n)
+		return
+	}
+	b.log.Log(hclogLevel(level), string(msg))
+}
+
+func hclogLevel(l abi.LogLevel) hclog.Level {
+	switch l {
+	case abi.LogTrace:
+		return hclog.Trace
+	case abi.LogDebug:
+		return hclog.Debug
+	case abi.LogWarn:
+		return hclog.Warn
+	case abi.LogError:
+		return hclog.Error
+	}
+	return hclog.Info
+}
+
+// logWriter turns a guest's stdout/stderr into log lines.
+type logWriter struct {
+	log    hclog.Logger
+	stream string
+	buf    []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Info(string(w.buf[:i]), "stream", w.stream)
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 4096 {
+		w.log.Info(string(w.buf), "stream", w.stream)
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+// instance is one wazero module instance.
+type instance struct {
+	backend *Backend
+	mod     api.Module
+	mem     api.Memory
+	version api.Function
+	input   api.Function
+	call    api.Function
+	stack   []uint64
+}
+
+func (i *instance) invoke(ctx context.Context, fn api.Function, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, i.backend.limits.CallTimeout)
+	err := fn.CallWithStack(ctx, i.stack)
+	cancel()
+	if err != nil {
+		return i.backend.describe(err, what)
+	}
+	return nil
+}
+
+func (i *instance) ABIVersion(ctx context.Context) (uint32, error) {
+	if err := i.invoke(ctx, i.version, abi.ExportABIVersion); err != nil {
+		return 0, err
+	}
+	return api.DecodeU32(i.stack[0]), nil
+}
+
+func (i *instance) Input(ctx context.Context, n int) ([]byte, error) {
+	if n < 0 || uint64(n) > uint64(i.backend.limits.MemoryBytes) {
+		return nil, fmt.Errorf("input of %d bytes exceeds the module's memory cap", n)
+	}
+	i.stack[0] = api.EncodeU32(uint32(n))
+	if err := i.invoke(ctx, i.input, abi.ExportInput); err != nil {
+		return nil, err
+	}
+	ptr := api.DecodeU32(i.stack[0])
+	buf, ok := i.mem.Read(ptr, uint32(n))
+	if !ok {
+		return nil, fmt.Errorf("%s returned a buffer [%d, +%d) outside guest memory", abi.ExportInput, ptr, n)
+	}
+	return buf, nil
+}
+
+func (i *instance) Call(ctx context.Context, fn abi.Func, arg uint32, n int) ([]byte, error) {
+	i.stack[0], i.stack[1], i.stack[2] = api.EncodeU32(uint32(fn)), api.EncodeU32(arg), api.EncodeU32(uint32(n))
+	if err := i.invoke(ctx, i.call, abi.ExportCall); err != nil {
+		return nil, err
+	}
+	packed := i.stack[0]
+	ptr, size := uint32(packed>>32), uint32(packed)
+	reply, ok := i.mem.Read(ptr, size)
+	if !ok {
+		return nil, fmt.Errorf("reply [%d, +%d) outside guest memory", ptr, size)
+	}
+	return reply, nil
+}
+
+func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }

@@ -1,0 +1,8 @@
+;; A command module (exports _start): it would exit after main, so the host
+;; refuses it and says to build a reactor.
+(module
+  (memory (export "memory") 1)
+  (func (export "_start"))
+  (func (export "wasmsched_abi_version") (result i32) (i32.const 0x00010000))
+  (func (export "wasmsched_input") (param i32) (result i32) (i32.const 1024))
+  (func (export "wasmsched_call") (param i32 i32 i32) (result i64) (i64.const 0)))
