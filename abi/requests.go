@@ -71,12 +71,15 @@ func cloneResources(r *Resources) Resources {
 	return c
 }
 
-// PodHostPorts lists the host ports of a pod's containers, sidecars and init
-// containers included.
+// PodHostPorts lists the host ports a pod holds while it runs: those of its
+// app containers and sidecars. Plain init containers have exited by then,
+// so kube-scheduler does not count theirs.
 func PodHostPorts(p *Pod) []HostPort {
 	var ports []HostPort
 	for i := range p.InitContainers {
-		ports = append(ports, p.InitContainers[i].Ports...)
+		if p.InitContainers[i].RestartAlways {
+			ports = append(ports, p.InitContainers[i].Ports...)
+		}
 	}
 	for i := range p.Containers {
 		ports = append(ports, p.Containers[i].Ports...)

@@ -292,13 +292,13 @@ type Toleration struct {
 }
 
 // ToleratesTaint reports whether t tolerates taint, with the API's rules:
-// an empty effect matches all effects; an empty key with Exists matches
-// every taint; Exists ignores the value; Equal compares it.
+// an empty effect matches all effects; an empty key matches every key;
+// Exists ignores the value; Equal compares it.
 func (t *Toleration) ToleratesTaint(taint *Taint) bool {
 	if t.Effect != EffectAll && t.Effect != taint.Effect {
 		return false
 	}
-	if t.Key != taint.Key && !(t.Key == "" && t.Operator == TolerationExists) {
+	if t.Key != "" && t.Key != taint.Key {
 		return false
 	}
 	switch t.Operator {

@@ -26,6 +26,7 @@ import (
 // use; the host runs one call at a time per instance.
 type Guest struct {
 	regs    []plugin.Registration
+	regErr  error // a registration mistake, reported by every call
 	plugins []plugin.Plugin
 	inited  bool
 
@@ -48,19 +49,22 @@ type Guest struct {
 	dec abi.Decoder
 }
 
-// New returns a guest runtime for the given plugins. It panics on an empty
-// or duplicate plugin name: that is a bug in the module, found the first
-// time it runs.
+// New returns a guest runtime for the given plugins. An empty, duplicate
+// or factory-less registration is a bug in the module: every call then
+// replies with an error saying so, and the host refuses the module at load.
 func New(regs ...plugin.Registration) *Guest {
+	g := &Guest{regs: regs, images: map[string]int{}}
 	seen := map[string]bool{}
 	for _, r := range regs {
 		if r.Name == "" || seen[r.Name] || r.New == nil {
-			panic("wasmsched guest: empty, duplicate or factory-less plugin registration " + r.Name)
+			g.regErr = errors.New("bad plugin registration " + strconvQuote(r.Name) + ": empty name, duplicate name or no factory")
 		}
 		seen[r.Name] = true
 	}
-	return &Guest{regs: regs, images: map[string]int{}}
+	return g
 }
+
+func strconvQuote(s string) string { return "\"" + s + "\"" }
 
 // Input returns a buffer of size bytes for the next call's input.
 func (g *Guest) Input(size int) []byte {
@@ -78,6 +82,9 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 	g.enc.U8(abi.ReplyOK)
 	if n < 0 || n > len(g.in) {
 		return g.fail(errors.New("input length out of range"))
+	}
+	if g.regErr != nil {
+		return g.fail(g.regErr)
 	}
 	in := g.in[:n]
 	var err error
@@ -327,21 +334,33 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 	return nil
 }
 
+// loadBatch resolves a SlotList into mirror nodes, reading the fixed-width
+// slots directly: this runs once per plugin call over thousands of nodes,
+// so it must not allocate.
 func (g *Guest) loadBatch(in []byte) error {
-	var err error
-	g.slots, err = abi.ParseSlots(in, g.slots)
-	if err != nil {
-		return err
+	if len(in) < 4 {
+		return errSlotList
+	}
+	n := int(uint32(in[0]) | uint32(in[1])<<8 | uint32(in[2])<<16 | uint32(in[3])<<24)
+	if n > (len(in)-4)/4 {
+		return errSlotList
 	}
 	g.batch = g.batch[:0]
-	for _, s := range g.slots {
+	for i := 0; i < n; i++ {
+		b := in[4+4*i : 8+4*i]
+		s := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 		if int(s) >= len(g.nodes) || g.nodes[s] == nil {
-			return errors.New("batch names unknown node slot")
+			return errUnknownSlot
 		}
 		g.batch = append(g.batch, g.nodes[s])
 	}
 	return nil
 }
+
+var (
+	errSlotList    = errors.New("slot list truncated")
+	errUnknownSlot = errors.New("batch names unknown node slot")
+)
 
 // maxEntries is the most distinct filter outcomes one reply can carry
 // (u16 indexes, 0 meaning pass).
@@ -358,7 +377,7 @@ func (g *Guest) filter(f plugin.FilterPlugin) error {
 
 	g.enc.U32(uint32(len(g.batch)))
 	at := len(g.enc.B)
-	g.enc.B = append(g.enc.B, make([]byte, 2*len(g.batch))...)
+	g.enc.B = grow(g.enc.B, 2*len(g.batch))
 	for i, n := range g.batch {
 		st := f.Filter(&g.state, &g.pod, n)
 		if st.IsSuccess() {
@@ -386,6 +405,19 @@ func (g *Guest) filter(f plugin.FilterPlugin) error {
 		g.enc.Strings(st.Reasons())
 	}
 	return nil
+}
+
+// grow extends b by n zero bytes, reusing its capacity.
+func grow(b []byte, n int) []byte {
+	l := len(b)
+	if cap(b)-l < n {
+		nb := make([]byte, l, 2*(l+n))
+		copy(nb, b)
+		b = nb
+	}
+	b = b[:l+n]
+	clear(b[l:])
+	return b
 }
 
 func (g *Guest) score(s plugin.ScorePlugin) error {

@@ -215,15 +215,17 @@ func (m *Module) Put(ctx context.Context, c *Client) {
 	m.idle <- c
 }
 
-// Close closes the idle instances and the backend. Clients still checked
-// out must not be used afterwards.
-func (m *Module) Close(ctx context.Context) error {
+// Close closes the idle instances. The backend stays open: several
+// modules (one per profile, each with its own args) share one compiled
+// backend, and its owner closes it. Clients still checked out must not be
+// used afterwards.
+func (m *Module) Close(ctx context.Context) {
 	for {
 		select {
 		case c := <-m.idle:
 			c.inst.Close(ctx)
 		default:
-			return m.backend.Close(ctx)
+			return
 		}
 	}
 }

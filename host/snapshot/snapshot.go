@@ -249,3 +249,71 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, withPods bool) {
 		e.U32(s)
 	}
 }
+
+// UpdateFrom brings s up to date with src, the live snapshot a cache
+// mutates: nodes changed since s's generation are copied, deleted ones
+// dropped. Slots and generations are kept as in src, so guest mirrors can
+// follow either. A cycle reads s while the cache goes on changing src.
+func (s *Snapshot) UpdateFrom(src *Snapshot) {
+	if s.generation == src.generation && s.generation != 0 {
+		return
+	}
+	full := s.generation == 0 || s.generation < src.floor
+	for len(s.slots) < len(src.slots) {
+		s.slots = append(s.slots, nil)
+	}
+	s.slots = s.slots[:len(src.slots)]
+	if full {
+		for i := range s.slots {
+			s.slots[i] = nil
+		}
+	} else {
+		for _, t := range src.tombs {
+			if t.gen > s.generation && src.slots[t.slot] == nil {
+				s.slots[t.slot] = nil
+			}
+		}
+	}
+	changedSet := full
+	for _, sn := range src.order {
+		if !full && sn.Generation <= s.generation {
+			continue
+		}
+		dn := s.slots[sn.Slot]
+		if dn == nil || dn.Info.Node.Name != sn.Info.Node.Name {
+			dn = &NodeInfo{Slot: sn.Slot}
+			s.slots[sn.Slot] = dn
+			changedSet = true
+		}
+		dn.Generation = sn.Generation
+		dn.Info = cloneInfo(&sn.Info)
+	}
+	if changedSet || len(s.order) != len(src.order) {
+		s.order = s.order[:0]
+		clear(s.byName)
+		if s.byName == nil {
+			s.byName = map[string]*NodeInfo{}
+		}
+		for _, sn := range src.order {
+			dn := s.slots[sn.Slot]
+			s.order = append(s.order, dn)
+			s.byName[dn.Info.Node.Name] = dn
+		}
+	}
+	s.tombs = append(s.tombs[:0], src.tombs...)
+	s.floor = src.floor
+	s.generation = src.generation
+}
+
+// cloneInfo copies a NodeInfo deeply enough that later changes to the
+// original (pods appended, removed in place) cannot show through. Pods
+// themselves are shared: the host never mutates a Pod value after it
+// enters the cache.
+func cloneInfo(ni *abi.NodeInfo) abi.NodeInfo {
+	c := *ni
+	c.Requested.Scalars = append([]abi.Scalar(nil), ni.Requested.Scalars...)
+	c.NonZeroRequested.Scalars = append([]abi.Scalar(nil), ni.NonZeroRequested.Scalars...)
+	c.UsedPorts = append([]abi.HostPort(nil), ni.UsedPorts...)
+	c.Pods = append([]abi.Pod(nil), ni.Pods...)
+	return c
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
@@ -45,12 +47,18 @@ var requiredExports = map[string]exportSig{
 // after main). It does not run any guest code; policy.Load does that.
 func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte, lim Limits) (*Backend, error) {
 	lim = lim.withDefaults()
+	instrumented, err := Instrument(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("module %q: %w", name, err)
+	}
+	// No WithCloseOnContextDone: deadlines come from the interrupt global
+	// (see interrupt.go), which costs a load per loop iteration instead of
+	// a trampoline call.
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(r.cache).
-		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(lim.pages()))
 	b := &Backend{name: name, limits: lim, runtime: rt, log: r.log.With("module", name)}
-	compiled, err := rt.CompileModule(ctx, wasm)
+	compiled, err := rt.CompileModule(ctx, instrumented)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("module %q: compile: %w", name, err)
@@ -135,20 +143,24 @@ func (b *Backend) Close(ctx context.Context) error { return b.runtime.Close(ctx)
 func (b *Backend) Limits() Limits { return b.limits }
 
 // NewInstance implements policy.Backend: a fresh instance with its
-// _initialize run (Go and TinyGo reactors set up their runtime there).
+// _initialize run (Go and TinyGo reactors set up their runtime there),
+// under the call deadline like any other call.
 func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 	out := &logWriter{log: b.log, stream: "stdout"}
 	errw := &logWriter{log: b.log, stream: "stderr"}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions("_initialize").
+		WithStartFunctions(). // _initialize runs below, under a deadline
 		WithStdout(out).
 		WithStderr(errw)
-	ictx, cancel := context.WithTimeout(ctx, b.limits.CallTimeout)
-	defer cancel()
-	mod, err := b.runtime.InstantiateModule(ictx, b.compiled, cfg)
+	mod, err := b.runtime.InstantiateModule(ctx, b.compiled, cfg)
 	if err != nil {
 		return nil, b.describe(err, "instantiate")
+	}
+	flag, ok := mod.ExportedGlobal(InterruptGlobal).(api.MutableGlobal)
+	if !ok {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("module %q: interrupt global missing after instrumentation", b.name)
 	}
 	inst := &instance{
 		backend: b,
@@ -158,10 +170,17 @@ func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 		input:   mod.ExportedFunction(abi.ExportInput),
 		call:    mod.ExportedFunction(abi.ExportCall),
 		stack:   make([]uint64, 3),
+		guard:   deadline{flag: flag},
 	}
 	if inst.mem == nil {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("module %q exports no memory", b.name)
+	}
+	if initFn := mod.ExportedFunction("_initialize"); initFn != nil {
+		if err := inst.invoke(ctx, initFn, "_initialize"); err != nil {
+			mod.Close(ctx)
+			return nil, err
+		}
 	}
 	return inst, nil
 }
@@ -245,16 +264,63 @@ type instance struct {
 	input   api.Function
 	call    api.Function
 	stack   []uint64
+	guard   deadline
 }
 
 func (i *instance) invoke(ctx context.Context, fn api.Function, what string) error {
-	ctx, cancel := context.WithTimeout(ctx, i.backend.limits.CallTimeout)
+	i.guard.arm(i.backend.limits.CallTimeout)
 	err := fn.CallWithStack(ctx, i.stack)
-	cancel()
+	if fired := i.guard.disarm(); fired && err != nil {
+		return fmt.Errorf("%s: deadline of %s exceeded", what, i.backend.limits.CallTimeout)
+	}
 	if err != nil {
 		return i.backend.describe(err, what)
 	}
 	return nil
+}
+
+// deadline sets an instance's interrupt global when a call runs too long.
+// One timer per instance, re-armed per call; the mutex makes sure a timer
+// firing just as a call returns cannot leave the flag set for the next
+// call.
+type deadline struct {
+	flag   api.MutableGlobal
+	mu     sync.Mutex
+	timer  *time.Timer
+	active bool
+	fired  bool
+}
+
+func (d *deadline) arm(timeout time.Duration) {
+	d.mu.Lock()
+	d.active, d.fired = true, false
+	d.mu.Unlock()
+	if d.timer == nil {
+		d.timer = time.AfterFunc(timeout, d.fire)
+	} else {
+		d.timer.Reset(timeout)
+	}
+}
+
+func (d *deadline) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.active {
+		d.flag.Set(1)
+		d.fired = true
+	}
+}
+
+// disarm stops the timer and reports whether it fired during the call.
+func (d *deadline) disarm() bool {
+	d.timer.Stop()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.active = false
+	if d.fired {
+		d.flag.Set(0)
+	}
+	return d.fired
 }
 
 func (i *instance) ABIVersion(ctx context.Context) (uint32, error) {

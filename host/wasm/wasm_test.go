@@ -67,7 +67,7 @@ func TestCompileRefusesModulesThatAreNotWasmschedReactors(t *testing.T) {
 		{"bad_exports.wasm", []string{"missing export wasmsched_call", "export wasmsched_input has signature (i64) -> (i32), want (i32) -> (i32)"}},
 		{"command.wasm", []string{"is a command (exports _start)", "-buildmode=c-shared"}},
 		{"foreign_import.wasm", []string{"imports env.open_socket, which the host does not provide"}},
-		{"garbage", []string{`module "garbage": compile`}},
+		{"garbage", []string{`module "garbage": module cannot be instrumented: not a Wasm 1.0 binary`}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			var bin []byte

@@ -1,0 +1,148 @@
+package abi
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+// Each fuzz target checks the one invariant every decoder promises: on any
+// input it returns (never panics), and when it accepts the input, encoding
+// what it decoded and decoding that again gives the same value.
+
+func FuzzPod(f *testing.F) {
+	p := samplePod()
+	var e Encoder
+	e.Pod(&p)
+	f.Add(e.B)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got Pod
+		d := NewDecoder(b)
+		d.Pod(&got)
+		if d.Err() != nil {
+			return
+		}
+		var e Encoder
+		e.Pod(&got)
+		var again Pod
+		d2 := NewDecoder(e.B)
+		d2.Pod(&again)
+		if d2.Err() != nil || !reflect.DeepEqual(got, again) {
+			t.Fatalf("re-decode differs: err=%v", d2.Err())
+		}
+	})
+}
+
+func FuzzNodeInfo(f *testing.F) {
+	ni := sampleNodeInfo()
+	var e Encoder
+	e.NodeInfo(&ni)
+	f.Add(e.B, false)
+	f.Add(e.B, true)
+	f.Fuzz(func(t *testing.T, b []byte, alias bool) {
+		var got NodeInfo
+		d := &Decoder{}
+		d.Reset(b, alias)
+		d.NodeInfo(&got)
+		if d.Err() != nil {
+			return
+		}
+		var e Encoder
+		e.NodeInfo(&got)
+		var again NodeInfo
+		d2 := NewDecoder(e.B)
+		d2.NodeInfo(&again)
+		if d2.Err() != nil || !reflect.DeepEqual(got, again) {
+			t.Fatalf("re-decode differs: err=%v", d2.Err())
+		}
+	})
+}
+
+func FuzzManifest(f *testing.F) {
+	var e Encoder
+	e.Manifest(&Manifest{VersionMajor: 1, Flags: ManifestWantsPods, Plugins: []PluginInfo{{"NodePorts", PointPreFilter | PointFilter}}})
+	f.Add(e.B)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m Manifest
+		d := NewDecoder(b)
+		d.Manifest(&m)
+		if d.Err() != nil {
+			return
+		}
+		var e Encoder
+		e.Manifest(&m)
+		var again Manifest
+		d2 := NewDecoder(e.B)
+		d2.Manifest(&again)
+		if d2.Err() != nil || !reflect.DeepEqual(m, again) {
+			t.Fatalf("re-decode differs: err=%v", d2.Err())
+		}
+	})
+}
+
+func FuzzInitRequest(f *testing.F) {
+	var e Encoder
+	e.InitRequest(&InitRequest{Plugins: []PluginArgs{{Name: "NodeResourcesFit", Args: Value{Kind: KindMap, Map: []Field{{"x", Value{Kind: KindFloat, Float: 1.5}}}}}}})
+	f.Add(e.B)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r InitRequest
+		d := NewDecoder(b)
+		d.InitRequest(&r)
+		if d.Err() != nil {
+			return
+		}
+		var e Encoder
+		e.InitRequest(&r)
+		var again InitRequest
+		d2 := NewDecoder(e.B)
+		d2.InitRequest(&again)
+		// NaN payloads compare unequal; compare encodings instead.
+		var e2 Encoder
+		e2.InitRequest(&again)
+		if d2.Err() != nil || !bytes.Equal(e.B, e2.B) {
+			t.Fatalf("re-encode differs: err=%v", d2.Err())
+		}
+	})
+}
+
+func FuzzParseSync(f *testing.F) {
+	ni := sampleNodeInfo()
+	var e Encoder
+	e.SyncHeader(SyncReset, 1)
+	e.Uvarint(1)
+	e.NodeRecord(3, &ni)
+	e.Uvarint(1)
+	e.U32(7)
+	f.Add(e.B)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _ = ParseSync(b, func(slot uint32, rec []byte) error {
+			var got NodeInfo
+			d := NewAliasingDecoder(rec)
+			d.NodeInfo(&got)
+			return d.Err()
+		}, func(uint32) error { return nil })
+	})
+}
+
+func FuzzReplies(f *testing.F) {
+	var e Encoder
+	e.FilterReply(&FilterReply{Indexes: []uint16{0, 1, 1, 2}, Entries: []FilterEntry{{Unschedulable, []string{"Insufficient cpu"}}, {UnschedulableAndUnresolvable, []string{"x"}}}})
+	f.Add(e.B)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r FilterReply
+		d := NewDecoder(b)
+		d.FilterReply(&r)
+		if d.Err() == nil {
+			for _, ix := range r.Indexes {
+				if int(ix) > len(r.Entries) {
+					t.Fatalf("accepted index %d with %d entries", ix, len(r.Entries))
+				}
+			}
+		}
+		NewDecoder(b).ScoreReply(nil)
+		var st PluginStatus
+		NewDecoder(b).PluginStatus(&st)
+		_, _ = ParseSlots(b, nil)
+	})
+}

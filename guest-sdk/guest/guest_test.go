@@ -1,0 +1,203 @@
+package guest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+var errTooFull = plugin.NewStatus(abi.Unschedulable, "Too full")
+
+// labelFilter fails nodes labelled full=true with one shared status, and
+// nodes labelled taint=X with a status naming X.
+type labelFilter struct{ minScore int64 }
+
+func (labelFilter) Name() string { return "LabelFilter" }
+
+func (labelFilter) Filter(_ *plugin.CycleState, _ *abi.Pod, n *plugin.NodeInfo) *plugin.Status {
+	if v, _ := n.Label("full"); v == "true" {
+		return errTooFull
+	}
+	if v, ok := n.Label("taint"); ok {
+		return plugin.NewStatus(abi.UnschedulableAndUnresolvable, "taint {"+v+"}")
+	}
+	return nil
+}
+
+func (labelFilter) Score(_ *plugin.CycleState, _ *abi.Pod, n *plugin.NodeInfo) (int64, *plugin.Status) {
+	return int64(n.Node.AllowedPods), nil
+}
+
+func (labelFilter) NormalizeScore(_ *plugin.CycleState, _ *abi.Pod, scores []int64) *plugin.Status {
+	plugin.DefaultNormalizeScore(abi.MaxScore, false, scores)
+	return nil
+}
+
+var reg = plugin.Registration{Name: "LabelFilter", New: func(args *abi.Value, _ plugin.Handle) (plugin.Plugin, error) {
+	if args != nil && args.Get("bad") != nil {
+		return nil, errors.New("bad: not allowed")
+	}
+	return labelFilter{}, nil
+}}
+
+// call writes input and calls fn, failing the test on an error reply.
+func call(t *testing.T, g *Guest, fn abi.Func, arg uint32, input []byte) []byte {
+	t.Helper()
+	copy(g.Input(len(input)), input)
+	reply := g.Call(fn, arg, len(input))
+	if reply[0] != abi.ReplyOK {
+		d := abi.NewDecoder(reply[1:])
+		t.Fatalf("%s: error reply %q", fn, d.String())
+	}
+	return append([]byte(nil), reply[1:]...)
+}
+
+func callErr(g *Guest, fn abi.Func, arg uint32, input []byte) string {
+	copy(g.Input(len(input)), input)
+	reply := g.Call(fn, arg, len(input))
+	if reply[0] != abi.ReplyError {
+		return ""
+	}
+	return abi.NewDecoder(reply[1:]).String()
+}
+
+func syncNodes(t *testing.T, g *Guest, nodes ...abi.Node) {
+	t.Helper()
+	var e abi.Encoder
+	e.SyncHeader(abi.SyncReset, len(nodes))
+	e.Uvarint(uint64(len(nodes)))
+	for i := range nodes {
+		e.NodeRecord(uint32(i), &abi.NodeInfo{Node: nodes[i]})
+	}
+	e.Uvarint(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+}
+
+func startedGuest(t *testing.T) *Guest {
+	t.Helper()
+	g := New(reg)
+	var e abi.Encoder
+	e.InitRequest(&abi.InitRequest{})
+	call(t, g, abi.FuncInit, 0, e.B)
+	syncNodes(t, g,
+		abi.Node{Name: "ok1", AllowedPods: 10},
+		abi.Node{Name: "full1", Labels: abi.Labels{{Key: "full", Value: "true"}}},
+		abi.Node{Name: "t1", Labels: abi.Labels{{Key: "taint", Value: "a"}}},
+		abi.Node{Name: "full2", Labels: abi.Labels{{Key: "full", Value: "true"}}},
+		abi.Node{Name: "t2", Labels: abi.Labels{{Key: "taint", Value: "a"}}},
+		abi.Node{Name: "ok2", AllowedPods: 40},
+	)
+	e.Reset()
+	e.Pod(&abi.Pod{Name: "p"})
+	call(t, g, abi.FuncCycle, 0, e.B)
+	return g
+}
+
+func slots(ss ...uint32) []byte {
+	var e abi.Encoder
+	e.AppendSlots(ss)
+	return e.B
+}
+
+func TestManifestListsPluginsAndPoints(t *testing.T) {
+	g := New(reg)
+	var m abi.Manifest
+	d := abi.NewDecoder(call(t, g, abi.FuncManifest, 0, nil))
+	d.Manifest(&m)
+	if d.Err() != nil || len(m.Plugins) != 1 || m.Plugins[0].Name != "LabelFilter" ||
+		m.Plugins[0].Points != abi.PointFilter|abi.PointScore|abi.PointNormalizeScore || m.VersionMajor != abi.VersionMajor {
+		t.Fatalf("manifest = %+v (err %v)", m, d.Err())
+	}
+}
+
+func TestFilterBatchSharesEntriesPerDistinctReason(t *testing.T) {
+	g := startedGuest(t)
+	var r abi.FilterReply
+	d := abi.NewDecoder(call(t, g, abi.FuncFilter, 0, slots(0, 1, 2, 3, 4, 5)))
+	d.FilterReply(&r)
+	if d.Err() != nil {
+		t.Fatal(d.Err())
+	}
+	wantIx := []uint16{0, 1, 2, 1, 2, 0}
+	for i, ix := range r.Indexes {
+		if ix != wantIx[i] {
+			t.Fatalf("indexes = %v, want %v", r.Indexes, wantIx)
+		}
+	}
+	if len(r.Entries) != 2 || r.Entries[0].Code != abi.Unschedulable || r.Entries[0].Reasons[0] != "Too full" ||
+		r.Entries[1].Code != abi.UnschedulableAndUnresolvable || r.Entries[1].Reasons[0] != "taint {a}" {
+		t.Fatalf("entries = %+v", r.Entries)
+	}
+}
+
+func TestScoreNormalisesOverTheBatch(t *testing.T) {
+	g := startedGuest(t)
+	d := abi.NewDecoder(call(t, g, abi.FuncScore, 0, slots(0, 5)))
+	got := d.ScoreReply(nil)
+	if d.Err() != nil || len(got) != 2 || got[0] != 25 || got[1] != 100 {
+		t.Fatalf("scores = %v (err %v), want [25 100]", got, d.Err())
+	}
+}
+
+func TestErrorsAreRepliesNotPanics(t *testing.T) {
+	g := New(reg)
+	if msg := callErr(g, abi.FuncFilter, 0, slots(0)); !strings.Contains(msg, "before init") {
+		t.Errorf("filter before init: %q", msg)
+	}
+	var e abi.Encoder
+	e.InitRequest(&abi.InitRequest{Plugins: []abi.PluginArgs{{Name: "Nope"}}})
+	if msg := callErr(g, abi.FuncInit, 0, e.B); !strings.Contains(msg, "args for unknown plugin Nope") {
+		t.Errorf("init with unknown plugin: %q", msg)
+	}
+	e.Reset()
+	e.InitRequest(&abi.InitRequest{Plugins: []abi.PluginArgs{{Name: "LabelFilter", Args: abi.Value{Kind: abi.KindMap, Map: []abi.Field{{Key: "bad"}}}}}})
+	if msg := callErr(g, abi.FuncInit, 0, e.B); msg != "plugin LabelFilter: bad: not allowed" {
+		t.Errorf("init with bad args: %q", msg)
+	}
+	g = startedGuest(t)
+	for _, tc := range []struct {
+		fn   abi.Func
+		arg  uint32
+		in   []byte
+		want string
+	}{
+		{abi.FuncFilter, 0, slots(99), "unknown node slot"},
+		{abi.FuncFilter, 7, slots(0), "plugin index out of range"},
+		{abi.FuncPreFilter, 0, nil, "not a PreFilter plugin"},
+		{abi.FuncCycle, 0, []byte{0xff}, "decode"},
+		{abi.Func(99), 0, nil, "unknown ABI function"},
+		{abi.FuncSync, 0, []byte{0, 1, 5}, "decode"},
+	} {
+		if msg := callErr(g, tc.fn, tc.arg, tc.in); !strings.Contains(msg, tc.want) {
+			t.Errorf("%s(%d, % x): reply %q, want it to say %q", tc.fn, tc.arg, tc.in, msg, tc.want)
+		}
+	}
+}
+
+func TestHandleCountsNodesAndImages(t *testing.T) {
+	g := New(reg)
+	img := []abi.ImageState{{Names: []string{"nginx:1", "nginx@sha256:x"}, Size: 10}}
+	syncNodes(t, g, abi.Node{Name: "a", Images: img}, abi.Node{Name: "b", Images: img}, abi.Node{Name: "c"})
+	if g.NumNodes() != 3 || g.ImageNumNodes("nginx:1") != 2 || g.ImageNumNodes("nginx@sha256:x") != 2 {
+		t.Fatalf("nodes %d, image counts %d/%d", g.NumNodes(), g.ImageNumNodes("nginx:1"), g.ImageNumNodes("nginx@sha256:x"))
+	}
+	var e abi.Encoder
+	e.SyncHeader(0, 2)
+	e.Uvarint(0)
+	e.Uvarint(1)
+	e.U32(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+	if g.NumNodes() != 2 || g.ImageNumNodes("nginx:1") != 1 {
+		t.Fatalf("after delete: nodes %d, image count %d", g.NumNodes(), g.ImageNumNodes("nginx:1"))
+	}
+}
+
+func TestBadRegistrationIsReportedByEveryCall(t *testing.T) {
+	g := New(reg, reg)
+	if msg := callErr(g, abi.FuncManifest, 0, nil); !strings.Contains(msg, `bad plugin registration "LabelFilter"`) {
+		t.Fatalf("manifest reply %q, want the duplicate named", msg)
+	}
+}

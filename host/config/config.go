@@ -1,0 +1,381 @@
+// Package config reads wasmsched's configuration: YAML a kube-scheduler
+// user recognises (KubeSchedulerConfiguration's profiles, plugins and
+// pluginConfig) plus a `modules` list saying where plugins' Wasm comes
+// from. Load checks what can be checked without loading modules and names
+// the offending field in every error; checks that need the modules'
+// manifests (unknown plugins, extension points) happen when profiles are
+// built, with the same field paths.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// Kind and API version of the configuration document.
+const (
+	APIVersion = "wasmsched.io/v1alpha1"
+	Kind       = "WasmSchedulerConfiguration"
+)
+
+// DefaultSchedulerName is the profile pods get when they name none, as in
+// Kubernetes.
+const DefaultSchedulerName = "default-scheduler"
+
+// BuiltinDefaultModule names the embedded default policy bundle.
+const BuiltinDefaultModule = "default"
+
+// Configuration is the whole file.
+type Configuration struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// PercentageOfNodesToScore applies to profiles that set none; 0 means
+	// kube-scheduler's adaptive default.
+	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
+	// PodInitialBackoffSeconds and PodMaxBackoffSeconds shape the queue's
+	// backoff (defaults 1 and 10).
+	PodInitialBackoffSeconds *int64 `json:"podInitialBackoffSeconds,omitempty"`
+	PodMaxBackoffSeconds     *int64 `json:"podMaxBackoffSeconds,omitempty"`
+	// Modules are the Wasm modules plugins come from; the builtin
+	// "default" bundle is always available unless a module takes its name.
+	Modules  []Module  `json:"modules,omitempty"`
+	Profiles []Profile `json:"profiles,omitempty"`
+}
+
+// FailurePolicy says what a cycle does when a module's plugin fails
+// (traps, times out, returns Error).
+type FailurePolicy string
+
+const (
+	// FailurePolicyFail makes the plugin's failure the cycle's: the pod is
+	// retried after backoff. The default, as in kube-scheduler.
+	FailurePolicyFail FailurePolicy = "Fail"
+	// FailurePolicyIgnore treats a failed filter as passing and a failed
+	// score as zero.
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+)
+
+// Module is one Wasm module.
+type Module struct {
+	Name string `json:"name"`
+	// Path of the .wasm file; empty only for the builtin module.
+	Path string `json:"path,omitempty"`
+	// SHA256 pins the file's content (hex); a file that differs is refused.
+	SHA256 string `json:"sha256,omitempty"`
+	// MemoryLimit caps each instance's memory, as a quantity ("64Mi").
+	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
+	// CallTimeout is each call's deadline, as a duration ("250ms").
+	CallTimeout Duration `json:"callTimeout,omitempty"`
+	// FailurePolicy: Fail (default) or Ignore.
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// PoolSize caps the instances kept per profile; 0 means GOMAXPROCS.
+	PoolSize int `json:"poolSize,omitempty"`
+}
+
+// Profile is one scheduler profile, selected by pods' spec.schedulerName.
+type Profile struct {
+	SchedulerName            string         `json:"schedulerName"`
+	PercentageOfNodesToScore *int32         `json:"percentageOfNodesToScore,omitempty"`
+	Plugins                  *Plugins       `json:"plugins,omitempty"`
+	PluginConfig             []PluginConfig `json:"pluginConfig,omitempty"`
+}
+
+// Plugins says which plugins run at each extension point, on top of the
+// defaults: MultiPoint enables a plugin at every point it implements.
+type Plugins struct {
+	MultiPoint PluginSet `json:"multiPoint,omitempty"`
+	QueueSort  PluginSet `json:"queueSort,omitempty"`
+	PreFilter  PluginSet `json:"preFilter,omitempty"`
+	Filter     PluginSet `json:"filter,omitempty"`
+	PostFilter PluginSet `json:"postFilter,omitempty"`
+	PreScore   PluginSet `json:"preScore,omitempty"`
+	Score      PluginSet `json:"score,omitempty"`
+	Reserve    PluginSet `json:"reserve,omitempty"`
+	Permit     PluginSet `json:"permit,omitempty"`
+	PreBind    PluginSet `json:"preBind,omitempty"`
+	Bind       PluginSet `json:"bind,omitempty"`
+	PostBind   PluginSet `json:"postBind,omitempty"`
+}
+
+// Points lists the extension points in the order a cycle runs them, with
+// their YAML names, for code that walks them all.
+func (p *Plugins) Points() []NamedSet {
+	return []NamedSet{
+		{"multiPoint", &p.MultiPoint}, {"queueSort", &p.QueueSort}, {"preFilter", &p.PreFilter},
+		{"filter", &p.Filter}, {"postFilter", &p.PostFilter}, {"preScore", &p.PreScore},
+		{"score", &p.Score}, {"reserve", &p.Reserve}, {"permit", &p.Permit},
+		{"preBind", &p.PreBind}, {"bind", &p.Bind}, {"postBind", &p.PostBind},
+	}
+}
+
+// NamedSet is an extension point's YAML name and its set.
+type NamedSet struct {
+	Name string
+	Set  *PluginSet
+}
+
+// PluginSet adds (Enabled) and removes (Disabled; "*" removes all the
+// defaults) plugins at one extension point.
+type PluginSet struct {
+	Enabled  []Plugin `json:"enabled,omitempty"`
+	Disabled []Plugin `json:"disabled,omitempty"`
+}
+
+// Plugin names a plugin, with a weight at the score point.
+type Plugin struct {
+	Name   string `json:"name"`
+	Weight int32  `json:"weight,omitempty"`
+}
+
+// PluginConfig holds one plugin's args, passed to its module's init.
+type PluginConfig struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// MaxWeight bounds score weights, so weight × 100 × plugins stays far from
+// overflow and no plugin can drown the others by accident.
+const MaxWeight = 100
+
+// Duration is a time.Duration written as "250ms" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON parses a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string like \"250ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// Error is a configuration problem at a field path such as
+// "profiles[1].plugins.score.enabled[0].weight".
+type Error struct {
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Msg }
+
+// Errors is every problem found, so a user fixes them in one go.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+// Load reads and validates a configuration file.
+func Load(path string) (*Configuration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes YAML strictly (an unknown field is an error) and validates.
+func Parse(b []byte) (*Configuration, error) {
+	var c Configuration
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("empty configuration")
+	}
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Default is the configuration used with no file: one profile named
+// default-scheduler with the builtin module's plugins at kube-scheduler's
+// default weights.
+func Default() *Configuration {
+	return &Configuration{APIVersion: APIVersion, Kind: Kind, Profiles: []Profile{{SchedulerName: DefaultSchedulerName}}}
+}
+
+// Validate checks everything that needs no module loaded.
+func (c *Configuration) Validate() error {
+	var errs Errors
+	add := func(field, format string, args ...any) {
+		errs = append(errs, &Error{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.APIVersion != APIVersion {
+		add("apiVersion", "must be %q, not %q", APIVersion, c.APIVersion)
+	}
+	if c.Kind != Kind {
+		add("kind", "must be %q, not %q", Kind, c.Kind)
+	}
+	checkPercentage(c.PercentageOfNodesToScore, "percentageOfNodesToScore", add)
+	if c.PodInitialBackoffSeconds != nil && *c.PodInitialBackoffSeconds <= 0 {
+		add("podInitialBackoffSeconds", "must be greater than 0")
+	}
+	if c.PodMaxBackoffSeconds != nil && c.PodInitialBackoffSeconds != nil && *c.PodMaxBackoffSeconds < *c.PodInitialBackoffSeconds {
+		add("podMaxBackoffSeconds", "must be at least podInitialBackoffSeconds")
+	}
+
+	moduleNames := map[string]int{}
+	for i, m := range c.Modules {
+		f := fmt.Sprintf("modules[%d]", i)
+		switch {
+		case m.Name == "":
+			add(f+".name", "must not be empty")
+		case strings.ContainsAny(m.Name, "/ "):
+			add(f+".name", "%q must not contain '/' or spaces", m.Name)
+		default:
+			if j, dup := moduleNames[m.Name]; dup {
+				add(f+".name", "%q is already used by modules[%d]", m.Name, j)
+			}
+			moduleNames[m.Name] = i
+		}
+		if m.Path == "" {
+			add(f+".path", "must not be empty")
+		}
+		if m.SHA256 != "" && !isHex64(m.SHA256) {
+			add(f+".sha256", "must be 64 hex digits")
+		}
+		if m.MemoryLimit != nil && (m.MemoryLimit.Value() < 1<<20 || m.MemoryLimit.Value() > 4<<30) {
+			add(f+".memoryLimit", "%s is outside 1Mi..4Gi", m.MemoryLimit.String())
+		}
+		if m.CallTimeout.Duration < 0 || m.CallTimeout.Duration > time.Minute {
+			add(f+".callTimeout", "%s is outside 0..1m", m.CallTimeout)
+		}
+		if m.FailurePolicy != "" && m.FailurePolicy != FailurePolicyFail && m.FailurePolicy != FailurePolicyIgnore {
+			add(f+".failurePolicy", "must be Fail or Ignore, not %q", m.FailurePolicy)
+		}
+		if m.PoolSize < 0 {
+			add(f+".poolSize", "must not be negative")
+		}
+	}
+
+	if len(c.Profiles) == 0 {
+		add("profiles", "at least one profile is required")
+	}
+	names := map[string]int{}
+	for i, p := range c.Profiles {
+		f := fmt.Sprintf("profiles[%d]", i)
+		if p.SchedulerName == "" {
+			add(f+".schedulerName", "must not be empty")
+		} else if j, dup := names[p.SchedulerName]; dup {
+			add(f+".schedulerName", "duplicate %q (also profiles[%d])", p.SchedulerName, j)
+		} else {
+			names[p.SchedulerName] = i
+		}
+		checkPercentage(p.PercentageOfNodesToScore, f+".percentageOfNodesToScore", add)
+		if p.Plugins != nil {
+			for _, ns := range p.Plugins.Points() {
+				for k, pl := range ns.Set.Enabled {
+					pf := fmt.Sprintf("%s.plugins.%s.enabled[%d]", f, ns.Name, k)
+					if pl.Name == "" || pl.Name == "*" {
+						add(pf+".name", "must name a plugin")
+					}
+					if pl.Weight < 0 || pl.Weight > MaxWeight {
+						add(pf+".weight", "%d is outside 0..%d (0 means the default)", pl.Weight, MaxWeight)
+					}
+					if pl.Weight != 0 && ns.Name != "score" && ns.Name != "multiPoint" {
+						add(pf+".weight", "only score plugins have weights")
+					}
+				}
+				for k, pl := range ns.Set.Disabled {
+					if pl.Name == "" {
+						add(fmt.Sprintf("%s.plugins.%s.disabled[%d].name", f, ns.Name, k), "must name a plugin or be \"*\"")
+					}
+				}
+			}
+		}
+		seen := map[string]int{}
+		for k, pc := range p.PluginConfig {
+			pf := fmt.Sprintf("%s.pluginConfig[%d]", f, k)
+			if pc.Name == "" {
+				add(pf+".name", "must not be empty")
+			} else if j, dup := seen[pc.Name]; dup {
+				add(pf+".name", "duplicate %q (also pluginConfig[%d])", pc.Name, j)
+			}
+			seen[pc.Name] = k
+			if len(pc.Args) > 0 {
+				var v any
+				if err := json.Unmarshal(pc.Args, &v); err != nil {
+					add(pf+".args", "%v", err)
+				} else if _, ok := v.(map[string]any); !ok && v != nil {
+					add(pf+".args", "must be an object")
+				}
+			}
+		}
+	}
+	// Every profile shares one queue, so all must sort it the same way
+	// (KEP-1451).
+	for i := 1; i < len(c.Profiles); i++ {
+		if queueSortOf(&c.Profiles[i]) != queueSortOf(&c.Profiles[0]) {
+			add(fmt.Sprintf("profiles[%d].plugins.queueSort", i), "%s differs from profiles[0]'s %s: all profiles share one queue and must use the same queue sort",
+				queueSortOf(&c.Profiles[i]), queueSortOf(&c.Profiles[0]))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// DefaultQueueSort is the queue sort every profile uses unless it names
+// another (priority, then enqueue time).
+const DefaultQueueSort = "PrioritySort"
+
+func queueSortOf(p *Profile) string {
+	if p.Plugins == nil {
+		return DefaultQueueSort
+	}
+	qs := DefaultQueueSort
+	for _, d := range p.Plugins.QueueSort.Disabled {
+		if d.Name == "*" || d.Name == DefaultQueueSort {
+			qs = "(none)"
+		}
+	}
+	if n := len(p.Plugins.QueueSort.Enabled); n > 0 {
+		qs = p.Plugins.QueueSort.Enabled[n-1].Name
+	}
+	return qs
+}
+
+func checkPercentage(p *int32, field string, add func(string, string, ...any)) {
+	if p != nil && (*p < 0 || *p > 100) {
+		add(field, "%d is outside 0..100", *p)
+	}
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

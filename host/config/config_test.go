@@ -1,0 +1,104 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+const header = "apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\n"
+
+func TestValidConfigParses(t *testing.T) {
+	c, err := Parse([]byte(header + `
+percentageOfNodesToScore: 50
+modules:
+- name: custom
+  path: ./custom.wasm
+  memoryLimit: 32Mi
+  callTimeout: 250ms
+  failurePolicy: Ignore
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: bin-packer
+  plugins:
+    score:
+      disabled: [{name: "*"}]
+      enabled: [{name: NodeResourcesFit, weight: 5}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources: [{name: cpu, weight: 2}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Modules[0]
+	if m.MemoryLimit.Value() != 32<<20 || m.CallTimeout.Milliseconds() != 250 || m.FailurePolicy != FailurePolicyIgnore {
+		t.Fatalf("module = %+v", m)
+	}
+	v, err := ArgsValue(c.Profiles[1].PluginConfig[0].Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := v.Get("scoringStrategy")
+	if ss.Get("type").Str != "MostAllocated" || ss.Get("resources").List[0].Get("weight").Kind != abi.KindInt {
+		t.Fatalf("args = %+v", v)
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"wrong kind", "apiVersion: wasmsched.io/v1alpha1\nkind: Other\nprofiles: [{schedulerName: a}]", `kind: must be "WasmSchedulerConfiguration"`},
+		{"no profiles", header, "profiles: at least one profile is required"},
+		{"empty scheduler name", header + "profiles: [{schedulerName: ''}]", "profiles[0].schedulerName: must not be empty"},
+		{"duplicate scheduler name", header + "profiles: [{schedulerName: a}, {schedulerName: a}]", `profiles[1].schedulerName: duplicate "a" (also profiles[0])`},
+		{"weight too big", header + "profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: X, weight: 101}]}}}]", "profiles[0].plugins.score.enabled[0].weight: 101 is outside 0..100"},
+		{"negative weight", header + "profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: X, weight: -1}]}}}]", "profiles[0].plugins.score.enabled[0].weight: -1 is outside"},
+		{"weight on filter", header + "profiles: [{schedulerName: a, plugins: {filter: {enabled: [{name: X, weight: 3}]}}}]", "profiles[0].plugins.filter.enabled[0].weight: only score plugins have weights"},
+		{"differing queue sort", header + "profiles: [{schedulerName: a}, {schedulerName: b, plugins: {queueSort: {enabled: [{name: FIFO}]}}}]", "profiles[1].plugins.queueSort: FIFO differs from profiles[0]'s PrioritySort"},
+		{"percentage", header + "percentageOfNodesToScore: 101\nprofiles: [{schedulerName: a}]", "percentageOfNodesToScore: 101 is outside 0..100"},
+		{"duplicate plugin config", header + "profiles: [{schedulerName: a, pluginConfig: [{name: X}, {name: X}]}]", `profiles[0].pluginConfig[1].name: duplicate "X"`},
+		{"args not an object", header + "profiles: [{schedulerName: a, pluginConfig: [{name: X, args: [1]}]}]", "profiles[0].pluginConfig[0].args: must be an object"},
+		{"module without path", header + "modules: [{name: m}]\nprofiles: [{schedulerName: a}]", "modules[0].path: must not be empty"},
+		{"duplicate module", header + "modules: [{name: m, path: a}, {name: m, path: b}]\nprofiles: [{schedulerName: a}]", `modules[1].name: "m" is already used by modules[0]`},
+		{"bad failure policy", header + "modules: [{name: m, path: a, failurePolicy: Sometimes}]\nprofiles: [{schedulerName: a}]", `modules[0].failurePolicy: must be Fail or Ignore, not "Sometimes"`},
+		{"bad sha", header + "modules: [{name: m, path: a, sha256: abc}]\nprofiles: [{schedulerName: a}]", "modules[0].sha256: must be 64 hex digits"},
+		{"memory too small", header + "modules: [{name: m, path: a, memoryLimit: 1Ki}]\nprofiles: [{schedulerName: a}]", "modules[0].memoryLimit: 1Ki is outside 1Mi..4Gi"},
+		{"bad duration", header + "modules: [{name: m, path: a, callTimeout: soon}]\nprofiles: [{schedulerName: a}]", "time: invalid duration"},
+		{"unknown field", header + "profiles: [{schedulerName: a, colour: blue}]", `unknown field "colour"`},
+		{"empty file", "", "empty configuration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(header + "profiles: [{schedulerName: a, pluginConfig: [{name: X, args: {a: [1, 2.5, true, null]}}]}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			return
+		}
+		for _, p := range c.Profiles {
+			for _, pc := range p.PluginConfig {
+				_, _ = ArgsValue(pc.Args)
+			}
+		}
+	})
+}

@@ -1,0 +1,308 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/internal/fixtures"
+	"github.com/wasmsched/wasmsched/host/internal/testwasm"
+	"github.com/wasmsched/wasmsched/host/native"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
+)
+
+// backends returns the default bundle as a native twin, a TinyGo build and
+// a Go build, in the order benchmarks report them.
+func backends(tb testing.TB) []struct {
+	name string
+	b    policy.Backend
+} {
+	ctx := context.Background()
+	rt, err := wasm.NewRuntime(tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { rt.Close(ctx) })
+	compile := func(name string, bin []byte) policy.Backend {
+		b, err := rt.Compile(ctx, name, bin, wasm.Limits{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	return []struct {
+		name string
+		b    policy.Backend
+	}{
+		{"native", native.New(nil, defaults.Plugins()...)},
+		{"tinygo", compile("default-tinygo", testwasm.TinyGoBytes(tb, testwasm.Default))},
+		{"go", compile("default-go", testwasm.GoBytes(tb, testwasm.Default))},
+	}
+}
+
+// pass runs one scheduling pass of the given plugins for pod over all
+// nodes, the way a cycle does: PreFilter, then Filter over the nodes still
+// feasible, then PreScore and Score over the feasible ones. It returns the
+// number of feasible nodes.
+func pass(ctx context.Context, c *policy.Client, plugins []int, pod *abi.Pod, all []uint32, feasible []uint32) (int, error) {
+	if err := c.StartCycle(ctx, pod); err != nil {
+		return 0, err
+	}
+	m := c.Module().Manifest()
+	feasible = append(feasible[:0], all...)
+	skip := map[int]bool{}
+	for _, p := range plugins {
+		pts := m.Plugins[p].Points
+		if pts.Has(abi.PointPreFilter) {
+			st, err := c.PreFilter(ctx, p)
+			if err != nil {
+				return 0, err
+			}
+			if st.Code == abi.Skip {
+				skip[p] = true
+				continue
+			}
+		}
+		if !pts.Has(abi.PointFilter) {
+			continue
+		}
+		r, err := c.Filter(ctx, p, feasible)
+		if err != nil {
+			return 0, err
+		}
+		kept := feasible[:0]
+		for i, ix := range r.Indexes {
+			if ix == 0 {
+				kept = append(kept, feasible[i])
+			}
+		}
+		feasible = kept
+	}
+	for _, p := range plugins {
+		pts := m.Plugins[p].Points
+		if !pts.Has(abi.PointScore) {
+			continue
+		}
+		if pts.Has(abi.PointPreScore) {
+			st, err := c.PreScore(ctx, p, feasible)
+			if err != nil {
+				return 0, err
+			}
+			if st.Code == abi.Skip {
+				continue
+			}
+		}
+		if _, err := c.Score(ctx, p, feasible); err != nil {
+			return 0, err
+		}
+	}
+	return len(feasible), nil
+}
+
+const benchNodes = 5000
+
+func BenchmarkFilterScorePerNode(b *testing.B) {
+	ctx := context.Background()
+	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
+	var all []uint32
+	for _, n := range snap.Nodes() {
+		all = append(all, n.Slot)
+	}
+	pod := fixtures.Pod("bench", 0)
+	for _, be := range backends(b) {
+		m, err := policy.Load(ctx, be.b, policy.Config{Name: be.name, PoolSize: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sets := [][]int{nil} // nil: the whole bundle
+		for i := range m.Manifest().Plugins {
+			sets = append(sets, []int{i})
+		}
+		for _, set := range sets {
+			name := "set=default"
+			plugins := set
+			if set == nil {
+				for i := range m.Manifest().Plugins {
+					plugins = append(plugins, i)
+				}
+			} else {
+				name = "plugin=" + m.Manifest().Plugins[set[0]].Name
+			}
+			b.Run(fmt.Sprintf("%s/backend=%s", name, be.name), func(b *testing.B) {
+				c, err := m.Get(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Put(ctx, c)
+				if err := c.Sync(ctx, snap); err != nil {
+					b.Fatal(err)
+				}
+				feasible := make([]uint32, 0, len(all))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					n, err := pass(ctx, c, plugins, &pod, all, feasible)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n == 0 {
+						b.Fatal("no feasible node")
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
+			})
+		}
+		m.Close(ctx)
+	}
+}
+
+func BenchmarkMirrorDeltaSync(b *testing.B) {
+	ctx := context.Background()
+	for _, be := range backends(b) {
+		b.Run("backend="+be.name, func(b *testing.B) {
+			snap := fixtures.Cluster(benchNodes, 2*benchNodes)
+			m, err := policy.Load(ctx, be.b, policy.Config{Name: be.name, PoolSize: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(ctx)
+			c, err := m.Get(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Put(ctx, c)
+			if err := c.Sync(ctx, snap); err != nil {
+				b.Fatal(err)
+			}
+			nodes := snap.Nodes()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// One pod bound per cycle: one node changes, one node syncs.
+				p := fixtures.Pod("delta", i)
+				p.NodeName = nodes[i%len(nodes)].Info.Node.Name
+				b.StopTimer()
+				if err := snap.AddPod(&p); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := c.Sync(ctx, snap); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestNativeAndWasmBuildsAgree checks the Wasm builds against the native
+// twin: same feasible nodes, same reasons, same scores, on a cluster where
+// every plugin rejects or ranks some nodes.
+func TestNativeAndWasmBuildsAgree(t *testing.T) {
+	ctx := context.Background()
+	snap := snapshot.New()
+	for i := 0; i < 60; i++ {
+		n := fixtures.Node(i)
+		switch i % 6 {
+		case 1:
+			n.Unschedulable = true
+		case 2:
+			n.Taints = append(n.Taints, abi.Taint{Key: "dedicated", Value: "gpu", Effect: abi.EffectNoSchedule})
+		case 3:
+			n.Allocatable.MilliCPU = 50
+		}
+		snap.SetNode(n)
+	}
+	pod := fixtures.Pod("diff", 0)
+	pod.Containers[0].Ports = []abi.HostPort{{Port: 8080}}
+	blocker := fixtures.Pod("diff", 1)
+	blocker.NodeName = snap.Nodes()[4].Info.Node.Name
+	blocker.Containers[0].Ports = []abi.HostPort{{Port: 8080}}
+	if err := snap.AddPod(&blocker); err != nil {
+		t.Fatal(err)
+	}
+	var all []uint32
+	for _, n := range snap.Nodes() {
+		all = append(all, n.Slot)
+	}
+
+	type outcome struct {
+		verdicts [][]string // per plugin, per node: "" or code+reasons
+		scores   [][]int64
+	}
+	run := func(be policy.Backend) outcome {
+		m, err := policy.Load(ctx, be, policy.Config{Name: "diff"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(ctx)
+		c, err := m.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Put(ctx, c)
+		if err := c.Sync(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartCycle(ctx, &pod); err != nil {
+			t.Fatal(err)
+		}
+		var o outcome
+		for p, info := range m.Manifest().Plugins {
+			if info.Points.Has(abi.PointPreFilter) {
+				if _, err := c.PreFilter(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if info.Points.Has(abi.PointFilter) {
+				r, err := c.Filter(ctx, p, all)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v []string
+				for _, ix := range r.Indexes {
+					if ix == 0 {
+						v = append(v, "")
+					} else {
+						e := r.Entries[ix-1]
+						v = append(v, fmt.Sprint(e.Code, e.Reasons))
+					}
+				}
+				o.verdicts = append(o.verdicts, v)
+			}
+			if info.Points.Has(abi.PointScore) {
+				if info.Points.Has(abi.PointPreScore) {
+					if _, err := c.PreScore(ctx, p, all); err != nil {
+						t.Fatal(err)
+					}
+				}
+				s, err := c.Score(ctx, p, all)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.scores = append(o.scores, append([]int64(nil), s...))
+			}
+		}
+		return o
+	}
+	bes := backends(t)
+	want := run(bes[0].b)
+	rejected := 0
+	for _, v := range want.verdicts {
+		for _, s := range v {
+			if s != "" {
+				rejected++
+			}
+		}
+	}
+	if rejected == 0 {
+		t.Fatal("the fixture rejects no node: the comparison would prove nothing")
+	}
+	for _, be := range bes[1:] {
+		got := run(be.b)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s build differs from the native twin:\n got %v\nwant %v", be.name, got, want)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package snapshot
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+// mirror applies sync requests the way a guest does, so tests can check
+// that deltas reproduce the snapshot exactly.
+type mirror map[uint32]abi.NodeInfo
+
+func (m mirror) apply(t *testing.T, b []byte) {
+	t.Helper()
+	if b[0]&abi.SyncReset != 0 {
+		clear(m)
+	}
+	_, _, err := abi.ParseSync(b, func(slot uint32, rec []byte) error {
+		var ni abi.NodeInfo
+		d := abi.NewDecoder(rec)
+		d.NodeInfo(&ni)
+		m[slot] = ni
+		return d.Err()
+	}, func(slot uint32) error { delete(m, slot); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m mirror) names() []string {
+	var ns []string
+	for _, ni := range m {
+		ns = append(ns, ni.Node.Name)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+func syncMirror(t *testing.T, s *Snapshot, m mirror, since uint64) (sent int) {
+	t.Helper()
+	var d Delta
+	s.DeltaSince(since, &d)
+	var e abi.Encoder
+	EncodeSync(&e, &d, s.NumNodes(), true)
+	m.apply(t, e.B)
+	return len(d.Changed)
+}
+
+func TestDeltaSendsOnlyChangedNodesAndReproducesTheSnapshot(t *testing.T) {
+	s := New()
+	for i := 0; i < 5; i++ {
+		s.SetNode(abi.Node{Name: fmt.Sprintf("n%d", i), AllowedPods: 10})
+	}
+	m := mirror{}
+	if sent := syncMirror(t, s, m, 0); sent != 5 {
+		t.Fatalf("first sync sent %d nodes, want all 5", sent)
+	}
+	gen := s.Generation()
+
+	pod := &abi.Pod{UID: "p1", Name: "p1", NodeName: "n2", Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 100}}}}
+	if err := s.AddPod(pod); err != nil {
+		t.Fatal(err)
+	}
+	if sent := syncMirror(t, s, m, gen); sent != 1 {
+		t.Fatalf("after one pod, sync sent %d nodes, want 1", sent)
+	}
+	if got := m[s.Get("n2").Slot]; got.Requested.MilliCPU != 100 || got.PodCount != 1 || len(got.Pods) != 1 {
+		t.Fatalf("mirror n2 = %+v, want the pod counted", got)
+	}
+	gen = s.Generation()
+	if sent := syncMirror(t, s, m, gen); sent != 0 {
+		t.Fatalf("sync with nothing changed sent %d", sent)
+	}
+}
+
+func TestDeletedSlotReusedWhileGuestWasAway(t *testing.T) {
+	s := New()
+	s.SetNode(abi.Node{Name: "a"})
+	s.SetNode(abi.Node{Name: "b"})
+	m := mirror{}
+	syncMirror(t, s, m, 0)
+	gen := s.Generation()
+	// a goes, c takes its slot, c goes, d takes it again.
+	for _, step := range []func() error{
+		func() error { return s.RemoveNode("a") },
+		func() error { s.SetNode(abi.Node{Name: "c"}); return nil },
+		func() error { return s.RemoveNode("c") },
+		func() error { s.SetNode(abi.Node{Name: "d"}); return nil },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncMirror(t, s, m, gen)
+	if got, want := m.names(), []string{"b", "d"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("mirror holds %v, want %v", got, want)
+	}
+	if m[s.Get("d").Slot].Node.Name != "d" {
+		t.Fatal("d is not in its slot")
+	}
+}
+
+func TestGuestBehindForgottenDeletionsIsReset(t *testing.T) {
+	s := New()
+	s.SetNode(abi.Node{Name: "keep"})
+	for i := 0; i < maxTombstones+10; i++ {
+		s.SetNode(abi.Node{Name: "tmp"})
+		if err := s.RemoveNode("tmp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d Delta
+	s.DeltaSince(1, &d)
+	if !d.Reset || len(d.Changed) != 1 {
+		t.Fatalf("delta = reset %v, %d changed; want a reset with the one node", d.Reset, len(d.Changed))
+	}
+}
+
+func TestRemovePodRecomputesAggregates(t *testing.T) {
+	s := New()
+	s.SetNode(abi.Node{Name: "n"})
+	p1 := &abi.Pod{UID: "1", NodeName: "n", Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 100, Memory: 1}, Ports: []abi.HostPort{{Port: 80}}}}}
+	p2 := &abi.Pod{UID: "2", NodeName: "n", Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 300}}}}
+	for _, p := range []*abi.Pod{p1, p2} {
+		if err := s.AddPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RemovePod(p1); err != nil {
+		t.Fatal(err)
+	}
+	ni := s.Get("n").Info
+	if ni.Requested.MilliCPU != 300 || ni.Requested.Memory != 0 || ni.PodCount != 1 || len(ni.UsedPorts) != 0 {
+		t.Fatalf("after removing p1: %+v", ni)
+	}
+	if ni.NonZeroRequested.Memory != abi.DefaultMemoryRequest {
+		t.Fatalf("non-zero memory = %d, want the default for p2", ni.NonZeroRequested.Memory)
+	}
+	if err := s.RemovePod(p1); err == nil {
+		t.Fatal("removing a pod twice succeeded")
+	}
+	if err := s.AddPod(&abi.Pod{UID: "3", NodeName: "nowhere"}); err == nil {
+		t.Fatal("adding a pod to a missing node succeeded")
+	}
+}
+
+func TestUpdateFromFollowsTheLiveSnapshotIncrementally(t *testing.T) {
+	live := New()
+	for i := 0; i < 4; i++ {
+		live.SetNode(abi.Node{Name: fmt.Sprintf("n%d", i)})
+	}
+	cyc := New()
+	cyc.UpdateFrom(live)
+	if cyc.NumNodes() != 4 || cyc.Generation() != live.Generation() {
+		t.Fatalf("after first update: %d nodes, gen %d/%d", cyc.NumNodes(), cyc.Generation(), live.Generation())
+	}
+	before := cyc.Get("n1")
+	p := &abi.Pod{UID: "p", NodeName: "n1", Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 5}}}}
+	if err := live.AddPod(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.RemoveNode("n3"); err != nil {
+		t.Fatal(err)
+	}
+	live.SetNode(abi.Node{Name: "n4"}) // takes n3's slot
+	if before.Info.PodCount != 0 {
+		t.Fatal("a change to the live snapshot showed through before UpdateFrom")
+	}
+	cyc.UpdateFrom(live)
+	if got := cyc.Get("n1"); got.Info.PodCount != 1 || got.Generation != live.Get("n1").Generation {
+		t.Fatalf("n1 = %+v", got)
+	}
+	if cyc.Get("n3") != nil || cyc.Get("n4") == nil || cyc.Get("n4").Slot != live.Get("n4").Slot || cyc.NumNodes() != 4 {
+		t.Fatalf("node set not followed: n3 %v n4 %v, %d nodes", cyc.Get("n3"), cyc.Get("n4"), cyc.NumNodes())
+	}
+	// Removing a pod in place on the live side must not corrupt the copy.
+	q := &abi.Pod{UID: "q", NodeName: "n1"}
+	if err := live.AddPod(q); err != nil {
+		t.Fatal(err)
+	}
+	cyc.UpdateFrom(live)
+	copyPods := cyc.Get("n1").Info.Pods
+	if err := live.RemovePod(p); err != nil {
+		t.Fatal(err)
+	}
+	if copyPods[0].UID != "p" || copyPods[1].UID != "q" {
+		t.Fatalf("copy changed under a live removal: %v, %v", copyPods[0].UID, copyPods[1].UID)
+	}
+	// A guest mirror synced from the copy sees the deletion of n3.
+	m := mirror{}
+	var d Delta
+	cyc.DeltaSince(0, &d)
+	var e abi.Encoder
+	EncodeSync(&e, &d, cyc.NumNodes(), false)
+	m.apply(t, e.B)
+	if got, want := m.names(), []string{"n0", "n1", "n2", "n4"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("mirror from the copy: %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,157 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+func spinModule(t *testing.T) (api.Module, api.MutableGlobal) {
+	t.Helper()
+	src, err := os.ReadFile("testdata/spin.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := Instrument(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	mod, err := rt.Instantiate(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, ok := mod.ExportedGlobal(InterruptGlobal).(api.MutableGlobal)
+	if !ok {
+		t.Fatal("no mutable interrupt global exported")
+	}
+	return mod, flag
+}
+
+func TestInstrumentedModuleBehavesTheSame(t *testing.T) {
+	mod, flag := spinModule(t)
+	res, err := mod.ExportedFunction("spin").Call(context.Background(), 1000)
+	if err != nil || res[0] != 1007 {
+		t.Fatalf("spin(1000) = %v, %v; want 1007 (the module's own global still works)", res, err)
+	}
+	if flag.Get() != 0 {
+		t.Fatal("interrupt flag not 0 initially")
+	}
+}
+
+func TestInterruptFlagStopsAnInfiniteLoop(t *testing.T) {
+	mod, flag := spinModule(t)
+	time.AfterFunc(50*time.Millisecond, func() { flag.Set(1) })
+	done := make(chan error, 1)
+	go func() {
+		_, err := mod.ExportedFunction("spin").Call(context.Background(), 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an endless loop returned without error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("setting the interrupt flag did not stop the loop")
+	}
+}
+
+func TestInstrumentRefuses(t *testing.T) {
+	start, err := os.ReadFile("testdata/start.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, bin := range map[string][]byte{
+		"start section": start,
+		"truncated":     start[:len(start)-2],
+		"not wasm":      []byte("hello"),
+	} {
+		if _, err := Instrument(bin); !errors.Is(err, ErrUnsupportedModule) {
+			t.Errorf("%s: err = %v, want ErrUnsupportedModule", name, err)
+		}
+	}
+}
+
+func TestInstrumentIsDeterministic(t *testing.T) {
+	src, err := os.ReadFile("testdata/spin.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := Instrument(src)
+	b, _ := Instrument(src)
+	if !bytes.Equal(a, b) {
+		t.Fatal("two instrumentations of one module differ (the compilation cache would miss)")
+	}
+}
+
+// FuzzInstrument checks the rewriter on arbitrary bytes: it never panics,
+// and whatever it accepts and wazero could compile before, wazero can
+// compile after.
+func FuzzInstrument(f *testing.F) {
+	for _, name := range []string{"spin", "abi_v2", "bad_reply", "command", "foreign_import", "start"} {
+		b, err := os.ReadFile("testdata/" + name + ".wasm")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := Instrument(b)
+		if err != nil {
+			return
+		}
+		orig, err := rt.CompileModule(ctx, b)
+		if err != nil {
+			return
+		}
+		orig.Close(ctx)
+		m, err := rt.CompileModule(ctx, out)
+		if err != nil {
+			t.Fatalf("instrumented module no longer compiles: %v", err)
+		}
+		m.Close(ctx)
+	})
+}
+
+func TestLoopPassesThroughGoSoGarbageCollectionCanStopIt(t *testing.T) {
+	mod, flag := spinModule(t)
+	// A loop that never returns, and a GC forced while it runs: the GC's
+	// stop-the-world must not wait forever for the guest, and the timer
+	// that sets the flag must still run.
+	done := make(chan error, 1)
+	go func() {
+		_, err := mod.ExportedFunction("spin").Call(context.Background(), 0)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	gcDone := make(chan struct{})
+	go func() { runtime.GC(); close(gcDone) }()
+	select {
+	case <-gcDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a GC could not stop the world while a guest loop ran")
+	}
+	flag.Set(1)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the loop returned without error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the interrupt flag did not stop the loop")
+	}
+}

@@ -1,0 +1,13 @@
+// Package dist embeds the committed TinyGo builds of the policy bundles,
+// so a wasmsched binary runs its default profile with no files beside it
+// and a fresh clone needs no TinyGo. `make check-wasm` rebuilds them and
+// fails if the bytes differ from what is committed.
+package dist
+
+import _ "embed"
+
+// DefaultWasm is the default bundle (plugins-wasm/cmd/default) built with
+// TinyGo; see the Makefile's `wasm` target for the exact command.
+//
+//go:embed default.tinygo.wasm
+var DefaultWasm []byte

@@ -1,0 +1,149 @@
+// Package imagelocality is kube-scheduler's ImageLocality plugin as a
+// wasmsched policy: it favours nodes that already hold the pod's container
+// images, weighing each image by its size and by how widely it has spread
+// (to avoid piling pods onto the few nodes that pulled an image first).
+package imagelocality
+
+import (
+	"strings"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// Name is the plugin's name in a profile, the same as kube-scheduler's so
+// existing configurations carry over.
+const Name = "ImageLocality"
+
+// Score thresholds, upstream's: image sums below MinThreshold score 0 and
+// above MaxContainerThreshold per container score MaxScore; the range
+// covers the sizes of most registry images.
+const (
+	mb int64 = 1024 * 1024
+	// MinThreshold is the image sum that scores 0: below it an image
+	// saves too little pull time to matter.
+	MinThreshold = 23 * mb
+	// MaxContainerThreshold, times the number of containers, is the sum
+	// that scores MaxScore.
+	MaxContainerThreshold = 1000 * mb
+)
+
+var preScoreKey = plugin.NewStateKey()
+
+// ImageLocality scores nodes by the images of the pod they already have.
+type ImageLocality struct {
+	handle plugin.Handle
+}
+
+var (
+	_ plugin.PreScorePlugin = (*ImageLocality)(nil)
+	_ plugin.ScorePlugin    = (*ImageLocality)(nil)
+)
+
+// Registration lets a module register the plugin with guest.Register.
+var Registration = plugin.Registration{Name: Name, New: New}
+
+// New builds the plugin; it takes no args, as upstream. It keeps h for the
+// cluster-wide image spread.
+func New(_ *abi.Value, h plugin.Handle) (plugin.Plugin, error) { return &ImageLocality{handle: h}, nil }
+
+// Name implements plugin.Plugin.
+func (*ImageLocality) Name() string { return Name }
+
+// wantedImage is one container image of the pod with its cluster spread.
+type wantedImage struct {
+	name   string  // normalised
+	spread float64 // nodes holding it / all nodes
+}
+
+// preScoreState is the pod's images, immutable, so Clone shares it.
+type preScoreState struct {
+	images []wantedImage
+	// containers counts init and app containers: it scales the top
+	// threshold.
+	containers int
+}
+
+// Clone implements plugin.StateData.
+func (s *preScoreState) Clone() plugin.StateData { return s }
+
+func (pl *ImageLocality) newState(pod *abi.Pod) *preScoreState {
+	s := &preScoreState{containers: len(pod.InitContainers) + len(pod.Containers)}
+	s.images = pl.appendWanted(s.images, pod.InitContainers)
+	s.images = pl.appendWanted(s.images, pod.Containers)
+	return s
+}
+
+// appendWanted adds the images of cs that some node holds.
+func (pl *ImageLocality) appendWanted(dst []wantedImage, cs []abi.Container) []wantedImage {
+	total := float64(pl.handle.NumNodes())
+	for i := range cs {
+		name := normalizedImageName(cs[i].Image)
+		held := pl.handle.ImageNumNodes(name)
+		if held == 0 || total == 0 {
+			continue // on no node: it would add 0 everywhere
+		}
+		dst = append(dst, wantedImage{name: name, spread: float64(held) / total})
+	}
+	return dst
+}
+
+// PreScore resolves the pod's image names and their spread once per cycle
+// (upstream does it per node; the result is the same).
+func (pl *ImageLocality) PreScore(state *plugin.CycleState, pod *abi.Pod, _ []*plugin.NodeInfo) *plugin.Status {
+	state.Write(preScoreKey, pl.newState(pod))
+	return nil
+}
+
+// Score sums size*spread over the pod's images present on the node (an
+// image used by two containers counts twice, as upstream) and maps the sum
+// onto [0, MaxScore] between the thresholds.
+func (pl *ImageLocality) Score(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) (int64, *plugin.Status) {
+	s, ok := state.Read(preScoreKey).(*preScoreState)
+	if !ok {
+		// PreScore did not run: resolve the images once and keep them
+		// for the cycle's other nodes.
+		s = pl.newState(pod)
+		state.Write(preScoreKey, s)
+	}
+	var sum int64
+	for i := range s.images {
+		if size, ok := imageSize(node.Node.Images, s.images[i].name); ok {
+			sum += int64(float64(size) * s.images[i].spread)
+		}
+	}
+	return calculatePriority(sum, s.containers), nil
+}
+
+// imageSize finds an image on the node by any of its names.
+func imageSize(images []abi.ImageState, name string) (int64, bool) {
+	for i := range images {
+		for _, n := range images[i].Names {
+			if n == name {
+				return images[i].Size, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// calculatePriority clamps sum into [MinThreshold, maxThreshold] and
+// scales it linearly onto [0, MaxScore].
+func calculatePriority(sum int64, containers int) int64 {
+	maxThreshold := MaxContainerThreshold * int64(containers)
+	if sum < MinThreshold {
+		sum = MinThreshold
+	} else if sum > maxThreshold {
+		sum = maxThreshold
+	}
+	return abi.MaxScore * (sum - MinThreshold) / (maxThreshold - MinThreshold)
+}
+
+// normalizedImageName adds the implicit ":latest" tag to an image with no
+// tag (no ':' after the last '/'); digests ("@sha256:...") already have one.
+func normalizedImageName(name string) string {
+	if strings.LastIndex(name, ":") <= strings.LastIndex(name, "/") {
+		return name + ":latest"
+	}
+	return name
+}

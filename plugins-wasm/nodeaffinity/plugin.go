@@ -1,0 +1,248 @@
+// Package nodeaffinity is kube-scheduler's NodeAffinity plugin as a
+// wasmsched policy: it filters nodes by the pod's nodeSelector and required
+// node affinity (plus an affinity the profile enforces) and scores them by
+// the pod's preferred node affinity.
+package nodeaffinity
+
+import (
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// Name is the plugin's name in a profile, the same as kube-scheduler's so
+// existing configurations carry over.
+const Name = "NodeAffinity"
+
+// Rejection reasons, kube-scheduler's wording, so FailedScheduling events
+// read the same as with the stock scheduler.
+const (
+	// ErrReasonPod: the node fails the pod's nodeSelector or required
+	// node affinity.
+	ErrReasonPod = "node(s) didn't match Pod's node affinity/selector"
+	// ErrReasonEnforced: the node fails the profile's addedAffinity.
+	ErrReasonEnforced = "node(s) didn't match scheduler-enforced node affinity"
+	// ErrReasonConflict: every required term pins metadata.name to a set
+	// of nodes and those sets are all empty, so no node can match.
+	ErrReasonConflict = "pod affinity terms conflict"
+)
+
+// Unresolvable: preemption does not change node labels or names.
+var (
+	statusPod      = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonPod)
+	statusEnforced = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonEnforced)
+	statusConflict = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonConflict)
+	statusSkip     = plugin.NewStatus(abi.Skip)
+)
+
+var (
+	preFilterKey = plugin.NewStateKey()
+	preScoreKey  = plugin.NewStateKey()
+)
+
+// NodeAffinity filters by required and scores by preferred node affinity.
+type NodeAffinity struct {
+	// addedRequired is the compiled addedAffinity required selector, nil
+	// when unset.
+	addedRequired *nodeSelector
+	// addedPreferred is nil when addedAffinity has no preferred terms.
+	addedPreferred []preferredTerm
+}
+
+var (
+	_ plugin.PreFilterPlugin = (*NodeAffinity)(nil)
+	_ plugin.FilterPlugin    = (*NodeAffinity)(nil)
+	_ plugin.PreScorePlugin  = (*NodeAffinity)(nil)
+	_ plugin.ScorePlugin     = (*NodeAffinity)(nil)
+	_ plugin.ScoreNormalizer = (*NodeAffinity)(nil)
+)
+
+// Registration lets a module register the plugin with guest.Register.
+var Registration = plugin.Registration{Name: Name, New: New}
+
+// New builds the plugin from NodeAffinityArgs (see ParseArgs).
+func New(args *abi.Value, _ plugin.Handle) (plugin.Plugin, error) {
+	a, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	pl := &NodeAffinity{}
+	if na := a.AddedAffinity; na != nil {
+		if na.Required != nil {
+			pl.addedRequired, _ = compileNodeSelector(na.Required, "") // validated by ParseArgs
+		}
+		if len(na.Preferred) != 0 {
+			pl.addedPreferred, _ = compilePreferred(na.Preferred, "")
+		}
+	}
+	return pl, nil
+}
+
+// Name implements plugin.Plugin.
+func (*NodeAffinity) Name() string { return Name }
+
+// requiredAffinity is the pod's nodeSelector ANDed with its required node
+// affinity (nil: none), immutable once built, so Clone shares it.
+type requiredAffinity struct {
+	nodeSelector abi.Labels
+	affinity     *nodeSelector
+}
+
+// Clone implements plugin.StateData.
+func (r *requiredAffinity) Clone() plugin.StateData { return r }
+
+func newRequiredAffinity(pod *abi.Pod) *requiredAffinity {
+	r := &requiredAffinity{nodeSelector: pod.NodeSelector}
+	if na := pod.NodeAffinity; na != nil && na.Required != nil {
+		// Terms that fail to parse match nothing; the error itself is
+		// ignored for backwards compatibility, as upstream.
+		r.affinity, _ = compileNodeSelector(na.Required, "")
+	}
+	return r
+}
+
+func (r *requiredAffinity) matches(node *abi.Node) bool {
+	for i := range r.nodeSelector {
+		v, ok := node.Labels.Get(r.nodeSelector[i].Key)
+		if !ok || v != r.nodeSelector[i].Value {
+			return false
+		}
+	}
+	return r.affinity == nil || r.affinity.matches(node)
+}
+
+// PreFilter compiles the pod's required affinity once per cycle. A pod
+// with neither nodeSelector nor required affinity, in a profile without
+// addedAffinity, skips Filter. A pod whose required terms all pin
+// metadata.name to empty sets is rejected outright.
+func (pl *NodeAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugin.Status {
+	na := pod.NodeAffinity
+	noRequired := na == nil || na.Required == nil
+	if noRequired && pl.addedRequired == nil && len(pod.NodeSelector) == 0 {
+		return statusSkip
+	}
+	state.Write(preFilterKey, newRequiredAffinity(pod))
+	if !noRequired && namesConflict(na.Required.Terms) {
+		return statusConflict
+	}
+	return nil
+}
+
+// namesConflict mirrors the node-name narrowing of upstream's PreFilter:
+// each term's "metadata.name In" fields are intersected and the terms'
+// results unioned; an empty union (with every term naming nodes) means no
+// node can ever match. (Upstream also hands the union to the framework as
+// the only nodes to filter; here Filter reaches the same verdicts.)
+func namesConflict(terms []abi.NodeSelectorTerm) bool {
+	if len(terms) == 0 {
+		return false
+	}
+	for i := range terms {
+		var first *abi.Requirement
+		for j := range terms[i].MatchFields {
+			f := &terms[i].MatchFields[j]
+			if f.Key == objectNameField && f.Operator == abi.OpIn {
+				first = f
+				break
+			}
+		}
+		if first == nil {
+			return false // this term allows every node name
+		}
+		if termHasName(&terms[i], first) {
+			return false
+		}
+	}
+	return true
+}
+
+// termHasName reports whether some value of first is in every other
+// "metadata.name In" field of t.
+func termHasName(t *abi.NodeSelectorTerm, first *abi.Requirement) bool {
+	for _, name := range first.Values {
+		ok := true
+		for j := range t.MatchFields {
+			f := &t.MatchFields[j]
+			if f.Key == objectNameField && f.Operator == abi.OpIn && !contains(f.Values, name) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter checks the profile's added affinity, then the pod's.
+func (pl *NodeAffinity) Filter(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
+	if pl.addedRequired != nil && !pl.addedRequired.matches(&node.Node) {
+		return statusEnforced
+	}
+	r, ok := state.Read(preFilterKey).(*requiredAffinity)
+	if !ok {
+		// PreFilter did not run (or skipped): compile once and keep it
+		// for the cycle's other nodes.
+		r = newRequiredAffinity(pod)
+		state.Write(preFilterKey, r)
+	}
+	if !r.matches(&node.Node) {
+		return statusPod
+	}
+	return nil
+}
+
+// preferredAffinity is the pod's compiled preferred terms, or the Error
+// status of a term that failed to compile.
+type preferredAffinity struct {
+	terms []preferredTerm
+	err   *plugin.Status
+}
+
+// Clone implements plugin.StateData.
+func (p *preferredAffinity) Clone() plugin.StateData { return p }
+
+func podPreferred(pod *abi.Pod) ([]preferredTerm, error) {
+	if pod.NodeAffinity == nil || len(pod.NodeAffinity.Preferred) == 0 {
+		return nil, nil
+	}
+	return compilePreferred(pod.NodeAffinity.Preferred, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+}
+
+// PreScore compiles the pod's preferred terms. A term that fails to parse
+// is an Error, as upstream; with no preferences at all Score is skipped.
+func (pl *NodeAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, _ []*plugin.NodeInfo) *plugin.Status {
+	terms, err := podPreferred(pod)
+	if err != nil {
+		return plugin.AsStatus(err)
+	}
+	if terms == nil && pl.addedPreferred == nil {
+		return statusSkip
+	}
+	state.Write(preScoreKey, &preferredAffinity{terms: terms})
+	return nil
+}
+
+// Score sums the weights of the preferred terms (the pod's and the
+// profile's) the node matches.
+func (pl *NodeAffinity) Score(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) (int64, *plugin.Status) {
+	score := scorePreferred(pl.addedPreferred, &node.Node)
+	p, ok := state.Read(preScoreKey).(*preferredAffinity)
+	if !ok {
+		// PreScore did not run (or skipped): compile once and keep the
+		// result, or the error, for the cycle's other nodes.
+		terms, err := podPreferred(pod)
+		p = &preferredAffinity{terms: terms, err: plugin.AsStatus(err)}
+		state.Write(preScoreKey, p)
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	return score + scorePreferred(p.terms, &node.Node), nil
+}
+
+// NormalizeScore scales the sums so the best node scores MaxScore.
+func (*NodeAffinity) NormalizeScore(_ *plugin.CycleState, _ *abi.Pod, scores []int64) *plugin.Status {
+	plugin.DefaultNormalizeScore(abi.MaxScore, false, scores)
+	return nil
+}
