@@ -74,6 +74,21 @@ const (
 	// FuncScore: arg = plugin index; input = a SlotList; replies a
 	// ScoreReply with scores already normalised by the plugin.
 	FuncScore Func = 8
+	// FuncPushState: no input; saves the cycle's what-if view (pods added
+	// to or removed from nodes) and cycle state, to be restored by
+	// FuncPopState. Pushes nest.
+	FuncPushState Func = 9
+	// FuncPopState: no input; restores the view saved by the matching
+	// FuncPushState.
+	FuncPopState Func = 10
+	// FuncAddPod: arg = node slot; input = a Pod; in the current cycle's
+	// view, puts the pod on the node (aggregates updated) and tells every
+	// plugin with PreFilter extensions. Used for nominated pods and
+	// preemption what-ifs; the mirror itself is not changed.
+	FuncAddPod Func = 11
+	// FuncRemovePod: arg = node slot; input = the pod's UID as a string;
+	// the reverse of FuncAddPod, also for pods the mirror has on the node.
+	FuncRemovePod Func = 12
 )
 
 // String names the function for error messages.
@@ -95,6 +110,14 @@ func (f Func) String() string {
 		return "prescore"
 	case FuncScore:
 		return "score"
+	case FuncPushState:
+		return "push_state"
+	case FuncPopState:
+		return "pop_state"
+	case FuncAddPod:
+		return "add_pod"
+	case FuncRemovePod:
+		return "remove_pod"
 	}
 	return "func(" + itoa(int64(f)) + ")"
 }

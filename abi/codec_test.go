@@ -9,7 +9,7 @@ func samplePod() Pod {
 	return Pod{
 		UID: "uid-1", Namespace: "prod", Name: "web-0",
 		Labels:   Labels{{"app", "web"}, {"tier", "front"}},
-		NodeName: "n1", NominatedNodeName: "n2", Priority: -5, PreemptNever: true, Terminating: true, StartTime: 1700000000123,
+		NodeName: "n1", NominatedNodeName: "n2", SchedulerName: "bin-packer", Priority: -5, PreemptNever: true, Terminating: true, StartTime: 1700000000123,
 		Containers: []Container{{Name: "c", Image: "nginx:1.25", Requests: Resources{MilliCPU: 250, Memory: 1 << 30, Scalars: []Scalar{{"nvidia.com/gpu", 1}}},
 			Ports: []HostPort{{IP: "10.0.0.1", Protocol: ProtocolUDP, Port: 53}}}},
 		InitContainers: []Container{{Name: "side", RestartAlways: true, Requests: Resources{MilliCPU: 10}}},
@@ -173,5 +173,13 @@ func TestPodHostPortsSkipsPlainInitContainers(t *testing.T) {
 	got := PodHostPorts(&p)
 	if len(got) != 2 || got[0].Port != 2 || got[1].Port != 3 {
 		t.Fatalf("ports = %+v, want 2 and 3", got)
+	}
+}
+
+func TestMinPodSizeIsTheEmptyPodEncoding(t *testing.T) {
+	var e Encoder
+	e.Pod(&Pod{})
+	if len(e.B) != minPodSize {
+		t.Fatalf("an empty pod encodes to %d bytes; minPodSize says %d", len(e.B), minPodSize)
 	}
 }

@@ -337,6 +337,7 @@ func (e *Encoder) Pod(p *Pod) {
 	e.Labels(p.Labels)
 	e.String(p.NodeName)
 	e.String(p.NominatedNodeName)
+	e.String(p.SchedulerName)
 	e.Varint(int64(p.Priority))
 	e.Bool(p.PreemptNever)
 	e.Bool(p.Terminating)
@@ -368,6 +369,7 @@ func (d *Decoder) Pod(p *Pod) {
 	p.Labels = d.Labels()
 	p.NodeName = d.String()
 	p.NominatedNodeName = d.String()
+	p.SchedulerName = d.String()
 	p.Priority = d.Int32()
 	p.PreemptNever = d.Bool()
 	p.Terminating = d.Bool()
@@ -443,6 +445,9 @@ func (d *Decoder) Node(n *Node) {
 	}
 }
 
+// minPodSize is the fewest bytes a Pod encodes to (every field empty).
+const minPodSize = 24
+
 // NodeInfo appends a node with its aggregates.
 func (e *Encoder) NodeInfo(ni *NodeInfo) {
 	e.Node(&ni.Node)
@@ -464,7 +469,7 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 	ni.PodCount = d.Int32()
 	ni.UsedPorts = d.hostPorts()
 	ni.Pods = nil
-	if n := d.Count(24); n > 0 {
+	if n := d.Count(minPodSize); n > 0 {
 		ni.Pods = make([]Pod, n)
 		for i := range ni.Pods {
 			d.Pod(&ni.Pods[i])

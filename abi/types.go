@@ -358,6 +358,8 @@ type Pod struct {
 	NodeName string
 	// NominatedNodeName is status.nominatedNodeName.
 	NominatedNodeName string
+	// SchedulerName is spec.schedulerName: the profile that schedules it.
+	SchedulerName string
 	Priority          int32
 	// PreemptNever is preemptionPolicy: Never.
 	PreemptNever bool

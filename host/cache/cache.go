@@ -6,13 +6,13 @@
 //
 // A pod's life in the cache:
 //
-//	            AssumePod           AddPod (informer confirms the binding)
-//	  (none) ─────────────► Assumed ──────────────────────────────► Added
-//	     ▲                   │  │ FinishBinding                    │
-//	     │     ForgetPod     │  ▼                                  │ RemovePod
-//	     └───────────────────┘ Assumed, binding finished ──────────┘
-//	     ▲                        │ deadline passes with no AddPod
-//	     └──── expired ───────────┘ (Cleanup)
+//	          AssumePod           AddPod (informer confirms the binding)
+//	(none) ─────────────► Assumed ──────────────────────────────► Added
+//	   ▲                   │  │ FinishBinding                    │
+//	   │     ForgetPod     │  ▼                                  │ RemovePod
+//	   └───────────────────┘ Assumed, binding finished ──────────┘
+//	   ▲                        │ deadline passes with no AddPod
+//	   └──── expired ───────────┘ (Cleanup)
 //
 // Assume happens in the scheduling cycle at Reserve, so the next cycle
 // already sees the pod's resources taken while binding runs in the

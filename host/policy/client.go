@@ -64,6 +64,60 @@ func (c *Client) StartCycle(ctx context.Context, pod *abi.Pod) error {
 	return err
 }
 
+// PushState saves the cycle's what-if view; PopState restores it.
+func (c *Client) PushState(ctx context.Context) error {
+	_, err := c.run(ctx, abi.FuncPushState, moduleWide, nil)
+	return err
+}
+
+// PopState restores the view saved by the last PushState.
+func (c *Client) PopState(ctx context.Context) error {
+	_, err := c.run(ctx, abi.FuncPopState, moduleWide, nil)
+	return err
+}
+
+// AddPod puts pod on the node in slot, in this cycle's view only.
+func (c *Client) AddPod(ctx context.Context, slot uint32, pod *abi.Pod) error {
+	c.enc.Reset()
+	c.enc.Pod(pod)
+	_, err := c.runArg(ctx, abi.FuncAddPod, slot, c.enc.B)
+	return err
+}
+
+// RemovePod takes the pod with uid off the node in slot, in this cycle's
+// view only.
+func (c *Client) RemovePod(ctx context.Context, slot uint32, uid string) error {
+	c.enc.Reset()
+	c.enc.String(uid)
+	_, err := c.runArg(ctx, abi.FuncRemovePod, slot, c.enc.B)
+	return err
+}
+
+// runArg runs a module-wide function whose argument is not a plugin index.
+func (c *Client) runArg(ctx context.Context, fn abi.Func, arg uint32, input []byte) ([]byte, error) {
+	if c.broken {
+		return nil, &CallError{Module: c.module.name, Func: fn, Broken: true, Err: errors.New("instance already lost")}
+	}
+	if len(input) > 0 {
+		buf, err := c.inst.Input(ctx, len(input))
+		if err != nil {
+			c.broken = true
+			return nil, &CallError{Module: c.module.name, Func: fn, Broken: true, Err: err}
+		}
+		copy(buf, input)
+	}
+	body, err := call(ctx, c.inst, fn, arg, len(input))
+	if err != nil {
+		var ce *CallError
+		if errors.As(err, &ce) {
+			ce.Module = c.module.name
+			c.broken = c.broken || ce.Broken
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
 // PreFilter runs a plugin's PreFilter for the current pod.
 func (c *Client) PreFilter(ctx context.Context, plugin int) (abi.PluginStatus, error) {
 	return c.status(ctx, abi.FuncPreFilter, plugin, nil)

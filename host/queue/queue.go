@@ -795,3 +795,20 @@ func (q *PriorityQueue) endFlight(uid string) {
 		q.events = q.events[:n]
 	}
 }
+
+// FlushBackoffCompleted moves the pods whose backoff has expired to
+// activeQ now, as the backoff loop would on its next tick. The simulation
+// calls it after stepping its clock, so runs do not wait on tickers.
+func (q *PriorityQueue) FlushBackoffCompleted() { q.flushBackoffCompleted() }
+
+// NextBackoffExpiry returns when the first pod in backoffQ may retry, and
+// false if backoffQ is empty.
+func (q *PriorityQueue) NextBackoffExpiry() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.backoffQ.peek()
+	if p == nil {
+		return time.Time{}, false
+	}
+	return p.expiry, true
+}

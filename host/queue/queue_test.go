@@ -852,3 +852,34 @@ func TestClusterEventMatch(t *testing.T) {
 		t.Errorf("String: %q", s)
 	}
 }
+
+func TestNextBackoffExpiryAndManualFlush(t *testing.T) {
+	q, clk := newTestQueue(Options{})
+	if _, ok := q.NextBackoffExpiry(); ok {
+		t.Fatal("empty backoffQ reported an expiry")
+	}
+	pod := &abi.Pod{UID: "u1", Name: "p1", Namespace: "ns"}
+	if err := q.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	qp, err := q.Pop(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AddUnschedulableIfNotPresent(qp, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	exp, ok := q.NextBackoffExpiry()
+	if !ok || !exp.Equal(clk.Now().Add(time.Second)) {
+		t.Fatalf("expiry = %v %v, want 1s after the failure", exp, ok)
+	}
+	q.FlushBackoffCompleted()
+	if a, b, _ := q.PendingPods(); a != 0 || b != 1 {
+		t.Fatalf("flushed before expiry: active %d backoff %d", a, b)
+	}
+	clk.Step(time.Second)
+	q.FlushBackoffCompleted()
+	if a, b, _ := q.PendingPods(); a != 1 || b != 0 {
+		t.Fatalf("not flushed at expiry: active %d backoff %d", a, b)
+	}
+}

@@ -1,0 +1,347 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+)
+
+// Thresholds of kube-scheduler's adaptive percentageOfNodesToScore.
+const (
+	minFeasibleNodesToFind           = 100
+	minFeasibleNodesPercentageToFind = 5
+	basePercentageOfNodesToScore     = 50
+)
+
+// NumFeasibleNodesToFind is how many feasible nodes a cycle looks for
+// before it stops filtering: all of a small cluster; otherwise the
+// configured percentage, or adaptively 50% minus 1% per 125 nodes (at
+// least 5%), and never fewer than 100 nodes.
+func NumFeasibleNodesToFind(percentage int32, numAllNodes int) int {
+	if numAllNodes < minFeasibleNodesToFind || percentage >= 100 {
+		return numAllNodes
+	}
+	p := int(percentage)
+	if p <= 0 {
+		p = basePercentageOfNodesToScore - numAllNodes/125
+		if p < minFeasibleNodesPercentageToFind {
+			p = minFeasibleNodesPercentageToFind
+		}
+	}
+	n := numAllNodes * p / 100
+	if n < minFeasibleNodesToFind {
+		return minFeasibleNodesToFind
+	}
+	return n
+}
+
+// Result of a successful cycle.
+type Result struct {
+	Node string
+	// EvaluatedNodes counts the nodes filtered; FeasibleNodes those that fit.
+	EvaluatedNodes, FeasibleNodes int
+	// Processed is how far the walk over nodes went, so the next cycle
+	// starts after it (kube-scheduler's round-robin nextStartNodeIndex).
+	Processed int
+}
+
+// Nominator lists pods nominated to a node (waiting for preemption victims
+// to leave), which filters must count.
+type Nominator interface {
+	NominatedPodsForNode(node string) []*abi.Pod
+}
+
+// cycle holds one scheduling cycle's clients, one per module.
+type cycle struct {
+	prof    *Profile
+	clients []*policy.Client
+	snap    *snapshot.Snapshot
+}
+
+func (prof *Profile) startCycle(ctx context.Context, pod *abi.Pod, snap *snapshot.Snapshot) (*cycle, error) {
+	c := &cycle{prof: prof, snap: snap, clients: make([]*policy.Client, len(prof.modules))}
+	for i, pm := range prof.modules {
+		cl, err := pm.pool.Get(ctx)
+		if err != nil {
+			c.release(ctx)
+			return nil, err
+		}
+		c.clients[i] = cl
+		if err := cl.Sync(ctx, snap); err != nil {
+			c.release(ctx)
+			return nil, err
+		}
+		if err := cl.StartCycle(ctx, pod); err != nil {
+			c.release(ctx)
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *cycle) release(ctx context.Context) {
+	for i, cl := range c.clients {
+		if cl != nil {
+			c.prof.modules[i].pool.Put(ctx, cl)
+			c.clients[i] = nil
+		}
+	}
+}
+
+// Schedule runs the filter and score points for pod over snap, starting
+// the node walk at start. It returns the chosen node, a *FitError when no
+// node fits (after running PostFilter), or another error.
+func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.Pod, snap *snapshot.Snapshot, start int, nom Nominator, rng *rand.Rand) (Result, error) {
+	n := snap.NumNodes()
+	if n == 0 {
+		return Result{}, &FitError{Pod: pod, NumAllNodes: 0}
+	}
+	c, err := prof.startCycle(ctx, pod, snap)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.release(ctx)
+
+	fit := &FitError{Pod: pod, NumAllNodes: n}
+	skip, st := c.preFilter(ctx)
+	if st != nil {
+		if st.Code == abi.Error {
+			return Result{}, fmt.Errorf("running PreFilter plugin %q: %w", st.Plugin, st.AsError())
+		}
+		fit.Diagnosis.PreFilterMsg = st.Message()
+		for _, ni := range snap.Nodes() {
+			fit.Diagnosis.AddRejection(ni.Info.Node.Name, st)
+		}
+		return Result{}, prof.runPostFilter(ctx, state, pod, fit)
+	}
+
+	feasible, processed, err := c.findFeasible(ctx, pod, start, skip, nom, &fit.Diagnosis)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(feasible) == 0 {
+		return Result{}, prof.runPostFilter(ctx, state, pod, fit)
+	}
+	res := Result{EvaluatedNodes: len(feasible) + len(fit.Diagnosis.NodeToStatus), FeasibleNodes: len(feasible), Processed: processed}
+	if len(feasible) == 1 {
+		res.Node = snap.Slot(feasible[0]).Info.Node.Name
+		return res, nil
+	}
+	totals, err := c.score(ctx, feasible)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Node = snap.Slot(feasible[selectHost(totals, rng)]).Info.Node.Name
+	return res, nil
+}
+
+// preFilter runs the PreFilter plugins; it returns which plugins said Skip,
+// or the first rejection or error.
+func (c *cycle) preFilter(ctx context.Context) (map[string]bool, *Status) {
+	skip := map[string]bool{}
+	for _, p := range c.prof.preFilter {
+		st, err := c.clients[p.module].PreFilter(ctx, p.index)
+		if err != nil {
+			if p.ignore {
+				skip[p.name] = true
+				continue
+			}
+			return nil, &Status{Code: abi.Error, Reasons: []string{err.Error()}, Plugin: p.name, Err: err}
+		}
+		switch st.Code {
+		case abi.Success:
+		case abi.Skip:
+			skip[p.name] = true
+		case abi.Unschedulable, abi.UnschedulableAndUnresolvable:
+			return nil, &Status{Code: st.Code, Reasons: st.Reasons, Plugin: p.name}
+		default:
+			if p.ignore {
+				skip[p.name] = true
+				continue
+			}
+			return nil, &Status{Code: abi.Error, Reasons: st.Reasons, Plugin: p.name, Err: fmt.Errorf("%s", joinReasons(st.Reasons))}
+		}
+	}
+	return skip, nil
+}
+
+// findFeasible walks the nodes from start, filtering them in chunks until
+// enough feasible nodes are found, and records every rejection.
+func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip map[string]bool, nom Nominator, diag *Diagnosis) (feasible []uint32, processed int, err error) {
+	nodes := c.snap.Nodes()
+	n := len(nodes)
+	want := NumFeasibleNodesToFind(c.prof.percentage, n)
+	start %= n
+	walked := 0
+	var chunk []uint32
+	for walked < n && len(feasible) < want {
+		size := max(want-len(feasible), 32)
+		size = min(size, n-walked, policy.MaxBatch)
+		chunk = chunk[:0]
+		for i := 0; i < size; i++ {
+			chunk = append(chunk, nodes[(start+walked+i)%n].Slot)
+		}
+		passed, err := c.filterChunk(ctx, pod, chunk, skip, nom, diag)
+		if err != nil {
+			return nil, 0, err
+		}
+		// Keep the walk order; stop exactly at the want-th feasible node.
+		for i, slot := range chunk {
+			if len(feasible) == want {
+				// Nodes past the cut were not needed: forget their verdicts.
+				for _, rest := range chunk[i:] {
+					delete(diag.NodeToStatus, c.snap.Slot(rest).Info.Node.Name)
+				}
+				return feasible, walked + i, nil
+			}
+			if passed[slot] {
+				feasible = append(feasible, slot)
+			}
+		}
+		walked += size
+	}
+	return feasible, walked, nil
+}
+
+// filterChunk runs every filter plugin over a chunk of nodes, each plugin
+// over the nodes the previous ones let through, and reports which passed.
+func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, skip map[string]bool, nom Nominator, diag *Diagnosis) (map[uint32]bool, error) {
+	remaining := append([]uint32(nil), chunk...)
+	for _, p := range c.prof.filter {
+		if skip[p.name] || len(remaining) == 0 {
+			continue
+		}
+		reply, err := c.clients[p.module].Filter(ctx, p.index, remaining)
+		if err != nil {
+			if p.ignore {
+				continue
+			}
+			return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, err)
+		}
+		kept := remaining[:0]
+		statuses := make([]*Status, len(reply.Entries))
+		for i, ix := range reply.Indexes {
+			if ix == 0 {
+				kept = append(kept, remaining[i])
+				continue
+			}
+			e := reply.Entries[ix-1]
+			if e.Code == abi.Error {
+				if p.ignore {
+					kept = append(kept, remaining[i])
+					continue
+				}
+				return nil, fmt.Errorf("running Filter plugin %q on node %q: %s", p.name, c.snap.Slot(remaining[i]).Info.Node.Name, joinReasons(e.Reasons))
+			}
+			if statuses[ix-1] == nil {
+				statuses[ix-1] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
+			}
+			diag.AddRejection(c.snap.Slot(remaining[i]).Info.Node.Name, statuses[ix-1])
+		}
+		remaining = kept
+	}
+	passed := make(map[uint32]bool, len(remaining))
+	for _, s := range remaining {
+		passed[s] = true
+	}
+	if nom != nil {
+		if err := c.checkNominated(ctx, pod, remaining, passed, skip, nom, diag); err != nil {
+			return nil, err
+		}
+	}
+	return passed, nil
+}
+
+// score runs PreScore and Score and returns each feasible node's weighted
+// total.
+func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
+	totals := make([]int64, len(feasible))
+	skip := map[string]bool{}
+	for _, p := range c.prof.preScore {
+		st, err := c.clients[p.module].PreScore(ctx, p.index, feasible)
+		if err != nil || (st.Code != abi.Success && st.Code != abi.Skip) {
+			if p.ignore {
+				skip[p.name] = true
+				continue
+			}
+			if err == nil {
+				err = fmt.Errorf("%s", joinReasons(st.Reasons))
+			}
+			return nil, fmt.Errorf("running PreScore plugin %q: %w", p.name, err)
+		}
+		if st.Code == abi.Skip {
+			skip[p.name] = true
+		}
+	}
+	for _, p := range c.prof.score {
+		if skip[p.name] {
+			continue
+		}
+		scores, err := c.clients[p.module].Score(ctx, p.index, feasible)
+		if err != nil {
+			if p.ignore {
+				continue
+			}
+			return nil, fmt.Errorf("running Score plugin %q: %w", p.name, err)
+		}
+		for i, s := range scores {
+			totals[i] += s * p.weight
+		}
+	}
+	return totals, nil
+}
+
+// selectHost picks the highest total, breaking ties uniformly at random by
+// reservoir sampling, as kube-scheduler does.
+func selectHost(totals []int64, rng *rand.Rand) int {
+	best, ties := 0, 1
+	for i := 1; i < len(totals); i++ {
+		switch {
+		case totals[i] > totals[best]:
+			best, ties = i, 1
+		case totals[i] == totals[best]:
+			ties++
+			if rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
+func (prof *Profile) runPostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError) error {
+	for _, p := range prof.postFilter {
+		node, st := p.PostFilter(ctx, state, pod, fit)
+		if st != nil && st.Message() != "" {
+			fit.Diagnosis.PostFilterMsg = st.Message()
+		}
+		if st.IsSuccess() && node != "" {
+			return &NominatedError{FitError: fit, Node: node}
+		}
+	}
+	return fit
+}
+
+// NominatedError is a FitError after which PostFilter nominated the pod
+// to a node (preemption made, or is making, room there).
+type NominatedError struct {
+	*FitError
+	Node string
+}
+
+func (e *NominatedError) Unwrap() error { return e.FitError }
+
+func joinReasons(rs []string) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += ", "
+		}
+		s += r
+	}
+	return s
+}

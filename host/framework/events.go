@@ -1,0 +1,19 @@
+package framework
+
+import "github.com/wasmsched/wasmsched/host/queue"
+
+// PluginEvents says, for kube-scheduler's default plugins, which cluster
+// events may make a pod they rejected schedulable, so the queue retries a
+// parked pod only when it could help. Plugins not listed (custom modules)
+// are retried on every event.
+var PluginEvents = map[string][]queue.ClusterEvent{
+	"NodeUnschedulable": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeTaint}},
+	"NodeName":          {{Resource: queue.Node, Action: queue.Add}},
+	"TaintToleration": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeTaint},
+		{Resource: queue.UnscheduledPod, Action: queue.UpdatePodToleration}},
+	"NodeAffinity": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeLabel}},
+	"NodePorts": {{Resource: queue.Node, Action: queue.Add},
+		{Resource: queue.AssignedPod, Action: queue.Delete}},
+	"NodeResourcesFit": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeAllocatable},
+		{Resource: queue.AssignedPod, Action: queue.Delete | queue.UpdatePodScaleDown}},
+}

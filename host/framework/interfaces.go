@@ -1,0 +1,85 @@
+package framework
+
+import (
+	"context"
+	"time"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+// Host plugins are written in Go and run in the host, for the extension
+// points that act on the cluster (binding, preemption, waiting) rather
+// than judge nodes. Each implements Plugin and any of the interfaces
+// below; a profile enables them by name like Wasm plugins.
+
+// Plugin is a host plugin.
+type Plugin interface {
+	Name() string
+}
+
+// PostFilterPlugin runs when no node fits; DefaultPreemption is one. It
+// may return a node to nominate the pod to (a later cycle retries it
+// there once room is made).
+type PostFilterPlugin interface {
+	Plugin
+	PostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError) (nominatedNode string, st *Status)
+}
+
+// ReservePlugin claims resources for the pod on the chosen node before
+// binding, and releases them if the pod does not bind. Unreserve must be
+// idempotent.
+type ReservePlugin interface {
+	Plugin
+	Reserve(ctx context.Context, state *CycleState, pod *abi.Pod, node string) *Status
+	Unreserve(ctx context.Context, state *CycleState, pod *abi.Pod, node string)
+}
+
+// PermitPlugin approves, rejects or delays the binding. A Wait status
+// (Code Wait) with a timeout holds the pod until Allow or Reject is called
+// on its WaitingPod or the timeout passes (then it is rejected).
+type PermitPlugin interface {
+	Plugin
+	Permit(ctx context.Context, state *CycleState, pod *abi.Pod, node string) (*Status, time.Duration)
+}
+
+// PreBindPlugin runs before binding (e.g. to provision volumes).
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *abi.Pod, node string) *Status
+}
+
+// BindPlugin binds the pod to the node. A Skip status passes the pod to
+// the next bind plugin.
+type BindPlugin interface {
+	Plugin
+	Bind(ctx context.Context, state *CycleState, pod *abi.Pod, node string) *Status
+}
+
+// PostBindPlugin is told about a successful binding.
+type PostBindPlugin interface {
+	Plugin
+	PostBind(ctx context.Context, state *CycleState, pod *abi.Pod, node string)
+}
+
+// Binder makes the binding real: the pods/binding API, or the simulation's
+// in-memory cluster.
+type Binder interface {
+	Bind(ctx context.Context, pod *abi.Pod, node string) error
+}
+
+// Wait is the code of a Permit status that delays binding.
+const Wait abi.Code = 4
+
+// CycleState carries data between the host plugins of one cycle.
+type CycleState struct {
+	data map[string]any
+}
+
+// NewCycleState returns an empty cycle state.
+func NewCycleState() *CycleState { return &CycleState{data: map[string]any{}} }
+
+// Read returns the value stored under key.
+func (c *CycleState) Read(key string) (any, bool) { v, ok := c.data[key]; return v, ok }
+
+// Write stores a value under key.
+func (c *CycleState) Write(key string, v any) { c.data[key] = v }

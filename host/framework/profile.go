@@ -1,0 +1,357 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/queue"
+)
+
+// DefaultPlugins is kube-scheduler's default multiPoint set with its
+// weights, limited to the plugins wasmsched has. A default whose plugin
+// no module or host provides is left out quietly (so a profile keeps
+// working before a plugin is written); one a user names is an error.
+var DefaultPlugins = []config.Plugin{
+	{Name: config.DefaultQueueSort},
+	{Name: "NodeUnschedulable"},
+	{Name: "NodeName"},
+	{Name: "TaintToleration", Weight: 3},
+	{Name: "NodeAffinity", Weight: 2},
+	{Name: "NodePorts"},
+	{Name: "NodeResourcesFit", Weight: 1},
+	{Name: "PodTopologySpread", Weight: 2},
+	{Name: "InterPodAffinity", Weight: 2},
+	{Name: "DefaultPreemption"},
+	{Name: "NodeResourcesBalancedAllocation", Weight: 1},
+	{Name: "ImageLocality", Weight: 1},
+	{Name: "DefaultBinder"},
+}
+
+// HostPlugins maps a host plugin's name to the plugin. The scheduler
+// builds it (the plugins need its binder, queue, cache).
+type HostPlugins map[string]Plugin
+
+// point is one extension point: its YAML name, the Wasm point bit (0 for
+// host-only points) and how to tell whether a host plugin implements it.
+type point struct {
+	name string
+	wasm abi.Point
+	host func(Plugin) bool
+}
+
+var points = []point{
+	{"queueSort", 0, func(p Plugin) bool { return p.Name() == config.DefaultQueueSort }},
+	{"preFilter", abi.PointPreFilter, nil},
+	{"filter", abi.PointFilter, nil},
+	{"postFilter", 0, func(p Plugin) bool { _, ok := p.(PostFilterPlugin); return ok }},
+	{"preScore", abi.PointPreScore, nil},
+	{"score", abi.PointScore, nil},
+	{"reserve", 0, func(p Plugin) bool { _, ok := p.(ReservePlugin); return ok }},
+	{"permit", 0, func(p Plugin) bool { _, ok := p.(PermitPlugin); return ok }},
+	{"preBind", 0, func(p Plugin) bool { _, ok := p.(PreBindPlugin); return ok }},
+	{"bind", 0, func(p Plugin) bool { _, ok := p.(BindPlugin); return ok }},
+	{"postBind", 0, func(p Plugin) bool { _, ok := p.(PostBindPlugin); return ok }},
+}
+
+// wasmPlugin is a Wasm plugin enabled in a profile.
+type wasmPlugin struct {
+	name   string
+	module int // index into Profile.modules
+	index  int // index in the module's manifest
+	weight int64
+	points abi.Point
+	ignore bool // failurePolicy Ignore
+}
+
+// profileModule is a module as one profile uses it: its own pool,
+// initialised with this profile's args.
+type profileModule struct {
+	mod  *modules.Module
+	pool *policy.Module
+}
+
+// Profile is one scheduler profile, ready to run cycles.
+type Profile struct {
+	Name       string
+	percentage int32 // 0: adaptive
+
+	modules   []*profileModule
+	preFilter []wasmPlugin
+	filter    []wasmPlugin
+	preScore  []wasmPlugin
+	score     []wasmPlugin
+
+	postFilter []PostFilterPlugin
+	reserve    []ReservePlugin
+	permit     []PermitPlugin
+	preBind    []PreBindPlugin
+	bind       []BindPlugin
+	postBind   []PostBindPlugin
+	preEnqueue []queue.PreEnqueuePlugin
+}
+
+// BuildProfile resolves profile idx of cfg against the modules and host
+// plugins: the default plugin set, then the profile's multiPoint and
+// per-point enabled/disabled lists, then pluginConfig args handed to the
+// modules' init. Every error names the offending field.
+func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins) (*Profile, error) {
+	pc := &cfg.Profiles[idx]
+	field := fmt.Sprintf("profiles[%d]", idx)
+	prof := &Profile{Name: pc.SchedulerName}
+	switch {
+	case pc.PercentageOfNodesToScore != nil:
+		prof.percentage = *pc.PercentageOfNodesToScore
+	case cfg.PercentageOfNodesToScore != nil:
+		prof.percentage = *cfg.PercentageOfNodesToScore
+	}
+
+	implements := func(name string, pt point) (known, ok bool) {
+		if m := reg.PluginModule(name); m != nil {
+			info := m.Manifest.Plugins[m.Manifest.Plugin(name)]
+			return true, pt.wasm != 0 && info.Points.Has(pt.wasm)
+		}
+		if hp, found := host[name]; found {
+			return true, pt.host != nil && pt.host(hp)
+		}
+		return false, false
+	}
+	known := func(name string) bool {
+		k, _ := implements(name, points[0])
+		return k
+	}
+	unknown := func(f, name string) error {
+		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, host), ", "))
+	}
+
+	var plugins config.Plugins
+	if pc.Plugins != nil {
+		plugins = *pc.Plugins
+	}
+	// MultiPoint: the defaults, minus what multiPoint disables, plus what
+	// it enables (a weight there overrides the default's).
+	multi := []config.Plugin{}
+	if !disablesAll(plugins.MultiPoint) {
+		for _, d := range DefaultPlugins {
+			if known(d.Name) && !disables(plugins.MultiPoint, d.Name) {
+				multi = append(multi, d)
+			}
+		}
+	}
+	for k, e := range plugins.MultiPoint.Enabled {
+		if !known(e.Name) {
+			return nil, unknown(fmt.Sprintf("%s.plugins.multiPoint.enabled[%d].name", field, k), e.Name)
+		}
+		multi = upsert(multi, e)
+	}
+
+	for _, pt := range points {
+		set := pointSet(&plugins, pt.name)
+		var list []config.Plugin
+		if !disablesAll(*set) {
+			for _, p := range multi {
+				if _, ok := implements(p.Name, pt); ok && !disables(*set, p.Name) {
+					list = append(list, p)
+				}
+			}
+		}
+		for k, e := range set.Enabled {
+			f := fmt.Sprintf("%s.plugins.%s.enabled[%d].name", field, pt.name, k)
+			isKnown, ok := implements(e.Name, pt)
+			if !isKnown {
+				return nil, unknown(f, e.Name)
+			}
+			if !ok {
+				return nil, fmt.Errorf("%s: plugin %q does not implement %s", f, e.Name, pt.name)
+			}
+			list = upsert(list, e)
+		}
+		if err := prof.enable(pt, list, reg, host); err != nil {
+			return nil, err
+		}
+	}
+	if err := prof.initModules(ctx, pc, field, reg, known, unknown); err != nil {
+		prof.Close(ctx)
+		return nil, err
+	}
+	return prof, nil
+}
+
+func knownNames(reg *modules.Registry, host HostPlugins) []string {
+	names := reg.PluginNames()
+	for n := range host {
+		names = append(names, n)
+	}
+	return names
+}
+
+func disablesAll(s config.PluginSet) bool { return disables(s, "*") }
+
+func disables(s config.PluginSet, name string) bool {
+	for _, d := range s.Disabled {
+		if d.Name == name || d.Name == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// upsert adds p, or updates the weight of an entry of the same name.
+func upsert(list []config.Plugin, p config.Plugin) []config.Plugin {
+	for i := range list {
+		if list[i].Name == p.Name {
+			if p.Weight != 0 {
+				list[i].Weight = p.Weight
+			}
+			return list
+		}
+	}
+	return append(list, p)
+}
+
+func pointSet(p *config.Plugins, name string) *config.PluginSet {
+	for _, ns := range p.Points() {
+		if ns.Name == name {
+			return ns.Set
+		}
+	}
+	panic("framework: unknown extension point " + name) // a bug in the points table
+}
+
+// enable records the plugins of one extension point.
+func (prof *Profile) enable(pt point, list []config.Plugin, reg *modules.Registry, host HostPlugins) error {
+	for _, p := range list {
+		if m := reg.PluginModule(p.Name); m != nil {
+			mi := prof.moduleIndex(m)
+			idx := m.Manifest.Plugin(p.Name)
+			w := int64(p.Weight)
+			if w == 0 {
+				w = 1
+			}
+			wp := wasmPlugin{name: p.Name, module: mi, index: idx, weight: w,
+				points: m.Manifest.Plugins[idx].Points, ignore: m.FailurePolicy() == config.FailurePolicyIgnore}
+			switch pt.wasm {
+			case abi.PointPreFilter:
+				prof.preFilter = append(prof.preFilter, wp)
+			case abi.PointFilter:
+				prof.filter = append(prof.filter, wp)
+			case abi.PointPreScore:
+				prof.preScore = append(prof.preScore, wp)
+			case abi.PointScore:
+				prof.score = append(prof.score, wp)
+			}
+			continue
+		}
+		hp := host[p.Name]
+		switch pt.name {
+		case "postFilter":
+			prof.postFilter = append(prof.postFilter, hp.(PostFilterPlugin))
+		case "reserve":
+			prof.reserve = append(prof.reserve, hp.(ReservePlugin))
+		case "permit":
+			prof.permit = append(prof.permit, hp.(PermitPlugin))
+		case "preBind":
+			prof.preBind = append(prof.preBind, hp.(PreBindPlugin))
+		case "bind":
+			prof.bind = append(prof.bind, hp.(BindPlugin))
+		case "postBind":
+			prof.postBind = append(prof.postBind, hp.(PostBindPlugin))
+		}
+		if pe, ok := hp.(queue.PreEnqueuePlugin); ok && pt.name == "queueSort" {
+			prof.preEnqueue = append(prof.preEnqueue, pe)
+		}
+	}
+	return nil
+}
+
+func (prof *Profile) moduleIndex(m *modules.Module) int {
+	for i, pm := range prof.modules {
+		if pm.mod == m {
+			return i
+		}
+	}
+	prof.modules = append(prof.modules, &profileModule{mod: m})
+	return len(prof.modules) - 1
+}
+
+// initModules gives each module of the profile its pool, initialised with
+// the profile's args for that module's plugins.
+func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field string, reg *modules.Registry,
+	known func(string) bool, unknown func(string, string) error) error {
+	args := map[*modules.Module][]abi.PluginArgs{}
+	argField := map[string]string{}
+	for k, c := range pc.PluginConfig {
+		f := fmt.Sprintf("%s.pluginConfig[%d]", field, k)
+		if !known(c.Name) {
+			return unknown(f+".name", c.Name)
+		}
+		m := reg.PluginModule(c.Name)
+		if m == nil {
+			continue // host plugins take no args yet
+		}
+		v, err := config.ArgsValue(c.Args)
+		if err != nil {
+			return fmt.Errorf("%s.args: %w", f, err)
+		}
+		args[m] = append(args[m], abi.PluginArgs{Name: c.Name, Args: v})
+		argField[c.Name] = f + ".args"
+	}
+	for _, pm := range prof.modules {
+		var require []string
+		for _, p := range pm.mod.Manifest.Plugins {
+			require = append(require, p.Name)
+		}
+		pool, err := policy.Load(ctx, pm.mod.Backend, policy.Config{
+			Name:     pm.mod.Config.Name,
+			Require:  require,
+			Args:     args[pm.mod],
+			PoolSize: pm.mod.Config.PoolSize,
+		})
+		if err != nil {
+			// Point at the args the guest refused, when it names a plugin.
+			for name, f := range argField {
+				if strings.Contains(err.Error(), "plugin "+name+":") {
+					return fmt.Errorf("%s: %w", f, err)
+				}
+			}
+			return fmt.Errorf("%s: module %q: %w", field, pm.mod.Config.Name, err)
+		}
+		pm.pool = pool
+	}
+	return nil
+}
+
+// PreEnqueuePlugins are the profile's queue gates.
+func (prof *Profile) PreEnqueuePlugins() []queue.PreEnqueuePlugin { return prof.preEnqueue }
+
+// ScorePlugins lists the enabled score plugins with their weights, for
+// logs and tests.
+func (prof *Profile) ScorePlugins() map[string]int64 {
+	m := map[string]int64{}
+	for _, p := range prof.score {
+		m[p.name] = p.weight
+	}
+	return m
+}
+
+// FilterPlugins lists the enabled filter plugins in order.
+func (prof *Profile) FilterPlugins() []string {
+	var names []string
+	for _, p := range prof.filter {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// Close releases the profile's instance pools.
+func (prof *Profile) Close(ctx context.Context) {
+	for _, pm := range prof.modules {
+		if pm.pool != nil {
+			pm.pool.Close(ctx)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+// Package modules turns the `modules` section of the configuration into
+// compiled, validated policy modules: it reads each file (or the embedded
+// default bundle), checks its sha256 pin, compiles it once, reads its
+// manifest, and indexes which module serves which plugin. Profiles then
+// make their own instance pools from these (one per profile, since each
+// profile may give the same plugin different args).
+package modules
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/native"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
+	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
+)
+
+// Module is one compiled module and what its manifest says.
+type Module struct {
+	Config   config.Module
+	Backend  policy.Backend
+	Manifest abi.Manifest
+}
+
+// FailurePolicy is the module's failure policy, defaulted.
+func (m *Module) FailurePolicy() config.FailurePolicy {
+	if m.Config.FailurePolicy == "" {
+		return config.FailurePolicyFail
+	}
+	return m.Config.FailurePolicy
+}
+
+// Registry holds the compiled modules of one configuration.
+type Registry struct {
+	runtime *wasm.Runtime
+	modules []*Module
+	byName  map[string]*Module
+	plugins map[string]*Module // plugin name -> module serving it
+}
+
+// Options tune how modules are run.
+type Options struct {
+	// CacheDir for compiled code; empty uses wasm.DefaultCacheDir.
+	CacheDir string
+	// NativeBuiltin runs the builtin default bundle as a native twin
+	// instead of Wasm: the baseline the benchmarks compare against.
+	NativeBuiltin bool
+	Log           hclog.Logger
+}
+
+// Load compiles every module of cfg, plus the builtin default bundle
+// unless a module takes its name. Errors name the module's field.
+func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Registry, error) {
+	log := opts.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	dir := opts.CacheDir
+	if dir == "" {
+		dir = wasm.DefaultCacheDir()
+	}
+	rt, err := wasm.NewRuntime(dir, log)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}}
+	fail := func(err error) (*Registry, error) {
+		r.Close(ctx)
+		return nil, err
+	}
+	mods := cfg.Modules
+	builtinOverridden := false
+	for _, m := range mods {
+		if m.Name == config.BuiltinDefaultModule {
+			builtinOverridden = true
+		}
+	}
+	if !builtinOverridden {
+		if err := r.add(ctx, -1, config.Module{Name: config.BuiltinDefaultModule}, opts); err != nil {
+			return fail(err)
+		}
+	}
+	for i, m := range mods {
+		if err := r.add(ctx, i, m, opts); err != nil {
+			return fail(err)
+		}
+	}
+	for _, m := range r.modules {
+		for _, p := range m.Manifest.Plugins {
+			if other, dup := r.plugins[p.Name]; dup {
+				return fail(fmt.Errorf("plugin %q is served by both module %q and module %q; a plugin name must be unique",
+					p.Name, other.Config.Name, m.Config.Name))
+			}
+			r.plugins[p.Name] = m
+		}
+	}
+	return r, nil
+}
+
+func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Options) error {
+	field := fmt.Sprintf("modules[%d]", idx)
+	lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration}
+	if mc.MemoryLimit != nil {
+		lim.MemoryBytes = uint64(mc.MemoryLimit.Value())
+	}
+	var backend policy.Backend
+	switch {
+	case idx < 0 && opts.NativeBuiltin:
+		backend = native.New(opts.Log, defaults.Plugins()...)
+	case idx < 0:
+		b, err := r.runtime.Compile(ctx, mc.Name, dist.DefaultWasm, lim)
+		if err != nil {
+			return fmt.Errorf("builtin module: %w", err)
+		}
+		backend = b
+	default:
+		bin, err := os.ReadFile(mc.Path)
+		if err != nil {
+			return fmt.Errorf("%s.path: %w", field, err)
+		}
+		if mc.SHA256 != "" {
+			sum := sha256.Sum256(bin)
+			if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, mc.SHA256) {
+				return fmt.Errorf("%s.sha256: %s has sha256 %s, but the configuration pins %s", field, mc.Path, got, mc.SHA256)
+			}
+		}
+		b, err := r.runtime.Compile(ctx, mc.Name, bin, lim)
+		if err != nil {
+			return fmt.Errorf("%s (%s): %w", field, mc.Path, err)
+		}
+		backend = b
+	}
+	// Probe: load once with default args to validate and read the manifest.
+	probe, err := policy.Load(ctx, backend, policy.Config{Name: mc.Name, PoolSize: 1})
+	if err != nil {
+		backend.Close(ctx)
+		if idx < 0 {
+			return fmt.Errorf("builtin module: %w", err)
+		}
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	m := &Module{Config: mc, Backend: backend, Manifest: *probe.Manifest()}
+	probe.Close(ctx)
+	r.modules = append(r.modules, m)
+	r.byName[mc.Name] = m
+	return nil
+}
+
+// PluginModule returns the module serving a plugin, or nil.
+func (r *Registry) PluginModule(plugin string) *Module { return r.plugins[plugin] }
+
+// PluginNames lists every plugin the modules serve, sorted.
+func (r *Registry) PluginNames() []string {
+	names := make([]string, 0, len(r.plugins))
+	for n := range r.plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Close releases every module and the runtime.
+func (r *Registry) Close(ctx context.Context) {
+	for _, m := range r.modules {
+		m.Backend.Close(ctx)
+	}
+	r.runtime.Close(ctx)
+}
+

@@ -1,0 +1,249 @@
+// Package scheduler is the host's scheduling loop: it pops a pod from the
+// shared queue, runs its profile's cycle against a fresh snapshot of the
+// shared cache, assumes the pod on the chosen node, and binds it in a
+// goroutine of its own, so the next cycle starts while the binding's API
+// calls are in flight. Cluster changes (from informers or the simulation)
+// come in through the On* methods, which update the cache and retry the
+// parked pods the change may help.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/cache"
+	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/queue"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+)
+
+// Recorder is told what happened to pods, to turn into Events and pod
+// conditions (or the simulation's report).
+type Recorder interface {
+	// Scheduled: the pod was bound to node.
+	Scheduled(pod *abi.Pod, profile, node string)
+	// FailedScheduling: the cycle failed; reason is "Unschedulable" or
+	// "SchedulerError", message is kube-scheduler's text.
+	FailedScheduling(pod *abi.Pod, profile, reason, message string)
+	// Nominated: PostFilter nominated the pod to node.
+	Nominated(pod *abi.Pod, profile, node string)
+}
+
+// Failure reasons, as kube-scheduler's Event and condition reasons.
+const (
+	ReasonUnschedulable  = "Unschedulable"
+	ReasonSchedulerError = "SchedulerError"
+)
+
+// ErrPodGone is wrapped by a Binder when the pod no longer exists (or was
+// bound by someone else): the scheduler then drops it instead of retrying.
+var ErrPodGone = errors.New("pod no longer exists or is already bound")
+
+// Options configure a Scheduler.
+type Options struct {
+	Profiles []*framework.Profile
+	Cache    *cache.Cache
+	Queue    *queue.PriorityQueue
+	Recorder Recorder
+	// Rand breaks score ties; seed it for reproducible runs.
+	Rand *rand.Rand
+	Log  hclog.Logger
+}
+
+// Scheduler runs scheduling cycles for every profile over one cache and
+// one queue.
+type Scheduler struct {
+	cache    *cache.Cache
+	queue    *queue.PriorityQueue
+	profiles map[string]*framework.Profile
+	recorder Recorder
+	rng      *rand.Rand
+	log      hclog.Logger
+
+	snap      *snapshot.Snapshot
+	nextStart int
+	bindings  sync.WaitGroup
+}
+
+// New returns a scheduler; the profiles must have distinct names.
+func New(opts Options) (*Scheduler, error) {
+	s := &Scheduler{
+		cache:    opts.Cache,
+		queue:    opts.Queue,
+		profiles: map[string]*framework.Profile{},
+		recorder: opts.Recorder,
+		rng:      opts.Rand,
+		log:      opts.Log,
+		snap:     snapshot.New(),
+	}
+	if s.rng == nil {
+		s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if s.log == nil {
+		s.log = hclog.NewNullLogger()
+	}
+	for _, p := range opts.Profiles {
+		if _, dup := s.profiles[p.Name]; dup {
+			return nil, fmt.Errorf("two profiles named %q", p.Name)
+		}
+		s.profiles[p.Name] = p
+	}
+	return s, nil
+}
+
+// Profile returns the profile for a scheduler name, or nil.
+func (s *Scheduler) Profile(name string) *framework.Profile { return s.profiles[name] }
+
+// Run schedules pods until ctx ends or the queue closes.
+func (s *Scheduler) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := s.ScheduleOne(ctx); err != nil {
+			if errors.Is(err, queue.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.log.Error("scheduling cycle", "error", err)
+		}
+	}
+}
+
+// WaitBindings waits for the bindings in flight.
+func (s *Scheduler) WaitBindings() { s.bindings.Wait() }
+
+// ScheduleOne pops one pod and runs its scheduling cycle; the binding
+// cycle continues in a goroutine. It returns an error only when no pod
+// could be popped.
+func (s *Scheduler) ScheduleOne(ctx context.Context) error {
+	qp, err := s.queue.Pop(ctx)
+	if err != nil {
+		return err
+	}
+	pod := qp.Pod
+	prof := s.profiles[pod.SchedulerName]
+	if prof == nil {
+		// Only pods of known profiles are queued; one that gets here had
+		// its schedulerName changed under us. Leave it alone.
+		s.queue.Done(pod.UID)
+		return nil
+	}
+	log := s.log.With("pod", pod.Namespace+"/"+pod.Name, "profile", prof.Name)
+	s.cache.UpdateSnapshot(s.snap)
+	state := framework.NewCycleState()
+	res, err := prof.Schedule(ctx, state, pod, s.snap, s.nextStart, s.queue, s.rng)
+	if err != nil {
+		s.handleFailure(prof, qp, err, log)
+		return nil
+	}
+	if n := s.snap.NumNodes(); n > 0 {
+		s.nextStart = (s.nextStart + res.Processed) % n
+	}
+	assumed := *pod
+	assumed.NodeName = res.Node
+	assumed.NominatedNodeName = ""
+	if err := s.cache.AssumePod(&assumed); err != nil {
+		s.handleFailure(prof, qp, err, log)
+		return nil
+	}
+	s.queue.DeleteNominatedPodIfExists(pod)
+	if st := prof.RunReserve(ctx, state, &assumed, res.Node); !st.IsSuccess() {
+		prof.RunUnreserve(ctx, state, &assumed, res.Node)
+		s.forget(&assumed, log)
+		s.handleFailure(prof, qp, fmt.Errorf("running Reserve plugin %q: %w", st.Plugin, st.AsError()), log)
+		return nil
+	}
+	if st := prof.RunPermit(ctx, state, &assumed, res.Node); !st.IsSuccess() {
+		prof.RunUnreserve(ctx, state, &assumed, res.Node)
+		s.forget(&assumed, log)
+		s.handleFailure(prof, qp, permitError(st), log)
+		return nil
+	}
+	log.Debug("assumed", "node", res.Node, "evaluated", res.EvaluatedNodes, "feasible", res.FeasibleNodes)
+	s.bindings.Add(1)
+	go s.bind(ctx, prof, state, qp, &assumed, res.Node, log)
+	return nil
+}
+
+func permitError(st *framework.Status) error {
+	if st.IsRejected() {
+		return &framework.FitError{Diagnosis: framework.Diagnosis{PreFilterMsg: st.Message(),
+			UnschedulablePlugins: map[string]struct{}{st.Plugin: {}}}}
+	}
+	return fmt.Errorf("running Permit plugin %q: %w", st.Plugin, st.AsError())
+}
+
+// bind is the binding cycle: PreBind, Bind, then PostBind; any failure
+// releases the assumed pod and sends it back to the queue.
+func (s *Scheduler) bind(ctx context.Context, prof *framework.Profile, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *abi.Pod, node string, log hclog.Logger) {
+	defer s.bindings.Done()
+	st := prof.RunPreBind(ctx, state, assumed, node)
+	if st.IsSuccess() {
+		st = prof.RunBind(ctx, state, assumed, node)
+	}
+	if !st.IsSuccess() {
+		prof.RunUnreserve(ctx, state, assumed, node)
+		s.forget(assumed, log)
+		// The assumed pod's resources are free again.
+		s.queue.MoveAllToActiveOrBackoffQueue(queue.AssignedPodDelete, nil)
+		if errors.Is(st.Err, ErrPodGone) {
+			log.Info("pod gone before binding; dropping it", "error", st.Message())
+			s.queue.Done(qp.Pod.UID)
+			return
+		}
+		s.handleFailure(prof, qp, fmt.Errorf("binding rejected: %w", st.AsError()), log)
+		return
+	}
+	s.cache.FinishBinding(assumed)
+	s.queue.Done(qp.Pod.UID)
+	prof.RunPostBind(ctx, state, assumed, node)
+	log.Debug("bound", "node", node)
+	if s.recorder != nil {
+		s.recorder.Scheduled(assumed, prof.Name, node)
+	}
+}
+
+func (s *Scheduler) forget(pod *abi.Pod, log hclog.Logger) {
+	if err := s.cache.ForgetPod(pod); err != nil {
+		log.Warn("forget assumed pod", "error", err)
+	}
+}
+
+// handleFailure requeues a pod after a failed cycle and reports why. An
+// unschedulable pod waits for an event that may help (the plugins that
+// rejected it say which); an error backs off and retries.
+func (s *Scheduler) handleFailure(prof *framework.Profile, qp *queue.QueuedPodInfo, err error, log hclog.Logger) {
+	pod := qp.Pod
+	reason, isError := ReasonSchedulerError, true
+	var rejectors queue.PluginSet
+	var fit *framework.FitError
+	if errors.As(err, &fit) {
+		reason, isError = ReasonUnschedulable, false
+		names := make([]string, 0, len(fit.Diagnosis.UnschedulablePlugins))
+		for n := range fit.Diagnosis.UnschedulablePlugins {
+			names = append(names, n)
+		}
+		rejectors = queue.NewPluginSet(names...)
+	}
+	var nominated *framework.NominatedError
+	if errors.As(err, &nominated) {
+		s.queue.AddNominatedPod(pod, nominated.Node)
+		if s.recorder != nil {
+			s.recorder.Nominated(pod, prof.Name, nominated.Node)
+		}
+	}
+	msg := err.Error()
+	if isError {
+		log.Warn("scheduling failed", "error", msg)
+	} else {
+		log.Debug("unschedulable", "message", msg)
+	}
+	if qerr := s.queue.AddUnschedulableIfNotPresent(qp, rejectors, isError); qerr != nil {
+		log.Warn("requeue", "error", qerr)
+	}
+	if s.recorder != nil {
+		s.recorder.FailedScheduling(pod, prof.Name, reason, msg)
+	}
+}

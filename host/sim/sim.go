@@ -1,0 +1,386 @@
+// Package sim is the embedded default: it runs the real host — queue,
+// cache, profiles, scheduling and binding cycles, the Wasm modules —
+// against an in-memory cluster built from ordinary Kubernetes manifests,
+// and reports where every pod went and why the others did not.
+//
+// Time is simulated: when only backing-off pods are left, the clock jumps
+// to the next backoff expiry, so a run takes as long as its cycles, and
+// the same input and seed give the same placements.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/cache"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/queue"
+	"github.com/wasmsched/wasmsched/host/scheduler"
+)
+
+// Options of a simulation run.
+type Options struct {
+	// Config holds the profiles; nil means config.Default().
+	Config *config.Configuration
+	// Seed makes score tie-breaks reproducible.
+	Seed uint64
+	// NativeBuiltin runs the builtin bundle as a native twin (benchmarks).
+	NativeBuiltin bool
+	// CacheDir for compiled modules; empty uses the default.
+	CacheDir string
+	// MaxCycles stops a run that does not settle (default 100 per pod).
+	MaxCycles int
+	Log       hclog.Logger
+}
+
+// Pod outcomes in a Report.
+const (
+	StatusScheduled      = "Scheduled"
+	StatusBound          = "Bound"       // bound before the run (spec.nodeName set)
+	StatusNotOurs        = "NotOurs"     // no profile has its schedulerName: left alone
+	StatusUnschedulable  = scheduler.ReasonUnschedulable
+	StatusSchedulerError = scheduler.ReasonSchedulerError
+)
+
+// PodResult is what happened to one pod.
+type PodResult struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Profile   string `json:"profile,omitempty"`
+	Node      string `json:"node,omitempty"`
+	Status    string `json:"status"`
+	Message   string `json:"message,omitempty"`
+	Attempts  int    `json:"attempts"`
+}
+
+// Report is the outcome of a run, pods in input order.
+type Report struct {
+	Pods   []PodResult `json:"pods"`
+	Cycles int         `json:"cycles"`
+}
+
+// Pod returns the result for namespace/name, or nil.
+func (r *Report) Pod(namespace, name string) *PodResult {
+	for i := range r.Pods {
+		if r.Pods[i].Namespace == namespace && r.Pods[i].Name == name {
+			return &r.Pods[i]
+		}
+	}
+	return nil
+}
+
+// Run simulates scheduling objs until nothing more can happen.
+func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
+	env, err := Start(ctx, objs, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close(ctx)
+	return env.Settle(ctx)
+}
+
+// Env is a running simulation: the scheduler and the in-memory cluster it
+// binds into. Benchmarks drive it directly.
+type Env struct {
+	Scheduler *scheduler.Scheduler
+	Queue     *queue.PriorityQueue
+	Cache     *cache.Cache
+	clock     *testingclock.FakeClock
+	registry  *modules.Registry
+	profiles  []*framework.Profile
+	cluster   *cluster
+	rec       *recorder
+	order     []string // pod UIDs in input order
+	maxCycles int
+}
+
+// Start builds the host for objs and feeds it the cluster, without
+// scheduling anything yet.
+func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	log := opts.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	nodes, pods, err := admit(objs)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{
+		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		registry: reg,
+		cluster:  &cluster{pods: map[string]*abi.Pod{}},
+		rec:      &recorder{results: map[string]*PodResult{}},
+	}
+	host := framework.HostPlugins{
+		"PrioritySort":               framework.PrioritySort{},
+		framework.DefaultBinderName: framework.DefaultBinder{Binder: env.cluster},
+	}
+	byName := map[string]*framework.Profile{}
+	for i := range cfg.Profiles {
+		p, err := framework.BuildProfile(ctx, cfg, i, reg, host)
+		if err != nil {
+			env.Close(ctx)
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		env.profiles = append(env.profiles, p)
+		byName[p.Name] = p
+	}
+	qopts := queue.Options{
+		Clock:        env.clock,
+		PluginEvents: framework.PluginEvents,
+		PreEnqueue: func(pod *abi.Pod) []queue.PreEnqueuePlugin {
+			if p := byName[pod.SchedulerName]; p != nil {
+				return p.PreEnqueuePlugins()
+			}
+			return nil
+		},
+	}
+	if cfg.PodInitialBackoffSeconds != nil {
+		qopts.InitialBackoff = time.Duration(*cfg.PodInitialBackoffSeconds) * time.Second
+	}
+	if cfg.PodMaxBackoffSeconds != nil {
+		qopts.MaxBackoff = time.Duration(*cfg.PodMaxBackoffSeconds) * time.Second
+	}
+	env.Queue = queue.New(qopts)
+	env.Cache = cache.New(0, env.clock.Now)
+	env.Scheduler, err = scheduler.New(scheduler.Options{
+		Profiles: env.profiles, Cache: env.Cache, Queue: env.Queue, Recorder: env.rec,
+		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log,
+	})
+	if err != nil {
+		env.Close(ctx)
+		return nil, err
+	}
+	env.cluster.sched = env.Scheduler
+	env.rec.profiles = byName
+
+	for _, n := range nodes {
+		env.Scheduler.OnNodeAdd(n)
+	}
+	for _, p := range pods {
+		env.cluster.pods[p.UID] = p
+		env.order = append(env.order, p.UID)
+		r := &PodResult{Namespace: p.Namespace, Name: p.Name}
+		switch {
+		case p.NodeName != "":
+			r.Status, r.Node = StatusBound, p.NodeName
+		case env.Scheduler.Responsible(p):
+			r.Profile, r.Status = p.SchedulerName, "Pending"
+		default:
+			r.Status = StatusNotOurs
+			r.Message = fmt.Sprintf("no profile has schedulerName %q; left alone", p.SchedulerName)
+		}
+		env.rec.results[p.UID] = r
+		env.Scheduler.OnPodAdd(p)
+	}
+	env.maxCycles = opts.MaxCycles
+	if env.maxCycles <= 0 {
+		env.maxCycles = 100 * (len(pods) + 1)
+	}
+	return env, nil
+}
+
+// Settle schedules until no pod can move any more: the active queue is
+// empty, no binding is in flight and no pod is backing off (the clock
+// jumps ahead to each backoff's end).
+func (e *Env) Settle(ctx context.Context) (*Report, error) {
+	cycles := 0
+	for cycles < e.maxCycles {
+		active, backoff, _ := e.Queue.PendingPods()
+		switch {
+		case active > 0:
+			if err := e.Scheduler.ScheduleOne(ctx); err != nil {
+				return nil, err
+			}
+			e.Scheduler.WaitBindings()
+			cycles++
+			continue
+		case backoff > 0:
+			if at, ok := e.Queue.NextBackoffExpiry(); ok && at.After(e.clock.Now()) {
+				e.clock.SetTime(at)
+			}
+			e.Queue.FlushBackoffCompleted()
+			continue
+		}
+		return e.report(cycles), nil
+	}
+	return e.report(cycles), fmt.Errorf("%w within %d cycles", ErrNotSettled, e.maxCycles)
+}
+
+func (e *Env) report(cycles int) *Report {
+	rep := &Report{Cycles: cycles}
+	for _, uid := range e.order {
+		rep.Pods = append(rep.Pods, *e.rec.get(uid))
+	}
+	return rep
+}
+
+// Close releases the profiles and modules.
+func (e *Env) Close(ctx context.Context) {
+	if e.Queue != nil {
+		e.Queue.Close()
+	}
+	for _, p := range e.profiles {
+		p.Close(ctx)
+	}
+	e.registry.Close(ctx)
+}
+
+// admit converts the objects as the API server would admit them: pods
+// get a namespace, a UID and their priority from their PriorityClass.
+func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
+	classes := map[string]int32{
+		"system-cluster-critical": 2000000000,
+		"system-node-critical":    2000001000,
+	}
+	policies := map[string]*corev1.PreemptionPolicy{}
+	var globalDefault string
+	for _, pc := range objs.PriorityClasses {
+		classes[pc.Name] = pc.Value
+		policies[pc.Name] = pc.PreemptionPolicy
+		if pc.GlobalDefault {
+			if globalDefault != "" {
+				return nil, nil, fmt.Errorf("PriorityClass %s: globalDefault is already set by %s", pc.Name, globalDefault)
+			}
+			globalDefault = pc.Name
+		}
+	}
+	var nodes []*abi.Node
+	seenNodes := map[string]bool{}
+	for _, n := range objs.Nodes {
+		if seenNodes[n.Name] {
+			return nil, nil, fmt.Errorf("Node %s: defined twice", n.Name)
+		}
+		seenNodes[n.Name] = true
+		an, err := convert.Node(n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("Node %s: %w", n.Name, err)
+		}
+		nodes = append(nodes, an)
+	}
+	var pods []*abi.Pod
+	seenPods := map[string]bool{}
+	for _, p := range objs.Pods {
+		p = p.DeepCopy()
+		if p.Namespace == "" {
+			p.Namespace = corev1.NamespaceDefault
+		}
+		key := p.Namespace + "/" + p.Name
+		if seenPods[key] {
+			return nil, nil, fmt.Errorf("Pod %s: defined twice", key)
+		}
+		seenPods[key] = true
+		if p.UID == "" {
+			p.UID = ktypes.UID("uid-" + key)
+		}
+		if p.Spec.Priority == nil {
+			class := p.Spec.PriorityClassName
+			if class == "" {
+				class = globalDefault
+			}
+			var prio int32
+			if class != "" {
+				v, ok := classes[class]
+				if !ok {
+					return nil, nil, fmt.Errorf("Pod %s: spec.priorityClassName: no PriorityClass %q", key, class)
+				}
+				prio = v
+				if p.Spec.PreemptionPolicy == nil {
+					p.Spec.PreemptionPolicy = policies[class]
+				}
+			}
+			p.Spec.Priority = &prio
+		}
+		if p.Spec.NodeName != "" && !seenNodes[p.Spec.NodeName] {
+			return nil, nil, fmt.Errorf("Pod %s: spec.nodeName: no Node %q", key, p.Spec.NodeName)
+		}
+		ap, err := convert.Pod(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("Pod %s: %w", key, err)
+		}
+		pods = append(pods, ap)
+	}
+	return nodes, pods, nil
+}
+
+// cluster is the in-memory API: binding a pod updates it and tells the
+// scheduler, as an informer would.
+type cluster struct {
+	mu    sync.Mutex
+	pods  map[string]*abi.Pod
+	sched *scheduler.Scheduler
+}
+
+// Bind implements framework.Binder.
+func (c *cluster) Bind(_ context.Context, pod *abi.Pod, node string) error {
+	c.mu.Lock()
+	old := c.pods[pod.UID]
+	if old == nil || old.NodeName != "" {
+		c.mu.Unlock()
+		return fmt.Errorf("bind %s/%s: %w", pod.Namespace, pod.Name, scheduler.ErrPodGone)
+	}
+	bound := *old
+	bound.NodeName = node
+	bound.NominatedNodeName = ""
+	c.pods[pod.UID] = &bound
+	c.mu.Unlock()
+	c.sched.OnPodUpdate(old, &bound)
+	return nil
+}
+
+// recorder keeps each pod's latest outcome.
+type recorder struct {
+	mu       sync.Mutex
+	results  map[string]*PodResult
+	profiles map[string]*framework.Profile
+}
+
+func (r *recorder) get(uid string) *PodResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.results[uid]
+}
+
+func (r *recorder) Scheduled(pod *abi.Pod, profile, node string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res := r.results[pod.UID]; res != nil {
+		res.Status, res.Node, res.Message = StatusScheduled, node, ""
+		res.Attempts++
+	}
+}
+
+func (r *recorder) FailedScheduling(pod *abi.Pod, profile, reason, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res := r.results[pod.UID]; res != nil {
+		res.Status, res.Message = reason, message
+		res.Attempts++
+	}
+}
+
+func (r *recorder) Nominated(pod *abi.Pod, profile, node string) {}
+
+// ErrNotSettled is returned when a run hits MaxCycles.
+var ErrNotSettled = errors.New("simulation did not settle")
