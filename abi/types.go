@@ -360,7 +360,7 @@ type Pod struct {
 	NominatedNodeName string
 	// SchedulerName is spec.schedulerName: the profile that schedules it.
 	SchedulerName string
-	Priority          int32
+	Priority      int32
 	// PreemptNever is preemptionPolicy: Never.
 	PreemptNever bool
 	// Terminating is set when the pod has a deletionTimestamp.

@@ -81,4 +81,3 @@ func printTable(w io.Writer, rep *sim.Report) error {
 	}
 	return tw.Flush()
 }
-

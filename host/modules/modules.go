@@ -176,4 +176,3 @@ func (r *Registry) Close(ctx context.Context) {
 	}
 	r.runtime.Close(ctx)
 }
-

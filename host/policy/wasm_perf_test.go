@@ -44,7 +44,7 @@ import (
 // the variants round-robin and prints, per variant, the median over rounds
 // of its time relative to the native twin's in the same round: on a noisy
 // machine that is far steadier than comparing sub-benchmarks run seconds
-// apart.
+// apart. WASMSCHED_PERF_PLUGIN=Name runs that plugin alone.
 //
 //	WASMSCHED_PERF_ROUNDS=30 go test -run PerfInterleaved -v ./host/policy/
 
@@ -178,8 +178,14 @@ func TestPerfInterleaved(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &run{c: c}
-		for p := range m.Manifest().Plugins {
-			r.plugins = append(r.plugins, p)
+		only := os.Getenv("WASMSCHED_PERF_PLUGIN")
+		for p, info := range m.Manifest().Plugins {
+			if only == "" || info.Name == only {
+				r.plugins = append(r.plugins, p)
+			}
+		}
+		if len(r.plugins) == 0 {
+			t.Fatalf("no plugin %q", only)
 		}
 		runs[i] = r
 	}
@@ -223,7 +229,8 @@ type bareBackend struct {
 }
 
 func newBareBackend(ctx context.Context, bin []byte) (*bareBackend, error) {
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
+		WithMemoryLimitPages(wasm.DefaultMemoryBytes/(64<<10)))
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return nil, err
 	}

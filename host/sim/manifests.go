@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -150,15 +151,23 @@ func (o *Objects) Read(name string, r io.Reader) error {
 	}
 }
 
+// strict decodes like the API server's strict field validation, with
+// the full path of an unknown or duplicate field in the error.
 func strict(raw []byte, into any) error {
-	if err := yaml.UnmarshalStrict(raw, into); err != nil {
-		// sigs.k8s.io/yaml wraps JSON errors in two layers of prefixes
-		// that say nothing a user needs.
-		msg := err.Error()
-		for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
-			msg = strings.TrimPrefix(msg, p)
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return err
+	}
+	strictErrs, err := kjson.UnmarshalStrict(js, into)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if len(strictErrs) > 0 {
+		msgs := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			msgs[i] = e.Error()
 		}
-		return errors.New(msg)
+		return errors.New(strings.Join(msgs, "; "))
 	}
 	return nil
 }

@@ -49,8 +49,8 @@ type Options struct {
 // Pod outcomes in a Report.
 const (
 	StatusScheduled      = "Scheduled"
-	StatusBound          = "Bound"       // bound before the run (spec.nodeName set)
-	StatusNotOurs        = "NotOurs"     // no profile has its schedulerName: left alone
+	StatusBound          = "Bound"   // bound before the run (spec.nodeName set)
+	StatusNotOurs        = "NotOurs" // no profile has its schedulerName: left alone
 	StatusUnschedulable  = scheduler.ReasonUnschedulable
 	StatusSchedulerError = scheduler.ReasonSchedulerError
 )
@@ -133,7 +133,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}
 	host := framework.HostPlugins{
-		"PrioritySort":               framework.PrioritySort{},
+		"PrioritySort":              framework.PrioritySort{},
 		framework.DefaultBinderName: framework.DefaultBinder{Binder: env.cluster},
 	}
 	byName := map[string]*framework.Profile{}
@@ -203,9 +203,12 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 
 // Settle schedules until no pod can move any more: the active queue is
 // empty, no binding is in flight and no pod is backing off (the clock
-// jumps ahead to each backoff's end).
+// jumps ahead to each backoff's end). Only bindings change this cluster,
+// so once two rounds of backoff retries bind nothing, retrying more could
+// not help and the run ends.
 func (e *Env) Settle(ctx context.Context) (*Report, error) {
-	cycles := 0
+	cycles, idleRounds := 0, 0
+	bindsAtRound := e.rec.binds()
 	for cycles < e.maxCycles {
 		active, backoff, _ := e.Queue.PendingPods()
 		switch {
@@ -217,6 +220,13 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 			cycles++
 			continue
 		case backoff > 0:
+			if b := e.rec.binds(); b == bindsAtRound {
+				if idleRounds++; idleRounds > 2 {
+					return e.report(cycles), nil
+				}
+			} else {
+				idleRounds, bindsAtRound = 0, b
+			}
 			if at, ok := e.Queue.NextBackoffExpiry(); ok && at.After(e.clock.Now()) {
 				e.clock.SetTime(at)
 			}
@@ -354,6 +364,14 @@ type recorder struct {
 	mu       sync.Mutex
 	results  map[string]*PodResult
 	profiles map[string]*framework.Profile
+	bound    int
+}
+
+// binds counts the bindings so far.
+func (r *recorder) binds() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bound
 }
 
 func (r *recorder) get(uid string) *PodResult {
@@ -365,6 +383,7 @@ func (r *recorder) get(uid string) *PodResult {
 func (r *recorder) Scheduled(pod *abi.Pod, profile, node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.bound++
 	if res := r.results[pod.UID]; res != nil {
 		res.Status, res.Node, res.Message = StatusScheduled, node, ""
 		res.Attempts++

@@ -1,0 +1,66 @@
+// Package examples_test runs the example manifests through the simulation
+// and asserts where every pod lands, so the README's demo stays true.
+package examples_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/sim"
+)
+
+func TestExampleClusterPlacements(t *testing.T) {
+	cfg, err := config.Load("profiles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := sim.LoadFiles("cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), objs, sim.Options{Config: cfg, Seed: 1, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		pod, profile, node, status string
+		message                    []string
+	}{
+		{"prod/legacy-db", "", "node-a2", sim.StatusBound, nil},
+		{"ml/trainer", "default-scheduler", "gpu-c1", sim.StatusScheduled, nil},
+		{"infra/log-shipper", "default-scheduler", "infra-b2", sim.StatusScheduled, nil},
+		{"web/ingress-1", "default-scheduler", "node-a1", sim.StatusScheduled, nil},
+		{"web/ingress-2", "default-scheduler", "node-a2", sim.StatusScheduled, nil},
+		{"web/ingress-3", "default-scheduler", "", sim.StatusUnschedulable, []string{
+			"0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: infra}, " +
+				"1 node(s) had untolerated taint {nvidia.com/gpu: present}, 1 node(s) were unschedulable, 2 node(s) didn't have free ports for the requested pod ports.",
+		}},
+		{"batch/too-big", "default-scheduler", "", sim.StatusUnschedulable, []string{
+			"0/6 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 1 node(s) had untolerated taint {nvidia.com/gpu: present}, " +
+				"1 node(s) were unschedulable, 3 Insufficient cpu.",
+		}},
+		// The same pod, two profiles: LeastAllocated picks the emptiest
+		// node, MostAllocated the fullest that fits.
+		{"batch/spread-me", "default-scheduler", "node-b1", sim.StatusScheduled, nil},
+		{"batch/pack-me", "bin-packer", "node-a2", sim.StatusScheduled, nil},
+		{"batch/not-mine", "", "", sim.StatusNotOurs, []string{`schedulerName "some-other-scheduler"`}},
+	} {
+		ns, name, _ := strings.Cut(want.pod, "/")
+		got := rep.Pod(ns, name)
+		if got == nil {
+			t.Errorf("%s: missing from the report", want.pod)
+			continue
+		}
+		if got.Profile != want.profile || got.Node != want.node || got.Status != want.status {
+			t.Errorf("%s: got profile %q node %q status %q, want %q %q %q (%s)",
+				want.pod, got.Profile, got.Node, got.Status, want.profile, want.node, want.status, got.Message)
+		}
+		for _, m := range want.message {
+			if !strings.Contains(got.Message, m) {
+				t.Errorf("%s: message %q does not contain %q", want.pod, got.Message, m)
+			}
+		}
+	}
+}

@@ -1,0 +1,4 @@
+package framework
+
+// SelectHostForTest exposes selectHost to the external tests.
+var SelectHostForTest = selectHost

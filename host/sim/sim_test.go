@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func read(t *testing.T, yaml string) (*Objects, error) {
+	t.Helper()
+	o := &Objects{}
+	return o, o.Read("test.yaml", strings.NewReader(yaml))
+}
+
+func TestManifestErrorsNameFileDocumentAndField(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
+			`test.yaml: document 0 (Deployment web): unsupported kind apps/v1 "Deployment"`},
+		{"unknown field in the second document", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resourcez: {}}]\n",
+			`test.yaml: document 1 (Pod p): unknown field "spec.containers[0].resourcez"`},
+		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resources: {requests: {cpu: lots}}}]\n",
+			`test.yaml: document 0 (Pod p): `},
+		{"no name", "apiVersion: v1\nkind: Node\nmetadata: {}\n", `test.yaml: document 0 (Node): metadata.name: missing`},
+		{"no kind", "apiVersion: v1\nmetadata: {name: x}\n", `test.yaml: document 0: kind: missing`},
+		{"no containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n", `spec.containers: at least one container is required`},
+		{"not yaml", "apiVersion: v1\nkind: [\n", `test.yaml: document 0: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := read(t, tc.yaml)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCommentsAndEmptyDocumentsAreSkipped(t *testing.T) {
+	o, err := read(t, "# a comment\n---\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n# trailing\n")
+	if err != nil || len(o.Nodes) != 1 {
+		t.Fatalf("nodes %d, err %v", len(o.Nodes), err)
+	}
+}
+
+func TestAdmissionSetsPriorityFromClasses(t *testing.T) {
+	o, err := read(t, `apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: base}
+value: 7
+globalDefault: true
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch}
+value: -3
+preemptionPolicy: Never
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain}
+spec: {containers: [{name: c, image: i}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low, namespace: jobs}
+spec: {priorityClassName: batch, containers: [{name: c, image: i}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: crit}
+spec: {priorityClassName: system-cluster-critical, containers: [{name: c, image: i}]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pods, err := admit(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int32{}
+	for _, p := range pods {
+		got[p.Namespace+"/"+p.Name] = p.Priority
+		if p.Name == "low" && !p.PreemptNever {
+			t.Error("preemptionPolicy Never not copied from the class")
+		}
+	}
+	if got["default/plain"] != 7 || got["jobs/low"] != -3 || got["default/crit"] != 2000000000 {
+		t.Fatalf("priorities = %v", got)
+	}
+}
+
+func TestAdmissionErrors(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown class", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: gold, containers: [{name: c, image: i}]}\n",
+			`Pod default/p: spec.priorityClassName: no PriorityClass "gold"`},
+		{"bound to a missing node", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: ghost, containers: [{name: c, image: i}]}\n",
+			`Pod default/p: spec.nodeName: no Node "ghost"`},
+		{"duplicate pod", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n",
+			`Pod default/p: defined twice`},
+		{"bad toleration operator", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {tolerations: [{key: k, operator: Maybe}], containers: [{name: c, image: i}]}\n",
+			`Pod default/p: spec.tolerations[0].operator: unknown operator "Maybe"`},
+		{"bad taint effect", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
+			`Node node1: spec.taints[0].effect: unknown effect "Sometimes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := read(t, tc.yaml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = admit(o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunWithNoNodesReportsEveryPodUnschedulable(t *testing.T) {
+	o, err := read(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), o, Options{NativeBuiltin: true, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Pod("default", "p"); p.Status != StatusUnschedulable || p.Message != "0/0 nodes are available:" || p.Attempts > 3 {
+		t.Fatalf("pod = %+v", p)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {requests: {cpu: 1}}}]}\n"))
+	f.Add([]byte("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: 2}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o := &Objects{}
+		if err := o.Read("fuzz", strings.NewReader(string(b))); err != nil {
+			return
+		}
+		_, _, _ = admit(o)
+	})
+}
