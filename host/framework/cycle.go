@@ -60,6 +60,9 @@ type cycle struct {
 	prof    *Profile
 	clients []*policy.Client
 	snap    *snapshot.Snapshot
+
+	remaining []uint32 // scratch: nodes still passing in a chunk
+	passed    []bool   // scratch: filterChunk's verdicts
 }
 
 func (prof *Profile) startCycle(ctx context.Context, pod *abi.Pod, snap *snapshot.Snapshot) (*cycle, error) {
@@ -189,6 +192,7 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip 
 		if err != nil {
 			return nil, 0, err
 		}
+		c.passed = passed
 		// Keep the walk order; stop exactly at the want-th feasible node.
 		for i, slot := range chunk {
 			if len(feasible) == want {
@@ -198,7 +202,7 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip 
 				}
 				return feasible, walked + i, nil
 			}
-			if passed[slot] {
+			if passed[i] {
 				feasible = append(feasible, slot)
 			}
 		}
@@ -208,9 +212,11 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip 
 }
 
 // filterChunk runs every filter plugin over a chunk of nodes, each plugin
-// over the nodes the previous ones let through, and reports which passed.
-func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, skip map[string]bool, nom Nominator, diag *Diagnosis) (map[uint32]bool, error) {
-	remaining := append([]uint32(nil), chunk...)
+// over the nodes the previous ones let through, and reports which passed
+// (passed[i] for chunk[i]).
+func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, skip map[string]bool, nom Nominator, diag *Diagnosis) ([]bool, error) {
+	remaining := append(c.remaining[:0], chunk...)
+	defer func() { c.remaining = remaining[:0] }()
 	for _, p := range c.prof.filter {
 		if skip[p.name] || len(remaining) == 0 {
 			continue
@@ -244,12 +250,18 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, s
 		}
 		remaining = kept
 	}
-	passed := make(map[uint32]bool, len(remaining))
-	for _, s := range remaining {
-		passed[s] = true
+	// remaining keeps chunk order, so one merge pass marks the passed nodes.
+	passed := c.passed[:0]
+	j := 0
+	for _, slot := range chunk {
+		ok := j < len(remaining) && remaining[j] == slot
+		if ok {
+			j++
+		}
+		passed = append(passed, ok)
 	}
 	if nom != nil {
-		if err := c.checkNominated(ctx, pod, remaining, passed, skip, nom, diag); err != nil {
+		if err := c.checkNominated(ctx, pod, chunk, passed, skip, nom, diag); err != nil {
 			return nil, err
 		}
 	}

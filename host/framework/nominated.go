@@ -13,8 +13,11 @@ import (
 // preemption victims leave). Both runs must pass, because some filters
 // only pass with those pods present (affinity) and some only without.
 // Lower-priority nominated pods are ignored: this pod may take their room.
-func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, nodes []uint32, passed map[uint32]bool, skip map[string]bool, nom Nominator, diag *Diagnosis) error {
-	for _, slot := range nodes {
+func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32, passed []bool, skip map[string]bool, nom Nominator, diag *Diagnosis) error {
+	for i, slot := range chunk {
+		if !passed[i] {
+			continue
+		}
 		name := c.snap.Slot(slot).Info.Node.Name
 		var add []*abi.Pod
 		for _, np := range nom.NominatedPodsForNode(name) {
@@ -30,7 +33,7 @@ func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, nodes []uint32
 			return err
 		}
 		if st != nil {
-			passed[slot] = false
+			passed[i] = false
 			diag.AddRejection(name, st)
 		}
 	}

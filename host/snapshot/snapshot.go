@@ -10,7 +10,9 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -72,6 +74,53 @@ type Snapshot struct {
 	// floor is the oldest generation a delta can start from: deletions
 	// at or below it have been forgotten.
 	floor uint64
+	// changes logs every node change in generation order, so "what
+	// changed since G" walks only the changes, not every node (a cycle
+	// does this per module instance). A node changed twice has two
+	// entries; only the one matching its current generation counts.
+	changes []change
+}
+
+// change is one entry of the change log.
+type change struct {
+	gen uint64
+	ni  *NodeInfo
+}
+
+// touch stamps a node with a new generation and logs it.
+func (s *Snapshot) touch(ni *NodeInfo) {
+	s.generation++
+	ni.Generation = s.generation
+	s.changes = append(s.changes, change{s.generation, ni})
+	if len(s.changes) > 2*len(s.order)+64 {
+		s.compactChanges()
+	}
+}
+
+// compactChanges keeps one entry per live node, in generation order.
+func (s *Snapshot) compactChanges() {
+	kept := s.changes[:0]
+	for _, c := range s.changes {
+		if c.ni.Generation == c.gen && s.slots[c.ni.Slot] == c.ni {
+			kept = append(kept, c)
+		}
+	}
+	clear(s.changes[len(kept):])
+	s.changes = kept
+}
+
+// changedSince calls fn for every live node changed after gen, newest
+// first, once each.
+func (s *Snapshot) changedSince(gen uint64, fn func(*NodeInfo)) {
+	for i := len(s.changes) - 1; i >= 0; i-- {
+		c := s.changes[i]
+		if c.gen <= gen {
+			return
+		}
+		if c.ni.Generation == c.gen && int(c.ni.Slot) < len(s.slots) && s.slots[c.ni.Slot] == c.ni {
+			fn(c.ni)
+		}
+	}
 }
 
 // New returns an empty snapshot.
@@ -99,13 +148,12 @@ func (s *Snapshot) Slot(slot uint32) *NodeInfo {
 
 // SetNode adds a node or replaces its spec, keeping its pods.
 func (s *Snapshot) SetNode(n abi.Node) *NodeInfo {
-	s.generation++
 	if ni := s.byName[n.Name]; ni != nil {
 		ni.Info.Node = n
-		ni.Generation = s.generation
+		s.touch(ni)
 		return ni
 	}
-	ni := &NodeInfo{Generation: s.generation, Info: abi.NodeInfo{Node: n}}
+	ni := &NodeInfo{Info: abi.NodeInfo{Node: n}}
 	if k := len(s.free); k > 0 {
 		ni.Slot = s.free[k-1]
 		s.free = s.free[:k-1]
@@ -116,6 +164,7 @@ func (s *Snapshot) SetNode(n abi.Node) *NodeInfo {
 	}
 	s.byName[n.Name] = ni
 	s.order = append(s.order, ni)
+	s.touch(ni)
 	return ni
 }
 
@@ -149,9 +198,8 @@ func (s *Snapshot) AddPod(pod *abi.Pod) error {
 	if ni == nil {
 		return fmt.Errorf("add pod %s/%s: node %q not in snapshot", pod.Namespace, pod.Name, pod.NodeName)
 	}
-	s.generation++
-	ni.Generation = s.generation
 	AddPodToInfo(&ni.Info, pod)
+	s.touch(ni)
 	return nil
 }
 
@@ -161,8 +209,7 @@ func (s *Snapshot) RemovePod(pod *abi.Pod) error {
 	if ni == nil || !RemovePodFromInfo(&ni.Info, pod.UID) {
 		return fmt.Errorf("remove pod %s/%s: not on node %q", pod.Namespace, pod.Name, pod.NodeName)
 	}
-	s.generation++
-	ni.Generation = s.generation
+	s.touch(ni)
 	return nil
 }
 
@@ -214,14 +261,11 @@ type Delta struct {
 func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
 	d.Changed, d.Deleted = d.Changed[:0], d.Deleted[:0]
 	d.Reset = since == 0 || since < s.floor
-	for _, ni := range s.order {
-		if d.Reset || ni.Generation > since {
-			d.Changed = append(d.Changed, ni)
-		}
-	}
 	if d.Reset {
+		d.Changed = append(d.Changed, s.order...)
 		return
 	}
+	s.changedSince(since, func(ni *NodeInfo) { d.Changed = append(d.Changed, ni) })
 	for _, t := range s.tombs {
 		// A slot taken again by a newer node is sent as an upsert, which
 		// replaces whatever the guest had there.
@@ -275,10 +319,7 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 		}
 	}
 	changedSet := full
-	for _, sn := range src.order {
-		if !full && sn.Generation <= s.generation {
-			continue
-		}
+	copyNode := func(sn *NodeInfo) {
 		dn := s.slots[sn.Slot]
 		if dn == nil || dn.Info.Node.Name != sn.Info.Node.Name {
 			dn = &NodeInfo{Slot: sn.Slot}
@@ -287,6 +328,19 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 		}
 		dn.Generation = sn.Generation
 		dn.Info = cloneInfo(&sn.Info)
+		s.changes = append(s.changes, change{dn.Generation, dn})
+	}
+	if full {
+		s.changes = s.changes[:0]
+		for _, sn := range src.order {
+			copyNode(sn)
+		}
+		sortChanges(s.changes)
+	} else {
+		start := len(s.changes)
+		src.changedSince(s.generation, copyNode)
+		// changedSince walks newest first; the log wants oldest first.
+		slices.Reverse(s.changes[start:])
 	}
 	if changedSet || len(s.order) != len(src.order) {
 		s.order = s.order[:0]
@@ -303,6 +357,14 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 	s.tombs = append(s.tombs[:0], src.tombs...)
 	s.floor = src.floor
 	s.generation = src.generation
+	if len(s.changes) > 2*len(s.order)+64 {
+		s.compactChanges()
+	}
+}
+
+// sortChanges orders a log by generation.
+func sortChanges(cs []change) {
+	slices.SortFunc(cs, func(a, b change) int { return cmp.Compare(a.gen, b.gen) })
 }
 
 // cloneInfo copies a NodeInfo deeply enough that later changes to the

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"testing"
@@ -198,5 +199,73 @@ func TestUpdateFromFollowsTheLiveSnapshotIncrementally(t *testing.T) {
 	m.apply(t, e.B)
 	if got, want := m.names(), []string{"n0", "n1", "n2", "n4"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("mirror from the copy: %v, want %v", got, want)
+	}
+}
+
+// TestRandomChangesKeepMirrorsExact applies random node and pod changes
+// and checks, at random points, that a mirror fed only deltas equals the
+// snapshot, both for the live snapshot and for a copy kept by UpdateFrom.
+func TestRandomChangesKeepMirrorsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	live, cyc := New(), New()
+	mLive, mCyc := mirror{}, mirror{}
+	var genLive, genCyc uint64
+	pods := map[string]*abi.Pod{}
+	for step := 0; step < 5000; step++ {
+		switch r := rng.IntN(10); {
+		case r < 2 || live.NumNodes() == 0:
+			live.SetNode(abi.Node{Name: fmt.Sprintf("n%d", rng.IntN(40)), AllowedPods: int64(rng.IntN(100))})
+		case r < 3:
+			n := live.Nodes()[rng.IntN(live.NumNodes())]
+			for uid, p := range pods {
+				if p.NodeName == n.Info.Node.Name {
+					delete(pods, uid)
+				}
+			}
+			if err := live.RemoveNode(n.Info.Node.Name); err != nil {
+				t.Fatal(err)
+			}
+		case r < 7:
+			n := live.Nodes()[rng.IntN(live.NumNodes())]
+			p := &abi.Pod{UID: fmt.Sprintf("p%d", step), NodeName: n.Info.Node.Name,
+				Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: int64(rng.IntN(1000))}}}}
+			if err := live.AddPod(p); err != nil {
+				t.Fatal(err)
+			}
+			pods[p.UID] = p
+		default:
+			for uid, p := range pods {
+				if err := live.RemovePod(p); err != nil {
+					t.Fatal(err)
+				}
+				delete(pods, uid)
+				break
+			}
+		}
+		if rng.IntN(7) == 0 {
+			syncMirror(t, live, mLive, genLive)
+			genLive = live.Generation()
+			checkMirror(t, live, mLive)
+		}
+		if rng.IntN(5) == 0 {
+			cyc.UpdateFrom(live)
+			syncMirror(t, cyc, mCyc, genCyc)
+			genCyc = cyc.Generation()
+			checkMirror(t, cyc, mCyc)
+		}
+	}
+}
+
+func checkMirror(t *testing.T, s *Snapshot, m mirror) {
+	t.Helper()
+	if len(m) != s.NumNodes() {
+		t.Fatalf("mirror has %d nodes, snapshot %d", len(m), s.NumNodes())
+	}
+	for _, ni := range s.Nodes() {
+		got, ok := m[ni.Slot]
+		if !ok || got.Node.Name != ni.Info.Node.Name || got.PodCount != ni.Info.PodCount ||
+			got.Requested.MilliCPU != ni.Info.Requested.MilliCPU || got.Node.AllowedPods != ni.Info.Node.AllowedPods {
+			t.Fatalf("slot %d: mirror %+v, snapshot %+v", ni.Slot, got, ni.Info)
+		}
 	}
 }

@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// schedulingBasic builds scheduler_perf's SchedulingBasic shape: nodes of
+// 4 CPU / 32Gi / 110 pods, `placed` pods of 100m / 500Mi already bound
+// round robin, and `measured` such pods pending.
+func schedulingBasic(nodes, placed, measured int) *Objects {
+	o := &Objects{}
+	for i := 0; i < nodes; i++ {
+		name := fmt.Sprintf("node-%05d", i)
+		o.Nodes = append(o.Nodes, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("32Gi"),
+				corev1.ResourcePods: resource.MustParse("110")}},
+		})
+	}
+	pod := func(ns string, i int) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%06d", i), Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("500Mi")}}}}},
+		}
+	}
+	for i := 0; i < placed; i++ {
+		p := pod("init", i)
+		p.Spec.NodeName = o.Nodes[i%nodes].Name
+		o.Pods = append(o.Pods, p)
+	}
+	for i := 0; i < measured; i++ {
+		o.Pods = append(o.Pods, pod("measured", i))
+	}
+	return o
+}
+
+// BenchmarkSchedulingBasic measures whole-scheduler throughput: queue,
+// snapshot, mirror sync, every default filter and score plugin, assume
+// and in-memory binding, for the default profile on the Wasm bundle and
+// on its native twin. Run with -benchtime 1x: one op schedules all the
+// measured pods.
+func BenchmarkSchedulingBasic(b *testing.B) {
+	const placed, measured = 1000, 10000
+	for _, nodes := range []int{500, 5000} {
+		objs := schedulingBasic(nodes, placed, measured)
+		for _, backend := range []string{"wasm", "native"} {
+			b.Run(fmt.Sprintf("nodes=%d/backend=%s", nodes, backend), func(b *testing.B) {
+				ctx := context.Background()
+				cacheDir := b.TempDir()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					env, err := Start(ctx, objs, Options{NativeBuiltin: backend == "native", CacheDir: cacheDir, Seed: 1})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					rep, err := env.Settle(ctx)
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if rep.Cycles != measured {
+						b.Fatalf("%d cycles for %d pods", rep.Cycles, measured)
+					}
+					env.Close(ctx)
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(measured)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+			})
+		}
+	}
+}
