@@ -86,8 +86,9 @@ const (
 	// plugin with PreFilter extensions. Used for nominated pods and
 	// preemption what-ifs; the mirror itself is not changed.
 	FuncAddPod Func = 11
-	// FuncRemovePod: arg = node slot; input = the pod's UID as a string;
-	// the reverse of FuncAddPod, also for pods the mirror has on the node.
+	// FuncRemovePod: arg = node slot; input = a Pod on that node; the
+	// reverse of FuncAddPod. The whole pod travels so a guest that does not
+	// mirror pods can still subtract its requests and ports.
 	FuncRemovePod Func = 12
 )
 

@@ -183,3 +183,29 @@ func TestMinPodSizeIsTheEmptyPodEncoding(t *testing.T) {
 		t.Fatalf("an empty pod encodes to %d bytes; minPodSize says %d", len(e.B), minPodSize)
 	}
 }
+
+func TestNodeInfoAddRemovePodRoundTrips(t *testing.T) {
+	base := NodeInfo{Node: Node{Name: "n"}}
+	a := samplePod()
+	b := samplePod()
+	b.UID = "uid-2"
+	ni := base.Clone()
+	ni.AddPod(&a)
+	ni.AddPod(&b)
+	if ni.PodCount != 2 || ni.Requested.MilliCPU != 2*PodRequests(&a).MilliCPU || len(ni.UsedPorts) != 2 {
+		t.Fatalf("after two adds: %+v", ni)
+	}
+	snapshot := ni.Clone()
+	ni.RemovePod(&a)
+	if snapshot.PodCount != 2 || len(snapshot.Pods) != 2 {
+		t.Fatal("RemovePod on the original changed the clone")
+	}
+	if ni.PodCount != 1 || len(ni.Pods) != 1 || ni.Pods[0].UID != "uid-2" || len(ni.UsedPorts) != 1 ||
+		ni.Requested.MilliCPU != PodRequests(&b).MilliCPU || ni.Requested.Get("nvidia.com/gpu") != 1 {
+		t.Fatalf("after removing a: %+v", ni)
+	}
+	ni.RemovePod(&b)
+	if ni.PodCount != 0 || ni.Requested.MilliCPU != 0 || ni.NonZeroRequested.Memory != 0 || len(ni.UsedPorts) != 0 || ni.Requested.Get("nvidia.com/gpu") != 0 {
+		t.Fatalf("after removing both: %+v", ni)
+	}
+}

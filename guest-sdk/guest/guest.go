@@ -44,6 +44,9 @@ type Guest struct {
 	byText   map[string]uint16
 	entries  []*plugin.Status
 
+	overlay map[uint32]*plugin.NodeInfo // the cycle's what-if view (whatif.go)
+	saved   []savedView
+
 	in  []byte
 	enc abi.Encoder
 	dec abi.Decoder
@@ -99,6 +102,12 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 		err = g.cycle(in)
 	case abi.FuncPreFilter, abi.FuncPreScore, abi.FuncFilter, abi.FuncScore:
 		err = g.pluginCall(fn, arg, in)
+	case abi.FuncPushState:
+		err = g.pushState()
+	case abi.FuncPopState:
+		err = g.popState()
+	case abi.FuncAddPod, abi.FuncRemovePod:
+		err = g.changePod(arg, in, fn == abi.FuncAddPod)
 	default:
 		err = errors.New("unknown ABI function " + fn.String())
 	}
@@ -279,6 +288,7 @@ func (g *Guest) cycle(in []byte) error {
 	}
 	g.havePod = true
 	g.state.Reset()
+	g.resetView()
 	return nil
 }
 
@@ -336,25 +346,60 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 
 // loadBatch resolves a SlotList into mirror nodes, reading the fixed-width
 // slots directly: this runs once per plugin call over thousands of nodes,
-// so it must not allocate.
+// so it must not allocate (beyond growing the batch once).
 func (g *Guest) loadBatch(in []byte) error {
 	if len(in) < 4 {
 		return errSlotList
 	}
-	n := int(uint32(in[0]) | uint32(in[1])<<8 | uint32(in[2])<<16 | uint32(in[3])<<24)
-	if n > (len(in)-4)/4 {
+	n := int(le32(in))
+	if n < 0 || n > (len(in)-4)/4 {
 		return errSlotList
 	}
-	g.batch = g.batch[:0]
-	for i := 0; i < n; i++ {
-		b := in[4+4*i : 8+4*i]
-		s := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-		if int(s) >= len(g.nodes) || g.nodes[s] == nil {
-			return errUnknownSlot
+	if cap(g.batch) < n {
+		g.batch = make([]*plugin.NodeInfo, n)
+	}
+	g.batch = g.batch[:n]
+	if !resolveSlots(g.batch, g.nodes, in[4:4+4*n]) {
+		g.batch = g.batch[:0]
+		return errUnknownSlot
+	}
+	if len(g.overlay) > 0 {
+		// Nodes changed in the what-if view replace their mirror copies.
+		for i := range g.batch {
+			if ov, ok := g.overlay[le32(in[4+4*i:])]; ok {
+				g.batch[i] = ov
+			}
 		}
-		g.batch = append(g.batch, g.nodes[s])
 	}
 	return nil
+}
+
+// resolveSlots fills batch with the nodes of the little-endian u32 slots,
+// reporting false if one names no node. It is kept out of line and free of
+// allocations, so that TinyGo's GC bookkeeping (a shadow-stack store for
+// every pointer a function that may allocate loads) stays out of its loop.
+//
+//go:noinline
+func resolveSlots(batch, nodes []*plugin.NodeInfo, slots []byte) bool {
+	slots = slots[:4*len(batch)]
+	for i := range batch {
+		b := slots[4*i : 4*i+4]
+		s := uint(b[0]) | uint(b[1])<<8 | uint(b[2])<<16 | uint(b[3])<<24
+		if s >= uint(len(nodes)) {
+			return false
+		}
+		ni := nodes[s]
+		if ni == nil {
+			return false
+		}
+		batch[i] = ni
+	}
+	return true
+}
+
+func le32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 var (
@@ -375,29 +420,33 @@ func (g *Guest) filter(f plugin.FilterPlugin) error {
 	clear(g.byText)
 	g.entries = g.entries[:0]
 
-	g.enc.U32(uint32(len(g.batch)))
+	batch := g.batch
+	g.enc.U32(uint32(len(batch)))
 	at := len(g.enc.B)
-	g.enc.B = grow(g.enc.B, 2*len(g.batch))
-	for i, n := range g.batch {
-		st := f.Filter(&g.state, &g.pod, n)
-		if st.IsSuccess() {
+	g.enc.B = grow(g.enc.B, 2*len(batch))
+	out := g.enc.B[at : at+2*len(batch)]
+	state, pod := &g.state, &g.pod
+	// Plugins return shared statuses, so consecutive failing nodes mostly
+	// return the very same one: remember the last to skip the maps.
+	var last *plugin.Status
+	var lastIx uint16
+	for i, n := range batch {
+		st := f.Filter(state, pod, n)
+		if st == nil {
 			continue // index 0, already zero
 		}
-		ix, ok := g.byStatus[st]
-		if !ok {
-			key := string(rune('0'+st.Code())) + "\x00" + st.Message()
-			if ix, ok = g.byText[key]; !ok {
-				if len(g.entries) == maxEntries {
-					return errors.New("more distinct filter reasons than one reply can carry")
-				}
-				g.entries = append(g.entries, st)
-				ix = uint16(len(g.entries))
-				g.byText[key] = ix
+		if st != last {
+			ix, err := g.entryIndex(st)
+			if err != nil {
+				return err
 			}
-			g.byStatus[st] = ix
+			last, lastIx = st, ix
 		}
-		g.enc.B[at+2*i] = byte(ix)
-		g.enc.B[at+2*i+1] = byte(ix >> 8)
+		if lastIx != 0 {
+			o := out[2*i : 2*i+2]
+			o[0] = byte(lastIx)
+			o[1] = byte(lastIx >> 8)
+		}
 	}
 	g.enc.Uvarint(uint64(len(g.entries)))
 	for _, st := range g.entries {
@@ -407,36 +456,92 @@ func (g *Guest) filter(f plugin.FilterPlugin) error {
 	return nil
 }
 
+// entryIndex returns the reply entry of a filter status: 0 for success,
+// else the index of the entry with the same code and message, added if
+// new.
+func (g *Guest) entryIndex(st *plugin.Status) (uint16, error) {
+	if st.IsSuccess() {
+		return 0, nil
+	}
+	ix, ok := g.byStatus[st]
+	if ok {
+		return ix, nil
+	}
+	key := string(rune('0'+st.Code())) + "\x00" + st.Message()
+	if ix, ok = g.byText[key]; !ok {
+		if len(g.entries) == maxEntries {
+			return 0, errors.New("more distinct filter reasons than one reply can carry")
+		}
+		g.entries = append(g.entries, st)
+		ix = uint16(len(g.entries))
+		g.byText[key] = ix
+	}
+	g.byStatus[st] = ix
+	return ix, nil
+}
+
 // grow extends b by n zero bytes, reusing its capacity.
 func grow(b []byte, n int) []byte {
+	b = extend(b, n)
+	clear(b[len(b)-n:])
+	return b
+}
+
+// extend extends b by n bytes, reusing its capacity; the new bytes are
+// left as they were.
+func extend(b []byte, n int) []byte {
 	l := len(b)
 	if cap(b)-l < n {
 		nb := make([]byte, l, 2*(l+n))
 		copy(nb, b)
 		b = nb
 	}
-	b = b[:l+n]
-	clear(b[l:])
-	return b
+	return b[:l+n]
 }
 
 func (g *Guest) score(s plugin.ScorePlugin) error {
-	g.scores = g.scores[:0]
-	for _, n := range g.batch {
-		v, st := s.Score(&g.state, &g.pod, n)
-		if !st.IsSuccess() {
+	batch := g.batch
+	if cap(g.scores) < len(batch) {
+		g.scores = make([]int64, len(batch))
+	}
+	scores := g.scores[:len(batch)]
+	g.scores = scores
+	state, pod := &g.state, &g.pod
+	for i, n := range batch {
+		v, st := s.Score(state, pod, n)
+		if st != nil && !st.IsSuccess() {
 			return errors.New("score node " + n.Name() + ": " + st.Message())
 		}
-		g.scores = append(g.scores, v)
+		scores[i] = v
 	}
 	if norm, ok := s.(plugin.ScoreNormalizer); ok {
-		if st := norm.NormalizeScore(&g.state, &g.pod, g.scores); !st.IsSuccess() {
+		if st := norm.NormalizeScore(state, pod, scores); !st.IsSuccess() {
 			return errors.New("normalize: " + st.Message())
 		}
 	}
-	g.enc.U32(uint32(len(g.scores)))
-	for _, v := range g.scores {
-		g.enc.U64(uint64(v))
-	}
+	g.enc.U32(uint32(len(scores)))
+	at := len(g.enc.B)
+	g.enc.B = extend(g.enc.B, 8*len(scores))
+	putScores(g.enc.B[at:], scores)
 	return nil
+}
+
+// putScores writes scores as little-endian u64s into out, which holds
+// exactly 8 bytes per score. Out of line and allocation-free, like
+// resolveSlots.
+//
+//go:noinline
+func putScores(out []byte, scores []int64) {
+	out = out[:8*len(scores)]
+	for i, v := range scores {
+		o := out[8*i : 8*i+8]
+		o[0] = byte(v)
+		o[1] = byte(v >> 8)
+		o[2] = byte(v >> 16)
+		o[3] = byte(v >> 24)
+		o[4] = byte(v >> 32)
+		o[5] = byte(v >> 40)
+		o[6] = byte(v >> 48)
+		o[7] = byte(v >> 56)
+	}
 }

@@ -69,3 +69,14 @@ type Registration struct {
 	// Without it the host may leave them out of the mirror.
 	WantsPods bool
 }
+
+// PreFilterExtensions is implemented by a PreFilter plugin whose cycle
+// state depends on pods on nodes (spread counts, affinity matches). The
+// host evaluates what-ifs — a node with nominated pods added, or with
+// preemption victims removed — and tells such plugins each pod it adds to
+// or removes from a node in the cycle's view, so they can update their
+// state. node is the node as it is after the change.
+type PreFilterExtensions interface {
+	AddPod(state *CycleState, podToSchedule, podToAdd *abi.Pod, node *NodeInfo) *Status
+	RemovePod(state *CycleState, podToSchedule, podToRemove *abi.Pod, node *NodeInfo) *Status
+}

@@ -84,11 +84,10 @@ func (c *Client) AddPod(ctx context.Context, slot uint32, pod *abi.Pod) error {
 	return err
 }
 
-// RemovePod takes the pod with uid off the node in slot, in this cycle's
-// view only.
-func (c *Client) RemovePod(ctx context.Context, slot uint32, uid string) error {
+// RemovePod takes pod off the node in slot, in this cycle's view only.
+func (c *Client) RemovePod(ctx context.Context, slot uint32, pod *abi.Pod) error {
 	c.enc.Reset()
-	c.enc.String(uid)
+	c.enc.Pod(pod)
 	_, err := c.runArg(ctx, abi.FuncRemovePod, slot, c.enc.B)
 	return err
 }

@@ -33,7 +33,7 @@ import (
 // as in production). WASMSCHED_PERF_WASM adds more builds
 // (comma-separated paths, e.g. TinyGo builds with other flags);
 // WASMSCHED_PERF_BARE=1 also runs every build on a bare wazero runtime,
-// without the loop-check instrumentation.
+// without the loop-check instrumentation and with it.
 //
 // BenchmarkPerfGap reports each variant as a sub-benchmark
 // (WASMSCHED_PERF_PLUGINS=1 adds one per plugin):
@@ -44,7 +44,8 @@ import (
 // the variants round-robin and prints, per variant, the median over rounds
 // of its time relative to the native twin's in the same round: on a noisy
 // machine that is far steadier than comparing sub-benchmarks run seconds
-// apart. WASMSCHED_PERF_PLUGIN=Name runs that plugin alone.
+// apart. WASMSCHED_PERF_PLUGIN=Name runs that plugin alone;
+// WASMSCHED_PERF_PASSES sets the passes per variant and round (10).
 //
 //	WASMSCHED_PERF_ROUNDS=30 go test -run PerfInterleaved -v ./host/policy/
 
@@ -76,6 +77,18 @@ func perfVariants(tb testing.TB) []perfVariant {
 			}
 			tb.Cleanup(func() { be.Close(ctx) })
 			vs = append(vs, perfVariant{name + "/bare", be})
+			// The instrumented module on the bare runtime: the loop checks'
+			// cost alone, without package wasm's per-call deadline.
+			ibin, err := wasm.Instrument(bin)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			ibe, err := newBareBackend(ctx, ibin)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { ibe.Close(ctx) })
+			vs = append(vs, perfVariant{name + "/bare+checks", ibe})
 		}
 	}
 	vs = append(vs, perfVariant{"native", native.New(nil, defaults.Plugins()...)})
@@ -149,7 +162,10 @@ func TestPerfInterleaved(t *testing.T) {
 	if rounds <= 0 {
 		t.Skip("set WASMSCHED_PERF_ROUNDS to run")
 	}
-	const passes = 10
+	passes, _ := strconv.Atoi(os.Getenv("WASMSCHED_PERF_PASSES"))
+	if passes <= 0 {
+		passes = 10
+	}
 	ctx := context.Background()
 	vs := perfVariants(t)
 	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
@@ -199,7 +215,7 @@ func TestPerfInterleaved(t *testing.T) {
 					t.Fatal(n, err)
 				}
 			}
-			r.ns = append(r.ns, float64(time.Since(start).Nanoseconds())/passes/benchNodes)
+			r.ns = append(r.ns, float64(time.Since(start).Nanoseconds())/float64(passes)/benchNodes)
 		}
 	}
 	median := func(x []float64) float64 {

@@ -199,3 +199,36 @@ func TestPodsOfOtherSchedulersAreLeftAlone(t *testing.T) {
 		t.Fatal("a pod of another scheduler was queued")
 	}
 }
+
+func TestNominatedPodsOfEqualOrHigherPriorityAreCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		nomPriority int32
+		want        string
+	}{
+		// n1 would be best, but a higher-priority pod is nominated there
+		// and both do not fit: the pod must go to n2.
+		{"higher priority nomination holds the room", 10, "n2"},
+		{"equal priority nomination holds the room", 0, "n2"},
+		// A lower-priority nomination does not count: this pod may take
+		// the room preemption freed for it.
+		{"lower priority nomination is ignored", -1, "n1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.sched.OnNodeAdd(node("n1", 1000))
+			e.sched.OnNodeAdd(node("n2", 1000))
+			busy := pod("busy", 600)
+			busy.NodeName = "n2"
+			e.sched.OnPodAdd(busy)
+			nom := pod("nominee", 800)
+			nom.Priority = tc.nomPriority
+			e.q.AddNominatedPod(nom, "n1")
+			e.sched.OnPodAdd(pod("p", 300))
+			e.cycle(t)
+			if got := e.b.bound["p"]; got != tc.want {
+				t.Fatalf("p bound to %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -198,7 +198,7 @@ func (s *Snapshot) AddPod(pod *abi.Pod) error {
 	if ni == nil {
 		return fmt.Errorf("add pod %s/%s: node %q not in snapshot", pod.Namespace, pod.Name, pod.NodeName)
 	}
-	AddPodToInfo(&ni.Info, pod)
+	ni.Info.AddPod(pod)
 	s.touch(ni)
 	return nil
 }
@@ -213,36 +213,15 @@ func (s *Snapshot) RemovePod(pod *abi.Pod) error {
 	return nil
 }
 
-// AddPodToInfo adds a pod and its requests, ports and count to a NodeInfo.
-func AddPodToInfo(ni *abi.NodeInfo, pod *abi.Pod) {
-	ni.Pods = append(ni.Pods, *pod)
-	req := abi.PodRequests(pod)
-	nz := abi.PodNonZeroRequests(pod)
-	ni.Requested.AddAll(&req)
-	ni.NonZeroRequested.MilliCPU += nz.MilliCPU
-	ni.NonZeroRequested.Memory += nz.Memory
-	ni.PodCount++
-	ni.UsedPorts = append(ni.UsedPorts, abi.PodHostPorts(pod)...)
-}
-
-// RemovePodFromInfo removes the pod with this UID and recomputes the
+// RemovePodFromInfo removes the pod with this UID, and its share of the
 // aggregates; it reports whether the pod was there.
 func RemovePodFromInfo(ni *abi.NodeInfo, uid string) bool {
 	for i := range ni.Pods {
-		if ni.Pods[i].UID != uid {
-			continue
+		if ni.Pods[i].UID == uid {
+			p := ni.Pods[i]
+			ni.RemovePod(&p)
+			return true
 		}
-		ni.Pods = append(ni.Pods[:i], ni.Pods[i+1:]...)
-		pods := ni.Pods
-		ni.Pods = nil
-		ni.Requested, ni.NonZeroRequested = abi.Resources{}, abi.Resources{}
-		ni.PodCount = 0
-		ni.UsedPorts = nil
-		for j := range pods {
-			AddPodToInfo(ni, &pods[j])
-		}
-		ni.Pods = pods[:len(pods):len(pods)]
-		return true
 	}
 	return false
 }
@@ -327,7 +306,7 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 			changedSet = true
 		}
 		dn.Generation = sn.Generation
-		dn.Info = cloneInfo(&sn.Info)
+		dn.Info = sn.Info.Clone() // later live changes must not show through
 		s.changes = append(s.changes, change{dn.Generation, dn})
 	}
 	if full {
@@ -365,17 +344,4 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 // sortChanges orders a log by generation.
 func sortChanges(cs []change) {
 	slices.SortFunc(cs, func(a, b change) int { return cmp.Compare(a.gen, b.gen) })
-}
-
-// cloneInfo copies a NodeInfo deeply enough that later changes to the
-// original (pods appended, removed in place) cannot show through. Pods
-// themselves are shared: the host never mutates a Pod value after it
-// enters the cache.
-func cloneInfo(ni *abi.NodeInfo) abi.NodeInfo {
-	c := *ni
-	c.Requested.Scalars = append([]abi.Scalar(nil), ni.Requested.Scalars...)
-	c.NonZeroRequested.Scalars = append([]abi.Scalar(nil), ni.NonZeroRequested.Scalars...)
-	c.UsedPorts = append([]abi.HostPort(nil), ni.UsedPorts...)
-	c.Pods = append([]abi.Pod(nil), ni.Pods...)
-	return c
 }
