@@ -32,6 +32,8 @@ type Guest struct {
 
 	nodes    []*plugin.NodeInfo // by slot; nil where no node
 	numNodes int
+	list     []*plugin.NodeInfo // the non-nil nodes, for Handle.Nodes
+	listOK   bool
 	images   map[string]int
 
 	pod      abi.Pod
@@ -203,10 +205,26 @@ func (g *Guest) init(in []byte) error {
 // NumNodes implements plugin.Handle.
 func (g *Guest) NumNodes() int { return g.numNodes }
 
+// Nodes implements plugin.Handle: the mirror's nodes, the list rebuilt
+// only after a sync changed them.
+func (g *Guest) Nodes() []*plugin.NodeInfo {
+	if !g.listOK {
+		g.list = g.list[:0]
+		for _, n := range g.nodes {
+			if n != nil {
+				g.list = append(g.list, n)
+			}
+		}
+		g.listOK = true
+	}
+	return g.list
+}
+
 // ImageNumNodes implements plugin.Handle.
 func (g *Guest) ImageNumNodes(name string) int { return g.images[name] }
 
 func (g *Guest) sync(in []byte) error {
+	g.listOK = false
 	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
 		for i := range g.nodes {
 			g.nodes[i] = nil
@@ -247,6 +265,7 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 	} else {
 		g.numNodes++
 	}
+	ni.IndexPods()
 	g.nodes[slot] = ni
 	g.countImages(ni, 1)
 	return nil

@@ -201,3 +201,33 @@ func TestBadRegistrationIsReportedByEveryCall(t *testing.T) {
 		t.Fatalf("manifest reply %q, want the duplicate named", msg)
 	}
 }
+
+func TestHandleNodesFollowsSyncsAndPodsAreIndexed(t *testing.T) {
+	g := New(reg)
+	anti := abi.Pod{UID: "a", PodAntiAffinity: &abi.PodAffinity{Required: []abi.PodAffinityTerm{{TopologyKey: "zone"}}}}
+	aff := abi.Pod{UID: "b", PodAffinity: &abi.PodAffinity{Preferred: []abi.WeightedPodAffinityTerm{{Weight: 1}}}}
+	plain := abi.Pod{UID: "c"}
+	var e abi.Encoder
+	e.SyncHeader(abi.SyncReset, 2)
+	e.Uvarint(2)
+	e.NodeRecord(0, &abi.NodeInfo{Node: abi.Node{Name: "x"}, Pods: []abi.Pod{anti, aff, plain}})
+	e.NodeRecord(3, &abi.NodeInfo{Node: abi.Node{Name: "y"}})
+	e.Uvarint(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+	if ns := g.Nodes(); len(ns) != 2 || ns[0].Name() != "x" || ns[1].Name() != "y" {
+		t.Fatalf("Nodes() = %v", ns)
+	}
+	x := g.nodes[0]
+	if len(x.PodsWithAffinity) != 2 || len(x.PodsWithRequiredAntiAffinity) != 1 || x.PodsWithRequiredAntiAffinity[0].UID != "a" {
+		t.Fatalf("affinity %d, required anti-affinity %d", len(x.PodsWithAffinity), len(x.PodsWithRequiredAntiAffinity))
+	}
+	e.Reset()
+	e.SyncHeader(0, 1)
+	e.Uvarint(0)
+	e.Uvarint(1)
+	e.U32(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+	if ns := g.Nodes(); len(ns) != 1 || ns[0].Name() != "y" {
+		t.Fatalf("after deleting x, Nodes() = %v", ns)
+	}
+}

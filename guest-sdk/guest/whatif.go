@@ -87,6 +87,7 @@ func (g *Guest) changePod(slot uint32, in []byte, add bool) error {
 	} else {
 		n.RemovePod(p)
 	}
+	n.IndexPods()
 	if g.overlay == nil {
 		g.overlay = map[uint32]*plugin.NodeInfo{}
 	}

@@ -55,6 +55,10 @@ type Handle interface {
 	// ImageNumNodes is the number of nodes that have an image under this
 	// name (tag or digest), as kube-scheduler's ImageStateSummary.NumNodes.
 	ImageNumNodes(name string) int
+	// Nodes lists every node of the mirror (not the cycle's what-if view),
+	// for plugins whose PreFilter looks across nodes (topology spread,
+	// inter-pod affinity). Do not modify the slice.
+	Nodes() []*NodeInfo
 }
 
 // Factory builds a plugin from its args (nil when the profile gives none:

@@ -105,6 +105,46 @@ func pass(ctx context.Context, c *policy.Client, plugins []int, pod *abi.Pod, al
 
 const benchNodes = 5000
 
+// benchSets benchmarks one scheduling pass over all nodes for the whole
+// bundle and, with perPlugin, for each plugin alone, reporting ns/node.
+func benchSets(b *testing.B, m *policy.Module, backend string, snap *snapshot.Snapshot, all []uint32, pod *abi.Pod, perPlugin bool) {
+	ctx := context.Background()
+	sets := [][]int{nil} // nil: the whole bundle
+	if perPlugin {
+		for i := range m.Manifest().Plugins {
+			sets = append(sets, []int{i})
+		}
+	}
+	for _, set := range sets {
+		name, plugins := "set=default", set
+		if set == nil {
+			for i := range m.Manifest().Plugins {
+				plugins = append(plugins, i)
+			}
+		} else {
+			name = "plugin=" + m.Manifest().Plugins[set[0]].Name
+		}
+		b.Run(fmt.Sprintf("%s/backend=%s", name, backend), func(b *testing.B) {
+			c, err := m.Get(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Put(ctx, c)
+			if err := c.Sync(ctx, snap); err != nil {
+				b.Fatal(err)
+			}
+			feasible := make([]uint32, 0, len(all))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if n, err := pass(ctx, c, plugins, pod, all, feasible); err != nil || n == 0 {
+					b.Fatal(n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
+		})
+	}
+}
+
 func BenchmarkFilterScorePerNode(b *testing.B) {
 	ctx := context.Background()
 	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
@@ -118,43 +158,7 @@ func BenchmarkFilterScorePerNode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sets := [][]int{nil} // nil: the whole bundle
-		for i := range m.Manifest().Plugins {
-			sets = append(sets, []int{i})
-		}
-		for _, set := range sets {
-			name := "set=default"
-			plugins := set
-			if set == nil {
-				for i := range m.Manifest().Plugins {
-					plugins = append(plugins, i)
-				}
-			} else {
-				name = "plugin=" + m.Manifest().Plugins[set[0]].Name
-			}
-			b.Run(fmt.Sprintf("%s/backend=%s", name, be.name), func(b *testing.B) {
-				c, err := m.Get(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer m.Put(ctx, c)
-				if err := c.Sync(ctx, snap); err != nil {
-					b.Fatal(err)
-				}
-				feasible := make([]uint32, 0, len(all))
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					n, err := pass(ctx, c, plugins, &pod, all, feasible)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if n == 0 {
-						b.Fatal("no feasible node")
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
-			})
-		}
+		benchSets(b, m, be.name, snap, all, &pod, true)
 		m.Close(ctx)
 	}
 }

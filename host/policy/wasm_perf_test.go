@@ -119,40 +119,7 @@ func BenchmarkPerfGap(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sets := [][]int{nil} // nil: the whole bundle
-		if os.Getenv("WASMSCHED_PERF_PLUGINS") != "" {
-			for i := range m.Manifest().Plugins {
-				sets = append(sets, []int{i})
-			}
-		}
-		for _, set := range sets {
-			name, plugins := "set=default", set
-			if set == nil {
-				for i := range m.Manifest().Plugins {
-					plugins = append(plugins, i)
-				}
-			} else {
-				name = "plugin=" + m.Manifest().Plugins[set[0]].Name
-			}
-			b.Run(fmt.Sprintf("%s/backend=%s", name, v.name), func(b *testing.B) {
-				c, err := m.Get(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer m.Put(ctx, c)
-				if err := c.Sync(ctx, snap); err != nil {
-					b.Fatal(err)
-				}
-				feasible := make([]uint32, 0, len(all))
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if n, err := pass(ctx, c, plugins, &pod, all, feasible); err != nil || n == 0 {
-						b.Fatal(n, err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
-			})
-		}
+		benchSets(b, m, v.name, snap, all, &pod, os.Getenv("WASMSCHED_PERF_PLUGINS") != "")
 		m.Close(ctx)
 	}
 }
