@@ -32,7 +32,7 @@ func TestScore(t *testing.T) {
 	}{
 		{
 			name:   "small image scores 0, larger one scores by size",
-			handle: &testutil.Handle{Nodes: 2, Images: map[string]int{"gcr.io/40:latest": 1, "gcr.io/300:latest": 1}},
+			handle: &testutil.Handle{NodeCount: 2, Images: map[string]int{"gcr.io/40:latest": 1, "gcr.io/300:latest": 1}},
 			pod:    testutil.MakePod().Container("gcr.io/40").Container("gcr.io/300"),
 			nodes: []*testutil.NodeWrapper{
 				testutil.MakeNode().Name("n1").Image(40*mb, "gcr.io/40:latest"),
@@ -44,21 +44,21 @@ func TestScore(t *testing.T) {
 		},
 		{
 			name:   "image larger than the top threshold scores max",
-			handle: &testutil.Handle{Nodes: 1, Images: map[string]int{"big:1": 1}},
+			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"big:1": 1}},
 			pod:    testutil.MakePod().Container("big:1"),
 			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(2000*mb, "big:1")},
 			want:   []int64{100},
 		},
 		{
 			name:   "image missing on the node",
-			handle: &testutil.Handle{Nodes: 2, Images: map[string]int{"big:1": 1}},
+			handle: &testutil.Handle{NodeCount: 2, Images: map[string]int{"big:1": 1}},
 			pod:    testutil.MakePod().Container("big:1"),
 			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(500*mb, "other:1")},
 			want:   []int64{0},
 		},
 		{
 			name:   "init containers count, for the sum and the threshold",
-			handle: &testutil.Handle{Nodes: 1, Images: map[string]int{"a:1": 1}},
+			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"a:1": 1}},
 			pod:    testutil.MakePod().InitContainer("a:1").Container("b:1"),
 			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(500*mb, "a:1")},
 			// 100*(500-23)/(2000-23) = 24
@@ -66,7 +66,7 @@ func TestScore(t *testing.T) {
 		},
 		{
 			name:   "an image used twice counts twice",
-			handle: &testutil.Handle{Nodes: 1, Images: map[string]int{"a:1": 1}},
+			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"a:1": 1}},
 			pod:    testutil.MakePod().Container("a:1").Container("a:1"),
 			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(600*mb, "a:1")},
 			// 100*(1200-23)/(2000-23) = 59
@@ -74,7 +74,7 @@ func TestScore(t *testing.T) {
 		},
 		{
 			name:   "spread scales the size",
-			handle: &testutil.Handle{Nodes: 4, Images: map[string]int{"a:latest": 2}},
+			handle: &testutil.Handle{NodeCount: 4, Images: map[string]int{"a:latest": 2}},
 			pod:    testutil.MakePod().Container("a"),
 			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(100*mb, "a:latest", "a@sha256:1")},
 			// 100MB * 2/4 = 50MB; 100*(50-23)/(1000-23) = 2
@@ -82,7 +82,7 @@ func TestScore(t *testing.T) {
 		},
 		{
 			name:   "found by digest",
-			handle: &testutil.Handle{Nodes: 1, Images: map[string]int{"a@sha256:1": 1}},
+			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"a@sha256:1": 1}},
 			pod:    testutil.MakePod().Container("a@sha256:1"),
 			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(1000*mb, "a:latest", "a@sha256:1")},
 			want:   []int64{100},
@@ -120,7 +120,7 @@ func TestScore(t *testing.T) {
 }
 
 func TestScoreAllocs(t *testing.T) {
-	h := &testutil.Handle{Nodes: 3, Images: map[string]int{"a:1": 2}}
+	h := &testutil.Handle{NodeCount: 3, Images: map[string]int{"a:1": 2}}
 	p, _ := New(nil, h)
 	pl := p.(*ImageLocality)
 	pod := testutil.MakePod().Container("a:1").Obj()
@@ -141,7 +141,7 @@ func TestScoreAllocs(t *testing.T) {
 }
 
 func BenchmarkScore(b *testing.B) {
-	h := &testutil.Handle{Nodes: 100, Images: map[string]int{"registry.k8s.io/app:v1": 40, "sidecar:1": 90}}
+	h := &testutil.Handle{NodeCount: 100, Images: map[string]int{"registry.k8s.io/app:v1": 40, "sidecar:1": 90}}
 	p, _ := New(nil, h)
 	pl := p.(*ImageLocality)
 	pod := testutil.MakePod().Container("registry.k8s.io/app:v1").Container("sidecar:1").Obj()

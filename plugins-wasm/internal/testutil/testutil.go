@@ -243,12 +243,17 @@ func (n *NodeWrapper) PodCount(c int32) *NodeWrapper { n.NodeInfo.PodCount = c; 
 // Handle is a fake plugin.Handle with a fixed cluster size and image
 // spread.
 type Handle struct {
-	Nodes  int
-	Images map[string]int
+	NodeCount int
+	Images    map[string]int
+	// NodeList is what Nodes returns.
+	NodeList []*plugin.NodeInfo
 }
 
 // NumNodes implements plugin.Handle.
-func (h *Handle) NumNodes() int { return h.Nodes }
+func (h *Handle) NumNodes() int { return h.NodeCount }
+
+// Nodes implements plugin.Handle.
+func (h *Handle) Nodes() []*plugin.NodeInfo { return h.NodeList }
 
 // ImageNumNodes implements plugin.Handle.
 func (h *Handle) ImageNumNodes(name string) int { return h.Images[name] }
