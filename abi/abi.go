@@ -214,6 +214,11 @@ const (
 	LogError LogLevel = 5
 )
 
+// LogPluginSeparator ends a plugin name at the start of a log message: a
+// line "NodePorts\x1fsomething" is logged by the host as "something" with
+// plugin=NodePorts. The Go SDK adds it for the plugin being run.
+const LogPluginSeparator = 0x1F
+
 // MaxScore is the highest score a Score plugin may return after
 // normalisation, as kube-scheduler's framework.MaxNodeScore.
 const MaxScore = 100

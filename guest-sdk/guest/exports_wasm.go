@@ -16,7 +16,7 @@ var module *Guest
 func instance() *Guest {
 	if module == nil {
 		module = New(registered...)
-		plugin.SetLogSink(hostLog)
+		plugin.SetLogSink(func(level abi.LogLevel, msg string) { hostLog(level, module.current, msg) })
 	}
 	return module
 }
@@ -24,7 +24,12 @@ func instance() *Guest {
 //go:wasmimport wasmsched log
 func wasmsched_log(level uint32, ptr unsafe.Pointer, size uint32)
 
-func hostLog(level abi.LogLevel, msg string) {
+// hostLog sends a line, prefixed with the running plugin's name and the
+// separator abi.LogPluginSeparator when a plugin is running.
+func hostLog(level abi.LogLevel, pluginName, msg string) {
+	if pluginName != "" {
+		msg = pluginName + string(rune(abi.LogPluginSeparator)) + msg
+	}
 	if len(msg) == 0 {
 		return
 	}

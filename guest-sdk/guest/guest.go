@@ -46,6 +46,8 @@ type Guest struct {
 	byText   map[string]uint16
 	entries  []*plugin.Status
 
+	current string // the plugin being run, for log lines
+
 	overlay map[uint32]*plugin.NodeInfo // the cycle's what-if view (whatif.go)
 	saved   []savedView
 
@@ -322,6 +324,8 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 		return errors.New("plugin index out of range")
 	}
 	p := g.plugins[arg]
+	g.current = p.Name()
+	defer func() { g.current = "" }()
 	var st *plugin.Status
 	switch fn {
 	case abi.FuncPreFilter:

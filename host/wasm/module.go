@@ -214,7 +214,12 @@ func (b *Backend) hostLog(_ context.Context, mod api.Module, stack []uint64) {
 		b.log.Warn("guest log call with out-of-range message", "ptr", ptr, "len", n)
 		return
 	}
-	b.log.Log(hclogLevel(level), string(msg))
+	text := string(msg)
+	if i := strings.IndexByte(text, abi.LogPluginSeparator); i > 0 {
+		b.log.Log(hclogLevel(level), text[i+1:], "plugin", text[:i])
+		return
+	}
+	b.log.Log(hclogLevel(level), text)
 }
 
 func hclogLevel(l abi.LogLevel) hclog.Level {

@@ -198,7 +198,7 @@ func TestMisbehavingGuestYieldsErrorAndHostKeepsServing(t *testing.T) {
 		if _, err := runFilter(ctx, m, snap, "log"); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(logs.String(), "misbehave says hello from n1") || !strings.Contains(logs.String(), "module=misbehave") {
+		if !strings.Contains(logs.String(), "misbehave says hello from n1: module=misbehave plugin=Misbehave") {
 			t.Errorf("guest log line missing or untagged; logs:\n%s", logs)
 		}
 	})

@@ -1,0 +1,83 @@
+package modules
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
+)
+
+func writeModule(t *testing.T) (path, sum string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "bundle.wasm")
+	if err := os.WriteFile(path, dist.DefaultWasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(dist.DefaultWasm)
+	return path, hex.EncodeToString(s[:])
+}
+
+func load(t *testing.T, mods ...config.Module) (*Registry, error) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Modules = mods
+	r, err := Load(context.Background(), cfg, Options{CacheDir: t.TempDir()})
+	if r != nil {
+		t.Cleanup(func() { r.Close(context.Background()) })
+	}
+	return r, err
+}
+
+func TestBuiltinModuleServesTheDefaultPlugins(t *testing.T) {
+	r, err := load(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"NodeResourcesFit", "TaintToleration", "ImageLocality"} {
+		if m := r.PluginModule(p); m == nil || m.Config.Name != config.BuiltinDefaultModule {
+			t.Errorf("%s not served by the builtin module", p)
+		}
+	}
+}
+
+func TestModuleFileErrorsNameTheField(t *testing.T) {
+	path, sum := writeModule(t)
+	wrong := strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		name string
+		mod  config.Module
+		want string
+	}{
+		{"missing file", config.Module{Name: config.BuiltinDefaultModule, Path: "/nonexistent.wasm"}, "modules[0].path: open /nonexistent.wasm"},
+		{"sha256 mismatch", config.Module{Name: config.BuiltinDefaultModule, Path: path, SHA256: wrong},
+			"modules[0].sha256: " + path + " has sha256 " + sum + ", but the configuration pins " + wrong},
+		{"not wasm", config.Module{Name: config.BuiltinDefaultModule, Path: "modules_test.go"}, "modules[0] (modules_test.go): "},
+		// The builtin module still loads, so the same plugins appear twice.
+		{"plugin served twice", config.Module{Name: "copy", Path: path}, `plugin "NodeUnschedulable" is served by both module "default" and module "copy"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.mod)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPinnedModuleReplacesTheBuiltin(t *testing.T) {
+	path, sum := writeModule(t)
+	r, err := load(t, config.Module{Name: config.BuiltinDefaultModule, Path: path, SHA256: strings.ToUpper(sum), FailurePolicy: config.FailurePolicyIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.PluginModule("NodePorts")
+	if m == nil || m.Config.Path != path || m.FailurePolicy() != config.FailurePolicyIgnore {
+		t.Fatalf("NodePorts served by %+v", m)
+	}
+}
