@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -66,7 +67,8 @@ const (
 // Module is one Wasm module.
 type Module struct {
 	Name string `json:"name"`
-	// Path of the .wasm file; empty only for the builtin module.
+	// Path of the .wasm file, relative to the configuration file's
+	// directory unless absolute; empty only for the builtin module.
 	Path string `json:"path,omitempty"`
 	// SHA256 pins the file's content (hex); a file that differs is refused.
 	SHA256 string `json:"sha256,omitempty"`
@@ -194,6 +196,13 @@ func Load(path string) (*Configuration, error) {
 	c, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	// Module paths are relative to the file that names them, so a config
+	// and its modules can move together.
+	for i := range c.Modules {
+		if p := c.Modules[i].Path; p != "" && !filepath.IsAbs(p) {
+			c.Modules[i].Path = filepath.Join(filepath.Dir(path), p)
+		}
 	}
 	return c, nil
 }

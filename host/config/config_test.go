@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -101,4 +102,19 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestModulePathsAreRelativeToTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/sched.yaml"
+	if err := os.WriteFile(path, []byte(header+"modules: [{name: m, path: mods/m.wasm}, {name: abs, path: /opt/x.wasm}]\nprofiles: [{schedulerName: a}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Modules[0].Path != dir+"/mods/m.wasm" || c.Modules[1].Path != "/opt/x.wasm" {
+		t.Fatalf("paths = %q, %q", c.Modules[0].Path, c.Modules[1].Path)
+	}
 }
