@@ -23,7 +23,8 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate MANIFEST...",
 		Short: "Schedule the pods of Kubernetes manifests on an in-memory cluster",
-		Long: `simulate reads Nodes, Pods, PriorityClasses and PodDisruptionBudgets from
+		Long: `simulate reads Nodes, Pods, Namespaces, PriorityClasses, PodDisruptionBudgets and
+the pods of Deployments, ReplicaSets and StatefulSets from
 multi-document YAML files ("-" for standard input), runs the real scheduler —
 queue, profiles, Wasm policy modules — against an in-memory cluster until
 nothing more can be scheduled, and prints where each pod went or why it could

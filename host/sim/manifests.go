@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -19,11 +20,23 @@ import (
 
 // Objects are the Kubernetes objects a simulation starts from.
 type Objects struct {
-	Nodes           []*corev1.Node
+	Nodes []*corev1.Node
+	// Pods are scheduled in this order: those written as Pods and those
+	// the workloads below expanded into, each at its document's place.
 	Pods            []*corev1.Pod
 	PriorityClasses []*schedulingv1.PriorityClass
 	PDBs            []*policyv1.PodDisruptionBudget
-	Namespaces      []*corev1.Namespace
+	// Namespaces are optional — a pod's namespace need not have one — and
+	// kept with their labels for namespaceSelectors to match.
+	Namespaces []*corev1.Namespace
+
+	// Deployments, ReplicaSets (including those the Deployments created)
+	// and StatefulSets are a record of the workloads read: their pods are
+	// already in Pods. Add them with AddDeployment, AddReplicaSet and
+	// AddStatefulSet, which expand them; appending here expands nothing.
+	Deployments  []*appsv1.Deployment
+	ReplicaSets  []*appsv1.ReplicaSet
+	StatefulSets []*appsv1.StatefulSet
 }
 
 // ManifestError names where in the input a problem is: the file, the
@@ -83,7 +96,9 @@ type typeMeta struct {
 // Read adds the objects of a multi-document YAML stream named name.
 // Unknown kinds and malformed objects are errors naming the document and
 // the field; strict decoding refuses unknown fields, as kubectl's
-// server-side validation would.
+// server-side validation would. Deployments, ReplicaSets and
+// StatefulSets are expanded into their pods where they stand (see
+// AddDeployment), since no controller runs in a simulation.
 func (o *Objects) Read(name string, r io.Reader) error {
 	yr := k8syaml.NewYAMLReader(bufio.NewReader(r))
 	for doc := 0; ; doc++ {
@@ -132,6 +147,30 @@ func (o *Objects) Read(name string, r io.Reader) error {
 				return merr(err)
 			}
 			o.Namespaces = append(o.Namespaces, &ns)
+		case "apps/v1/Deployment":
+			var d appsv1.Deployment
+			if err := strict(raw, &d); err != nil {
+				return merr(err)
+			}
+			if err := o.AddDeployment(&d); err != nil {
+				return merr(err)
+			}
+		case "apps/v1/ReplicaSet":
+			var rs appsv1.ReplicaSet
+			if err := strict(raw, &rs); err != nil {
+				return merr(err)
+			}
+			if err := o.AddReplicaSet(&rs); err != nil {
+				return merr(err)
+			}
+		case "apps/v1/StatefulSet":
+			var sts appsv1.StatefulSet
+			if err := strict(raw, &sts); err != nil {
+				return merr(err)
+			}
+			if err := o.AddStatefulSet(&sts); err != nil {
+				return merr(err)
+			}
 		case "scheduling.k8s.io/v1/PriorityClass":
 			var pc schedulingv1.PriorityClass
 			if err := strict(raw, &pc); err != nil {
@@ -145,7 +184,7 @@ func (o *Objects) Read(name string, r io.Reader) error {
 			}
 			o.PDBs = append(o.PDBs, &pdb)
 		default:
-			return merr(fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
+			return merr(fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
 				tm.APIVersion, tm.Kind))
 		}
 	}

@@ -14,8 +14,8 @@ func read(t *testing.T, yaml string) (*Objects, error) {
 
 func TestManifestErrorsNameFileDocumentAndField(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
-			`test.yaml: document 0 (Deployment web): unsupported kind apps/v1 "Deployment"`},
+		{"unknown kind", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: web}\n",
+			`test.yaml: document 0 (Job web): unsupported kind batch/v1 "Job"`},
 		{"unknown field in the second document", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resourcez: {}}]\n",
 			`test.yaml: document 1 (Pod p): unknown field "spec.containers[0].resourcez"`},
 		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resources: {requests: {cpu: lots}}}]\n",
