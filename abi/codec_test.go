@@ -25,7 +25,8 @@ func samplePod() Pod {
 		Tolerations: []Toleration{{Key: "k", Operator: TolerationExists, Effect: EffectNoExecute}, {Key: "a", Value: "b", Effect: EffectPreferNoSchedule}},
 		TopologySpread: []TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: "zone", WhenUnsatisfiable: ScheduleAnyway,
 			LabelSelector: &LabelSelector{MatchLabels: Labels{{"app", "web"}}}, MinDomains: 3, NodeAffinityPolicy: PolicyHonor, NodeTaintsPolicy: PolicyIgnore, MatchLabelKeys: []string{"pod-template-hash"}}},
-		Owners: []OwnerRef{{Kind: "ReplicaSet", Name: "web-abc", UID: "rs-1", Controller: true}},
+		Owners:             []OwnerRef{{Kind: "ReplicaSet", Name: "web-abc", UID: "rs-1", Controller: true}},
+		ControllerSelector: &LabelSelector{MatchLabels: Labels{{"app", "web"}}},
 	}
 }
 
@@ -207,5 +208,38 @@ func TestNodeInfoAddRemovePodRoundTrips(t *testing.T) {
 	ni.RemovePod(&b)
 	if ni.PodCount != 0 || ni.Requested.MilliCPU != 0 || ni.NonZeroRequested.Memory != 0 || len(ni.UsedPorts) != 0 || ni.Requested.Get("nvidia.com/gpu") != 0 {
 		t.Fatalf("after removing both: %+v", ni)
+	}
+}
+
+func TestPodGroupsCountPodsByNamespaceAndLabels(t *testing.T) {
+	web := Labels{{"app", "web"}}
+	db := Labels{{"app", "db"}}
+	var ni NodeInfo
+	add := func(uid, ns string, l Labels) Pod {
+		p := Pod{UID: uid, Namespace: ns, Labels: l}
+		ni.AddPod(&p)
+		return p
+	}
+	w1 := add("1", "prod", web)
+	add("2", "prod", web)
+	d1 := add("3", "prod", db)
+	add("4", "dev", web)
+	want := []PodGroup{{"dev", web, 1}, {"prod", db, 1}, {"prod", web, 2}}
+	if !reflect.DeepEqual(ni.PodGroups, want) {
+		t.Fatalf("groups = %+v, want %+v", ni.PodGroups, want)
+	}
+	ni.RemovePod(&w1)
+	ni.RemovePod(&d1)
+	want = []PodGroup{{"dev", web, 1}, {"prod", web, 1}}
+	if !reflect.DeepEqual(ni.PodGroups, want) {
+		t.Fatalf("after removals groups = %+v, want %+v", ni.PodGroups, want)
+	}
+	var e Encoder
+	e.NodeInfo(&ni)
+	var got NodeInfo
+	d := NewDecoder(e.B)
+	d.NodeInfo(&got)
+	if d.Err() != nil || !reflect.DeepEqual(got.PodGroups, ni.PodGroups) {
+		t.Fatalf("groups round trip: %v %+v", d.Err(), got.PodGroups)
 	}
 }

@@ -359,6 +359,7 @@ func (e *Encoder) Pod(p *Pod) {
 		e.String(o.UID)
 		e.Bool(o.Controller)
 	}
+	e.LabelSelector(p.ControllerSelector)
 }
 
 // Pod reads a pod into p, overwriting every field.
@@ -394,6 +395,7 @@ func (d *Decoder) Pod(p *Pod) {
 			o.Controller = d.Bool()
 		}
 	}
+	p.ControllerSelector = d.LabelSelector()
 }
 
 // Node appends a node.
@@ -446,7 +448,7 @@ func (d *Decoder) Node(n *Node) {
 }
 
 // minPodSize is the fewest bytes a Pod encodes to (every field empty).
-const minPodSize = 24
+const minPodSize = 25
 
 // NodeInfo appends a node with its aggregates.
 func (e *Encoder) NodeInfo(ni *NodeInfo) {
@@ -458,6 +460,13 @@ func (e *Encoder) NodeInfo(ni *NodeInfo) {
 	e.Uvarint(uint64(len(ni.Pods)))
 	for i := range ni.Pods {
 		e.Pod(&ni.Pods[i])
+	}
+	e.Uvarint(uint64(len(ni.PodGroups)))
+	for i := range ni.PodGroups {
+		g := &ni.PodGroups[i]
+		e.String(g.Namespace)
+		e.Labels(g.Labels)
+		e.Varint(int64(g.Count))
 	}
 }
 
@@ -473,6 +482,16 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 		ni.Pods = make([]Pod, n)
 		for i := range ni.Pods {
 			d.Pod(&ni.Pods[i])
+		}
+	}
+	ni.PodGroups = nil
+	if n := d.Count(3); n > 0 {
+		ni.PodGroups = make([]PodGroup, n)
+		for i := range ni.PodGroups {
+			g := &ni.PodGroups[i]
+			g.Namespace = d.String()
+			g.Labels = d.Labels()
+			g.Count = d.Int32()
 		}
 	}
 }

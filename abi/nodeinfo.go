@@ -13,6 +13,58 @@ func (ni *NodeInfo) AddPod(p *Pod) {
 	ni.NonZeroRequested.Memory += nz.Memory
 	ni.PodCount++
 	ni.UsedPorts = append(ni.UsedPorts, PodHostPorts(p)...)
+	ni.addToGroup(p.Namespace, p.Labels, 1)
+}
+
+// addToGroup adds delta pods to the group of (namespace, labels), keeping
+// the groups sorted and dropping empty ones.
+func (ni *NodeInfo) addToGroup(ns string, labels Labels, delta int32) {
+	i := 0
+	for ; i < len(ni.PodGroups); i++ {
+		c := compareGroup(&ni.PodGroups[i], ns, labels)
+		if c == 0 {
+			ni.PodGroups[i].Count += delta
+			if ni.PodGroups[i].Count <= 0 {
+				ni.PodGroups = append(ni.PodGroups[:i:i], ni.PodGroups[i+1:]...)
+			}
+			return
+		}
+		if c > 0 {
+			break
+		}
+	}
+	if delta <= 0 {
+		return
+	}
+	ni.PodGroups = append(ni.PodGroups, PodGroup{})
+	copy(ni.PodGroups[i+1:], ni.PodGroups[i:])
+	ni.PodGroups[i] = PodGroup{Namespace: ns, Labels: labels, Count: delta}
+}
+
+// compareGroup orders groups by namespace, then label set.
+func compareGroup(g *PodGroup, ns string, labels Labels) int {
+	if g.Namespace != ns {
+		if g.Namespace < ns {
+			return -1
+		}
+		return 1
+	}
+	for i := 0; i < len(g.Labels) && i < len(labels); i++ {
+		a, b := g.Labels[i], labels[i]
+		if a.Key != b.Key {
+			if a.Key < b.Key {
+				return -1
+			}
+			return 1
+		}
+		if a.Value != b.Value {
+			if a.Value < b.Value {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(g.Labels) - len(labels)
 }
 
 // RemovePod takes a pod off the node: the reverse of AddPod. It works
@@ -37,6 +89,7 @@ func (ni *NodeInfo) RemovePod(p *Pod) {
 	ni.NonZeroRequested.MilliCPU -= nz.MilliCPU
 	ni.NonZeroRequested.Memory -= nz.Memory
 	ni.PodCount--
+	ni.addToGroup(p.Namespace, p.Labels, -1)
 	for _, hp := range PodHostPorts(p) {
 		for i := range ni.UsedPorts {
 			if ni.UsedPorts[i] == hp {
@@ -55,5 +108,6 @@ func (ni *NodeInfo) Clone() NodeInfo {
 	c.NonZeroRequested.Scalars = append([]Scalar(nil), ni.NonZeroRequested.Scalars...)
 	c.UsedPorts = append([]HostPort(nil), ni.UsedPorts...)
 	c.Pods = append([]Pod(nil), ni.Pods...)
+	c.PodGroups = append([]PodGroup(nil), ni.PodGroups...)
 	return c
 }

@@ -377,6 +377,12 @@ type Pod struct {
 	Tolerations     []Toleration
 	TopologySpread  []TopologySpreadConstraint
 	Owners          []OwnerRef
+	// ControllerSelector is the combined selector of the Services,
+	// ReplicationControllers, ReplicaSets and StatefulSets that select
+	// this pod (their selectors ANDed), which kube-scheduler's default
+	// topology spread constraints use; nil when nothing selects it. The
+	// host computes it, since guests see no such objects.
+	ControllerSelector *LabelSelector
 }
 
 // ImageState is an image present on a node: all its names (tags and
@@ -416,4 +422,18 @@ type NodeInfo struct {
 	// Pods on the node. A host may leave this empty for modules that do
 	// not ask for pods (ManifestWantsPods unset).
 	Pods []Pod
+	// PodGroups count the pods on the node by namespace and identical
+	// label set, sorted by namespace then labels. Pods of one workload
+	// share a group, so counting the pods a selector matches over a node's
+	// groups costs the number of workloads there, not of pods: topology
+	// spread and inter-pod affinity count per domain this way.
+	PodGroups []PodGroup
+}
+
+// PodGroup is a number of pods on one node with one namespace and one
+// label set.
+type PodGroup struct {
+	Namespace string
+	Labels    Labels
+	Count     int32
 }

@@ -34,6 +34,7 @@ type Guest struct {
 	numNodes int
 	list     []*plugin.NodeInfo // the non-nil nodes, for Handle.Nodes
 	listOK   bool
+	ns       map[string]abi.Labels // namespace labels, for Handle.NamespaceLabels
 	images   map[string]int
 
 	pod      abi.Pod
@@ -220,6 +221,12 @@ func (g *Guest) Nodes() []*plugin.NodeInfo {
 		g.listOK = true
 	}
 	return g.list
+}
+
+// NamespaceLabels implements plugin.Handle.
+func (g *Guest) NamespaceLabels(name string) (abi.Labels, bool) {
+	l, ok := g.ns[name]
+	return l, ok
 }
 
 // ImageNumNodes implements plugin.Handle.

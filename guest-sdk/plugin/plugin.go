@@ -59,6 +59,9 @@ type Handle interface {
 	// for plugins whose PreFilter looks across nodes (topology spread,
 	// inter-pod affinity). Do not modify the slice.
 	Nodes() []*NodeInfo
+	// NamespaceLabels returns the labels of a namespace, for
+	// namespaceSelector; false if the host sent no such namespace.
+	NamespaceLabels(name string) (abi.Labels, bool)
 }
 
 // Factory builds a plugin from its args (nil when the profile gives none:

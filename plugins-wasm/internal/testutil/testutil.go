@@ -247,6 +247,8 @@ type Handle struct {
 	Images    map[string]int
 	// NodeList is what Nodes returns.
 	NodeList []*plugin.NodeInfo
+	// Namespaces are what NamespaceLabels returns.
+	Namespaces map[string]abi.Labels
 }
 
 // NumNodes implements plugin.Handle.
@@ -254,6 +256,12 @@ func (h *Handle) NumNodes() int { return h.NodeCount }
 
 // Nodes implements plugin.Handle.
 func (h *Handle) Nodes() []*plugin.NodeInfo { return h.NodeList }
+
+// NamespaceLabels implements plugin.Handle.
+func (h *Handle) NamespaceLabels(name string) (abi.Labels, bool) {
+	l, ok := h.Namespaces[name]
+	return l, ok
+}
 
 // ImageNumNodes implements plugin.Handle.
 func (h *Handle) ImageNumNodes(name string) int { return h.Images[name] }
