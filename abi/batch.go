@@ -11,9 +11,11 @@ func (e *Encoder) SyncHeader(flags uint8, numNodes int) {
 }
 
 // ParseSync walks a sync request, calling upsert for each node record
-// (with the record's NodeInfo bytes, aliasing b) and del for each deleted
-// slot. It returns the flags and the cluster size, or the first error.
-func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func(slot uint32) error) (flags uint8, numNodes int, err error) {
+// (with the record's NodeInfo bytes, aliasing b), del for each deleted
+// slot, and ns for each namespace of a SyncNamespaces table (ns may be nil
+// to skip them). It returns the flags and the cluster size, or the first
+// error.
+func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func(slot uint32) error, ns func(Namespace) error) (flags uint8, numNodes int, err error) {
 	d := NewDecoder(b)
 	flags = d.U8()
 	numNodes = int(d.Uvarint())
@@ -36,6 +38,19 @@ func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func
 		}
 		if err := del(slot); err != nil {
 			return flags, numNodes, err
+		}
+	}
+	if flags&SyncNamespaces != 0 {
+		k := d.Count(2)
+		for i := 0; i < k && d.Err() == nil; i++ {
+			var n Namespace
+			n.Name = d.String()
+			n.Labels = d.Labels()
+			if d.Err() == nil && ns != nil {
+				if err := ns(n); err != nil {
+					return flags, numNodes, err
+				}
+			}
 		}
 	}
 	if d.Err() != nil {

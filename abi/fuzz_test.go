@@ -121,7 +121,7 @@ func FuzzParseSync(f *testing.F) {
 			d := NewAliasingDecoder(rec)
 			d.NodeInfo(&got)
 			return d.Err()
-		}, func(uint32) error { return nil })
+		}, func(uint32) error { return nil }, func(Namespace) error { return nil })
 	})
 }
 

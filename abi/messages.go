@@ -106,12 +106,22 @@ func (d *Decoder) InitRequest(r *InitRequest) {
 const (
 	// SyncReset drops the whole mirror before applying the records.
 	SyncReset uint8 = 1 << 0
+	// SyncNamespaces: the request ends with the complete namespace table
+	// (list of name and labels), which replaces the guest's.
+	SyncNamespaces uint8 = 1 << 1
 )
+
+// Namespace is a namespace's name and labels, for namespaceSelector.
+type Namespace struct {
+	Name   string
+	Labels Labels
+}
 
 // Sync request layout (FuncSync input), see docs/ABI.md:
 //
 //	u8 flags, uvarint numNodes (cluster size after the sync),
-//	uvarint count, count × NodeRecord, uvarint count, count × u32 deleted slot
+//	uvarint count, count × NodeRecord, uvarint count, count × u32 deleted slot,
+//	then with SyncNamespaces: uvarint count, count × (string name, Labels)
 //
 // A NodeRecord is u32 slot, uvarint length, then length bytes holding a
 // NodeInfo. The length prefix lets the host splice records it encoded once

@@ -242,8 +242,16 @@ func (g *Guest) sync(in []byte) error {
 		g.images = map[string]int{}
 		g.numNodes = 0
 	}
-	_, _, err := abi.ParseSync(in, g.upsertNode, g.deleteNode)
+	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
+		g.ns = map[string]abi.Labels{}
+	}
+	_, _, err := abi.ParseSync(in, g.upsertNode, g.deleteNode, g.setNamespace)
 	return err
+}
+
+func (g *Guest) setNamespace(n abi.Namespace) error {
+	g.ns[n.Name] = n.Labels
+	return nil
 }
 
 // maxSlot bounds the mirror so a hostile slot number cannot make the

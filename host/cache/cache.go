@@ -84,6 +84,20 @@ func (c *Cache) RemoveNode(name string) error {
 	return c.live.RemoveNode(name)
 }
 
+// SetNamespace adds or relabels a namespace (for namespaceSelector).
+func (c *Cache) SetNamespace(name string, labels abi.Labels) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live.SetNamespace(name, labels)
+}
+
+// RemoveNamespace forgets a namespace.
+func (c *Cache) RemoveNamespace(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live.RemoveNamespace(name)
+}
+
 // AssumePod records a pod (with NodeName set) as placed before its binding
 // is confirmed.
 func (c *Cache) AssumePod(pod *abi.Pod) error {

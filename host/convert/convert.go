@@ -311,6 +311,11 @@ func nodeAffinity(a *corev1.NodeAffinity) (*abi.NodeAffinity, error) {
 	return out, nil
 }
 
+// LabelSelector converts a metav1.LabelSelector; field names it in errors.
+func LabelSelector(s *metav1.LabelSelector, field string) (*abi.LabelSelector, error) {
+	return labelSelector(s, field)
+}
+
 func labelSelector(s *metav1.LabelSelector, field string) (*abi.LabelSelector, error) {
 	if s == nil {
 		return nil, nil

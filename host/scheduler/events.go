@@ -107,3 +107,16 @@ func (s *Scheduler) OnPodDelete(pod *abi.Pod) {
 	}
 	s.queue.Delete(pod)
 }
+
+// NamespaceEvent is a namespace added or relabelled: it can change which
+// pods an affinity term's namespaceSelector covers.
+var NamespaceEvent = queue.ClusterEvent{Resource: "Namespace", Action: queue.Add | queue.UpdateOther, Label: "NamespaceChange"}
+
+// OnNamespace records a namespace's labels.
+func (s *Scheduler) OnNamespace(name string, labels abi.Labels) {
+	s.cache.SetNamespace(name, labels)
+	s.queue.MoveAllToActiveOrBackoffQueue(NamespaceEvent, nil)
+}
+
+// OnNamespaceDelete forgets a namespace.
+func (s *Scheduler) OnNamespaceDelete(name string) { s.cache.RemoveNamespace(name) }

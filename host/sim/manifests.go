@@ -29,6 +29,9 @@ type Objects struct {
 	// Namespaces are optional — a pod's namespace need not have one — and
 	// kept with their labels for namespaceSelectors to match.
 	Namespaces []*corev1.Namespace
+	// Services matter for their selectors: the pods they select get
+	// kube-scheduler's default topology spread constraints.
+	Services []*corev1.Service
 
 	// Deployments, ReplicaSets (including those the Deployments created)
 	// and StatefulSets are a record of the workloads read: their pods are
@@ -141,6 +144,12 @@ func (o *Objects) Read(name string, r io.Reader) error {
 				return merr(errors.New("spec.containers: at least one container is required"))
 			}
 			o.Pods = append(o.Pods, &p)
+		case "v1/Service":
+			var svc corev1.Service
+			if err := strict(raw, &svc); err != nil {
+				return merr(err)
+			}
+			o.Services = append(o.Services, &svc)
 		case "v1/Namespace":
 			var ns corev1.Namespace
 			if err := strict(raw, &ns); err != nil {
@@ -184,7 +193,7 @@ func (o *Objects) Read(name string, r io.Reader) error {
 			}
 			o.PDBs = append(o.PDBs, &pdb)
 		default:
-			return merr(fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
+			return merr(fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
 				tm.APIVersion, tm.Kind))
 		}
 	}

@@ -175,6 +175,9 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	env.cluster.sched = env.Scheduler
 	env.rec.profiles = byName
 
+	for _, ns := range namespaces(objs, pods) {
+		env.Scheduler.OnNamespace(ns.Name, ns.Labels)
+	}
 	for _, n := range nodes {
 		env.Scheduler.OnNodeAdd(n)
 	}
@@ -329,6 +332,7 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("Pod %s: %w", key, err)
 		}
+		ap.ControllerSelector = controllerSelector(p, objs)
 		pods = append(pods, ap)
 	}
 	return nodes, pods, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
 )
 
 func read(t *testing.T, yaml string) (*Objects, error) {
@@ -138,4 +140,63 @@ func FuzzRead(f *testing.F) {
 		}
 		_, _, _ = admit(o)
 	})
+}
+
+func TestControllerSelectorAndNamespaces(t *testing.T) {
+	o, err := read(t, `apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {team: web}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: front, namespace: shop}
+spec: {selector: {app: web}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web, tier: a}}
+  template:
+    metadata: {labels: {app: web, tier: a}}
+    spec: {containers: [{name: c, image: i}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lone, namespace: other}
+spec: {containers: [{name: c, image: i}]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pods, err := admit(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web, lone *abi.Pod
+	for _, p := range pods {
+		if p.Namespace == "shop" {
+			web = p
+		} else {
+			lone = p
+		}
+	}
+	cs := web.ControllerSelector
+	if cs == nil || len(cs.MatchLabels) != 1 || cs.MatchLabels[0] != (abi.Label{Key: "app", Value: "web"}) || len(cs.MatchExpressions) != 2 {
+		t.Fatalf("controller selector = %+v", cs)
+	}
+	if lone.ControllerSelector != nil {
+		t.Fatalf("a pod nothing selects got %+v", lone.ControllerSelector)
+	}
+	ns := namespaces(o, pods)
+	if len(ns) != 2 || ns[0].Name != "other" || ns[1].Name != "shop" {
+		t.Fatalf("namespaces = %+v", ns)
+	}
+	if v, _ := ns[1].Labels.Get("team"); v != "web" {
+		t.Fatal("namespace labels lost")
+	}
+	if v, _ := ns[0].Labels.Get("kubernetes.io/metadata.name"); v != "other" {
+		t.Fatal("implicit namespace lacks its metadata.name label")
+	}
 }

@@ -315,7 +315,7 @@ func TestWorkloadErrors(t *testing.T) {
 		{"deployment defined twice", deploy + sel + workloadTemplate + "---\n" + deploy + sel + workloadTemplate,
 			`test.yaml: document 1 (Deployment web): metadata.name: Deployment default/web is already defined`},
 		{"old api version", "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: web}\n",
-			`test.yaml: document 0 (Deployment web): unsupported kind extensions/v1beta1 "Deployment" (supported: v1 Node, Pod, Namespace; apps/v1 Deployment, ReplicaSet, StatefulSet;`},
+			`test.yaml: document 0 (Deployment web): unsupported kind extensions/v1beta1 "Deployment" (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet;`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := read(t, tc.yaml)

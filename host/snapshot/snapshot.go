@@ -74,6 +74,10 @@ type Snapshot struct {
 	// floor is the oldest generation a delta can start from: deletions
 	// at or below it have been forgotten.
 	floor uint64
+	// namespaces and the generation of their last change: guests get the
+	// whole (small, rarely changing) table when it changed.
+	namespaces map[string]abi.Labels
+	nsGen      uint64
 	// changes logs every node change in generation order, so "what
 	// changed since G" walks only the changes, not every node (a cycle
 	// does this per module instance). A node changed twice has two
@@ -124,7 +128,36 @@ func (s *Snapshot) changedSince(gen uint64, fn func(*NodeInfo)) {
 }
 
 // New returns an empty snapshot.
-func New() *Snapshot { return &Snapshot{byName: map[string]*NodeInfo{}} }
+func New() *Snapshot {
+	return &Snapshot{byName: map[string]*NodeInfo{}, namespaces: map[string]abi.Labels{}}
+}
+
+// SetNamespace adds or relabels a namespace.
+func (s *Snapshot) SetNamespace(name string, labels abi.Labels) {
+	s.generation++
+	s.namespaces[name] = labels
+	s.nsGen = s.generation
+}
+
+// RemoveNamespace deletes a namespace.
+func (s *Snapshot) RemoveNamespace(name string) {
+	if _, ok := s.namespaces[name]; !ok {
+		return
+	}
+	s.generation++
+	delete(s.namespaces, name)
+	s.nsGen = s.generation
+}
+
+// Namespaces returns the namespace table sorted by name.
+func (s *Snapshot) Namespaces() []abi.Namespace {
+	out := make([]abi.Namespace, 0, len(s.namespaces))
+	for n, l := range s.namespaces {
+		out = append(out, abi.Namespace{Name: n, Labels: l})
+	}
+	slices.SortFunc(out, func(a, b abi.Namespace) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
 
 // Generation is the newest generation stamped on any change.
 func (s *Snapshot) Generation() uint64 { return s.generation }
@@ -233,13 +266,18 @@ type Delta struct {
 	Reset   bool
 	Changed []*NodeInfo
 	Deleted []uint32
+	// Namespaces is the whole namespace table when it changed since, else nil.
+	Namespaces []abi.Namespace
 }
 
 // DeltaSince collects the changes after generation since into d (reusing
 // its slices). A guest that has seen nothing passes 0.
 func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
-	d.Changed, d.Deleted = d.Changed[:0], d.Deleted[:0]
+	d.Changed, d.Deleted, d.Namespaces = d.Changed[:0], d.Deleted[:0], nil
 	d.Reset = since == 0 || since < s.floor
+	if s.nsGen > 0 && (d.Reset || s.nsGen > since) {
+		d.Namespaces = s.Namespaces()
+	}
 	if d.Reset {
 		d.Changed = append(d.Changed, s.order...)
 		return
@@ -260,6 +298,9 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, withPods bool) {
 	if d.Reset {
 		flags |= abi.SyncReset
 	}
+	if d.Namespaces != nil {
+		flags |= abi.SyncNamespaces
+	}
 	e.SyncHeader(flags, numNodes)
 	e.Uvarint(uint64(len(d.Changed)))
 	for _, ni := range d.Changed {
@@ -270,6 +311,13 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, withPods bool) {
 	e.Uvarint(uint64(len(d.Deleted)))
 	for _, s := range d.Deleted {
 		e.U32(s)
+	}
+	if d.Namespaces != nil {
+		e.Uvarint(uint64(len(d.Namespaces)))
+		for _, n := range d.Namespaces {
+			e.String(n.Name)
+			e.Labels(n.Labels)
+		}
 	}
 }
 
@@ -335,6 +383,16 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 	}
 	s.tombs = append(s.tombs[:0], src.tombs...)
 	s.floor = src.floor
+	if full || src.nsGen > s.generation {
+		if s.namespaces == nil {
+			s.namespaces = map[string]abi.Labels{}
+		}
+		clear(s.namespaces)
+		for n, l := range src.namespaces {
+			s.namespaces[n] = l
+		}
+		s.nsGen = src.nsGen
+	}
 	s.generation = src.generation
 	if len(s.changes) > 2*len(s.order)+64 {
 		s.compactChanges()

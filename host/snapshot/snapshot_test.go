@@ -25,7 +25,7 @@ func (m mirror) apply(t *testing.T, b []byte) {
 		d.NodeInfo(&ni)
 		m[slot] = ni
 		return d.Err()
-	}, func(slot uint32) error { delete(m, slot); return nil })
+	}, func(slot uint32) error { delete(m, slot); return nil }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,5 +267,44 @@ func checkMirror(t *testing.T, s *Snapshot, m mirror) {
 			got.Requested.MilliCPU != ni.Info.Requested.MilliCPU || got.Node.AllowedPods != ni.Info.Node.AllowedPods {
 			t.Fatalf("slot %d: mirror %+v, snapshot %+v", ni.Slot, got, ni.Info)
 		}
+	}
+}
+
+func TestNamespacesSyncOnlyWhenChanged(t *testing.T) {
+	live := New()
+	live.SetNode(abi.Node{Name: "n"})
+	live.SetNamespace("prod", abi.Labels{{Key: "env", Value: "prod"}})
+	cyc := New()
+	cyc.UpdateFrom(live)
+	got := map[string]abi.Labels{}
+	apply := func(d *Delta) {
+		var e abi.Encoder
+		EncodeSync(&e, d, cyc.NumNodes(), false)
+		if _, _, err := abi.ParseSync(e.B, func(uint32, []byte) error { return nil }, func(uint32) error { return nil },
+			func(n abi.Namespace) error { got[n.Name] = n.Labels; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d Delta
+	cyc.DeltaSince(0, &d)
+	apply(&d)
+	if v, _ := got["prod"].Get("env"); v != "prod" {
+		t.Fatalf("namespaces after first sync: %v", got)
+	}
+	gen := cyc.Generation()
+	live.SetNode(abi.Node{Name: "m"})
+	cyc.UpdateFrom(live)
+	cyc.DeltaSince(gen, &d)
+	if d.Namespaces != nil {
+		t.Fatal("namespaces sent though unchanged")
+	}
+	gen = cyc.Generation()
+	live.SetNamespace("prod", abi.Labels{{Key: "env", Value: "staging"}})
+	live.RemoveNamespace("missing")
+	cyc.UpdateFrom(live)
+	cyc.DeltaSince(gen, &d)
+	apply(&d)
+	if v, _ := got["prod"].Get("env"); v != "staging" {
+		t.Fatalf("relabelled namespace not synced: %v", got)
 	}
 }
