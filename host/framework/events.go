@@ -16,4 +16,9 @@ var PluginEvents = map[string][]queue.ClusterEvent{
 		{Resource: queue.AssignedPod, Action: queue.Delete}},
 	"NodeResourcesFit": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeAllocatable},
 		{Resource: queue.AssignedPod, Action: queue.Delete | queue.UpdatePodScaleDown}},
+	"PodTopologySpread": {{Resource: queue.Node, Action: queue.Add | queue.Delete | queue.UpdateNodeLabel | queue.UpdateNodeTaint},
+		{Resource: queue.AssignedPod, Action: queue.Add | queue.Delete | queue.UpdatePodLabel}},
+	"InterPodAffinity": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeLabel},
+		{Resource: queue.AssignedPod, Action: queue.Add | queue.Delete | queue.UpdatePodLabel},
+		{Resource: "Namespace", Action: queue.Add | queue.UpdateOther}},
 }
