@@ -27,24 +27,10 @@ type Backend struct {
 func New(log hclog.Logger, regs ...plugin.Registration) *Backend {
 	if log != nil {
 		plugin.SetLogSink(func(level abi.LogLevel, msg string) {
-			log.Log(hclogLevel(level), msg)
+			log.Log(policy.HclogLevel(level), msg)
 		})
 	}
 	return &Backend{regs: regs}
-}
-
-func hclogLevel(l abi.LogLevel) hclog.Level {
-	switch l {
-	case abi.LogTrace:
-		return hclog.Trace
-	case abi.LogDebug:
-		return hclog.Debug
-	case abi.LogWarn:
-		return hclog.Warn
-	case abi.LogError:
-		return hclog.Error
-	}
-	return hclog.Info
 }
 
 // NewInstance implements policy.Backend.

@@ -310,3 +310,50 @@ func TestNativeAndWasmBuildsAgree(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTopologyPlugins measures PodTopologySpread and InterPodAffinity
+// per node at 5000 nodes, with 3000 and with 30000 existing pods: the
+// per-cycle cost must not grow with the pods (pod groups make counting
+// per node cost the workloads there, not the pods).
+func BenchmarkTopologyPlugins(b *testing.B) {
+	ctx := context.Background()
+	pod := fixtures.TopologyPod("bench", 0)
+	for _, pods := range []int{3000, 30000} {
+		snap := fixtures.ClusterOfWorkloads(benchNodes, pods)
+		var all []uint32
+		for _, n := range snap.Nodes() {
+			all = append(all, n.Slot)
+		}
+		for _, be := range backends(b)[:2] {
+			m, err := policy.Load(ctx, be.b, policy.Config{Name: be.name, PoolSize: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, name := range []string{"PodTopologySpread", "InterPodAffinity"} {
+				idx := m.Manifest().Plugin(name)
+				if idx < 0 {
+					b.Skipf("the bundle has no %s", name)
+				}
+				b.Run(fmt.Sprintf("pods=%d/plugin=%s/backend=%s", pods, name, be.name), func(b *testing.B) {
+					c, err := m.Get(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer m.Put(ctx, c)
+					if err := c.Sync(ctx, snap); err != nil {
+						b.Fatal(err)
+					}
+					feasible := make([]uint32, 0, len(all))
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if _, err := pass(ctx, c, []int{idx}, &pod, all, feasible); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
+				})
+			}
+			m.Close(ctx)
+		}
+	}
+}

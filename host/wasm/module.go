@@ -216,24 +216,10 @@ func (b *Backend) hostLog(_ context.Context, mod api.Module, stack []uint64) {
 	}
 	text := string(msg)
 	if i := strings.IndexByte(text, abi.LogPluginSeparator); i > 0 {
-		b.log.Log(hclogLevel(level), text[i+1:], "plugin", text[:i])
+		b.log.Log(policy.HclogLevel(level), text[i+1:], "plugin", text[:i])
 		return
 	}
-	b.log.Log(hclogLevel(level), text)
-}
-
-func hclogLevel(l abi.LogLevel) hclog.Level {
-	switch l {
-	case abi.LogTrace:
-		return hclog.Trace
-	case abi.LogDebug:
-		return hclog.Debug
-	case abi.LogWarn:
-		return hclog.Warn
-	case abi.LogError:
-		return hclog.Error
-	}
-	return hclog.Info
+	b.log.Log(policy.HclogLevel(level), text)
 }
 
 // logWriter turns a guest's stdout/stderr into log lines.
