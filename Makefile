@@ -66,8 +66,10 @@ wasm-go:
 	  ( cd plugins-wasm && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o ../build/wasm/$$name.go.wasm $$pkg ) || exit 1; \
 	done
 
+# The benchmarks of docs/PERFORMANCE.md, with the settings recorded there.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./host/...
+	$(GO) test -run '^$$' -bench 'FilterScorePerNode|MirrorDeltaSync|TopologyPlugins' -benchtime 40x -count 3 ./host/policy/
+	$(GO) test -run '^$$' -bench SchedulingBasic -benchtime 1x -count 2 ./host/sim/
 
 tinygo:
 	scripts/install-tinygo.sh
