@@ -11,7 +11,10 @@ TINYGO_PREFIX ?= /opt/tinygo
 TINYGO_ENV     = . $(TINYGO_PREFIX)/env.sh
 # -scheduler=none: the asyncify scheduler costs 0.2-0.5 ms per exported call.
 # -no-debug: no DWARF, so builds are small and byte-for-byte reproducible.
-TINYGO_FLAGS   = -target=$(TINYGO_PREFIX)/targets-local/wasip1-plugin.json -buildmode=c-shared -scheduler=none -no-debug -opt=2
+# -opt=s: with all nine default plugins -opt=2 makes a 235 KB bundle, over
+# the 200 KB budget; -opt=s makes 170 KB and measured ~9% slower per node
+# (docs/PERFORMANCE.md).
+TINYGO_FLAGS   = -target=$(TINYGO_PREFIX)/targets-local/wasip1-plugin.json -buildmode=c-shared -scheduler=none -no-debug -opt=s
 
 # guest main package (under plugins-wasm/) => committed TinyGo build (repo-relative)
 WASM_BUILDS = \

@@ -22,6 +22,10 @@ const (
 	// must carry the pods on each node. Without it the host may send
 	// aggregates only.
 	ManifestWantsPods uint32 = 1 << 0
+	// ManifestWantsAffinityPods: the module reads only the pods that have
+	// pod affinity or anti-affinity terms (inter-pod affinity's symmetric
+	// checks); the host may send just those. ManifestWantsPods wins.
+	ManifestWantsAffinityPods uint32 = 1 << 1
 )
 
 // Manifest is a module's self-description, the reply to FuncManifest.

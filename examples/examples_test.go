@@ -64,3 +64,47 @@ func TestExampleClusterPlacements(t *testing.T) {
 		}
 	}
 }
+
+// TestTopologyExample checks the constraints of examples/topology.yaml
+// rather than exact nodes: symmetric nodes tie, and ties are random.
+func TestTopologyExample(t *testing.T) {
+	objs, err := sim.LoadFiles("topology.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneOf := map[string]string{"a1": "a", "a2": "a", "b1": "b", "b2": "b", "c1": "c", "c2": "c"}
+	for seed := uint64(1); seed <= 5; seed++ {
+		rep, err := sim.Run(context.Background(), objs, sim.Options{Seed: seed, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		webPerZone := map[string]int{}
+		dbHosts := map[string]bool{}
+		for _, p := range rep.Pods {
+			if p.Namespace == "batch" {
+				continue // pre-bound filler
+			}
+			if p.Status != sim.StatusScheduled {
+				t.Fatalf("seed %d: %s/%s not scheduled: %s", seed, p.Namespace, p.Name, p.Message)
+			}
+			switch {
+			case strings.HasPrefix(p.Name, "web-"):
+				webPerZone[zoneOf[p.Node]]++
+			case strings.HasPrefix(p.Name, "db-"):
+				if dbHosts[p.Node] {
+					t.Errorf("seed %d: two db replicas on %s despite required anti-affinity", seed, p.Node)
+				}
+				dbHosts[p.Node] = true
+			}
+		}
+		if webPerZone["a"] != 2 || webPerZone["b"] != 2 || webPerZone["c"] != 2 {
+			t.Errorf("seed %d: web replicas per zone %v, want 2 each (maxSkew 1)", seed, webPerZone)
+		}
+		if cache, db0 := rep.Pod("shop", "cache"), rep.Pod("shop", "db-0"); cache.Node != db0.Node {
+			t.Errorf("seed %d: cache on %s, db-0 on %s: required affinity broken", seed, cache.Node, db0.Node)
+		}
+		if noisy := rep.Pod("shop", "noisy"); dbHosts[noisy.Node] {
+			t.Errorf("seed %d: noisy on %s, which runs a db pod", seed, noisy.Node)
+		}
+	}
+}

@@ -147,6 +147,9 @@ func (g *Guest) manifest() error {
 		if r.WantsPods {
 			m.Flags |= abi.ManifestWantsPods
 		}
+		if r.WantsAffinityPods {
+			m.Flags |= abi.ManifestWantsAffinityPods
+		}
 		m.Plugins = append(m.Plugins, abi.PluginInfo{Name: r.Name, Points: pointsOf(p)})
 	}
 	g.enc.Manifest(&m)

@@ -75,6 +75,11 @@ type Registration struct {
 	// WantsPods: the plugin reads NodeInfo.Pods (the pods on each node).
 	// Without it the host may leave them out of the mirror.
 	WantsPods bool
+	// WantsAffinityPods: the plugin reads only the pods with pod
+	// (anti-)affinity terms (NodeInfo.PodsWithAffinity and
+	// PodsWithRequiredAntiAffinity); the host then sends only those, which
+	// keeps node records small.
+	WantsAffinityPods bool
 }
 
 // PreFilterExtensions is implemented by a PreFilter plugin whose cycle

@@ -87,7 +87,8 @@ func TestDefaultProfileHasKubeSchedulerWeightsAndFilterOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+	want := map[string]int64{"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
+		"PodTopologySpread": 2, "InterPodAffinity": 2}
 	got := p.ScorePlugins()
 	for name, w := range want {
 		if got[name] != w {
@@ -97,7 +98,7 @@ func TestDefaultProfileHasKubeSchedulerWeightsAndFilterOrder(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("score plugins = %v", got)
 	}
-	if f := strings.Join(p.FilterPlugins(), ","); f != "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodePorts,NodeResourcesFit" {
+	if f := strings.Join(p.FilterPlugins(), ","); f != "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity" {
 		t.Errorf("filter order = %s", f)
 	}
 }

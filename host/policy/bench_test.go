@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -226,6 +227,21 @@ func TestNativeAndWasmBuildsAgree(t *testing.T) {
 	if err := snap.AddPod(&blocker); err != nil {
 		t.Fatal(err)
 	}
+	// Workload pods for the topology plugins: groups per node, and some
+	// with required anti-affinity (the symmetric check).
+	for j := 0; j < 150; j++ {
+		p := fixtures.Pod("existing", 1000+j)
+		p.Labels = abi.Labels{{Key: "app", Value: fmt.Sprintf("w%d", j%5)}}
+		if j%7 == 0 {
+			p.PodAntiAffinity = &abi.PodAffinity{Required: []abi.PodAffinityTerm{{
+				LabelSelector: &abi.LabelSelector{MatchLabels: abi.Labels{{Key: "app", Value: "w1"}}},
+				TopologyKey:   "kubernetes.io/hostname"}}}
+		}
+		p.NodeName = snap.Nodes()[(j*7)%len(snap.Nodes())].Info.Node.Name
+		if err := snap.AddPod(&p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var all []uint32
 	for _, n := range snap.Nodes() {
 		all = append(all, n.Slot)
@@ -235,78 +251,93 @@ func TestNativeAndWasmBuildsAgree(t *testing.T) {
 		verdicts [][]string // per plugin, per node: "" or code+reasons
 		scores   [][]int64
 	}
-	run := func(be policy.Backend) outcome {
-		m, err := policy.Load(ctx, be, policy.Config{Name: "diff"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close(ctx)
-		c, err := m.Get(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Put(ctx, c)
-		if err := c.Sync(ctx, snap); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.StartCycle(ctx, &pod); err != nil {
-			t.Fatal(err)
-		}
-		var o outcome
-		for p, info := range m.Manifest().Plugins {
-			if info.Points.Has(abi.PointPreFilter) {
-				if _, err := c.PreFilter(ctx, p); err != nil {
-					t.Fatal(err)
-				}
+	topo := fixtures.TopologyPod("diff", 2)
+	for _, pod := range []abi.Pod{pod, topo} {
+		run := func(be policy.Backend) outcome {
+			m, err := policy.Load(ctx, be, policy.Config{Name: "diff"})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if info.Points.Has(abi.PointFilter) {
-				r, err := c.Filter(ctx, p, all)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var v []string
-				for _, ix := range r.Indexes {
-					if ix == 0 {
-						v = append(v, "")
-					} else {
-						e := r.Entries[ix-1]
-						v = append(v, fmt.Sprint(e.Code, e.Reasons))
-					}
-				}
-				o.verdicts = append(o.verdicts, v)
+			defer m.Close(ctx)
+			c, err := m.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if info.Points.Has(abi.PointScore) {
-				if info.Points.Has(abi.PointPreScore) {
-					if _, err := c.PreScore(ctx, p, all); err != nil {
+			defer m.Put(ctx, c)
+			if err := c.Sync(ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.StartCycle(ctx, &pod); err != nil {
+				t.Fatal(err)
+			}
+			var o outcome
+			for p, info := range m.Manifest().Plugins {
+				if info.Points.Has(abi.PointPreFilter) {
+					st, err := c.PreFilter(ctx, p)
+					if err != nil {
 						t.Fatal(err)
 					}
+					o.verdicts = append(o.verdicts, []string{info.Name + " prefilter " + st.Code.String()})
+					if st.Code == abi.Skip {
+						continue // as the cycle does: no Filter, and no Score either for this test
+					}
 				}
-				s, err := c.Score(ctx, p, all)
-				if err != nil {
-					t.Fatal(err)
+				if info.Points.Has(abi.PointFilter) {
+					r, err := c.Filter(ctx, p, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var v []string
+					for _, ix := range r.Indexes {
+						if ix == 0 {
+							v = append(v, "")
+						} else {
+							e := r.Entries[ix-1]
+							v = append(v, fmt.Sprint(e.Code, e.Reasons))
+						}
+					}
+					o.verdicts = append(o.verdicts, v)
 				}
-				o.scores = append(o.scores, append([]int64(nil), s...))
+				if info.Points.Has(abi.PointScore) {
+					if info.Points.Has(abi.PointPreScore) {
+						st, err := c.PreScore(ctx, p, all)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if st.Code == abi.Skip {
+							continue
+						}
+					}
+					s, err := c.Score(ctx, p, all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o.scores = append(o.scores, append([]int64(nil), s...))
+				}
+			}
+			return o
+		}
+		bes := backends(t)
+		want := run(bes[0].b)
+		rejected := 0
+		for _, v := range want.verdicts {
+			for _, s := range v {
+				if s != "" {
+					rejected++
+				}
 			}
 		}
-		return o
-	}
-	bes := backends(t)
-	want := run(bes[0].b)
-	rejected := 0
-	for _, v := range want.verdicts {
-		for _, s := range v {
-			if s != "" {
-				rejected++
-			}
+		if rejected == 0 {
+			t.Fatal("the fixture rejects no node: the comparison would prove nothing")
 		}
-	}
-	if rejected == 0 {
-		t.Fatal("the fixture rejects no node: the comparison would prove nothing")
-	}
-	for _, be := range bes[1:] {
-		got := run(be.b)
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s build differs from the native twin:\n got %v\nwant %v", be.name, got, want)
+		if pod.Name == topo.Name && !strings.Contains(fmt.Sprint(want), "didn't match pod anti-affinity rules") {
+			t.Fatalf("no anti-affinity rejection for the topology pod: the new plugins are not exercised: %v", want)
+		}
+		for _, be := range bes[1:] {
+			got := run(be.b)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("pod %s: %s build differs from the native twin:\n got %v\nwant %v", pod.Name, be.name, got, want)
+			}
 		}
 	}
 }

@@ -16,10 +16,10 @@ import (
 // Replies (FilterReply, scores) reuse the Client's buffers: they are valid
 // until the next call on the same Client.
 type Client struct {
-	module    *Module
-	inst      Instance
-	wantsPods bool
-	broken    bool
+	module *Module
+	inst   Instance
+	pods   snapshot.PodsMode // which pods node records carry for this module
+	broken bool
 
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
@@ -47,7 +47,7 @@ func (c *Client) Sync(ctx context.Context, snap *snapshot.Snapshot) error {
 	}
 	snap.DeltaSince(since, &c.delta)
 	c.enc.Reset()
-	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.wantsPods)
+	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.pods)
 	if _, err := c.run(ctx, abi.FuncSync, moduleWide, c.enc.B); err != nil {
 		c.snap, c.synced = nil, 0 // the mirror is in an unknown state
 		return err

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/snapshot"
 )
 
 // Config says how to load one module.
@@ -147,7 +148,7 @@ func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("module %q: init: %w", m.name, err)
 	}
-	return &Client{module: m, inst: inst, wantsPods: m.manifest.Flags&abi.ManifestWantsPods != 0}, nil
+	return &Client{module: m, inst: inst, pods: snapshot.PodsModeFor(m.manifest.Flags)}, nil
 }
 
 // Name is the module's name.

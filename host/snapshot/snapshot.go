@@ -24,26 +24,54 @@ type NodeInfo struct {
 	Generation uint64
 	Info       abi.NodeInfo
 
-	// Encodings cached at recordGen, with and without the pods. Guarded
-	// by mu: several pool instances may sync from one snapshot at once.
+	// Encodings cached at recordGen, one per PodsMode. Guarded by mu:
+	// several pool instances may sync from one snapshot at once.
 	mu        sync.Mutex
-	records   [2][]byte
-	recordGen [2]uint64
+	records   [3][]byte
+	recordGen [3]uint64
 }
 
-// Record returns the node's NodeInfo encoding, with or without the pods,
-// encoding it at most once per generation.
-func (n *NodeInfo) Record(withPods bool) []byte {
-	k := 0
-	if withPods {
-		k = 1
+// PodsMode says which pods a node record carries.
+type PodsMode int
+
+const (
+	// NoPods: aggregates only.
+	NoPods PodsMode = iota
+	// AffinityPods: only pods with pod (anti-)affinity terms.
+	AffinityPods
+	// AllPods: every pod.
+	AllPods
+)
+
+// PodsModeFor picks the record mode a module's manifest flags ask for.
+func PodsModeFor(flags uint32) PodsMode {
+	switch {
+	case flags&abi.ManifestWantsPods != 0:
+		return AllPods
+	case flags&abi.ManifestWantsAffinityPods != 0:
+		return AffinityPods
 	}
+	return NoPods
+}
+
+// Record returns the node's NodeInfo encoding with the pods mode asks
+// for, encoding it at most once per generation.
+func (n *NodeInfo) Record(mode PodsMode) []byte {
+	k := int(mode)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.records[k] == nil || n.recordGen[k] != n.Generation {
 		info := n.Info
-		if !withPods {
+		switch mode {
+		case NoPods:
 			info.Pods = nil
+		case AffinityPods:
+			info.Pods = nil
+			for i := range n.Info.Pods {
+				if p := &n.Info.Pods[i]; p.PodAffinity != nil || p.PodAntiAffinity != nil {
+					info.Pods = append(info.Pods, *p)
+				}
+			}
 		}
 		e := abi.Encoder{B: make([]byte, 0, len(n.records[k]))}
 		e.NodeInfo(&info)
@@ -293,7 +321,7 @@ func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
 }
 
 // EncodeSync appends the sync request for a delta to e.
-func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, withPods bool) {
+func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode) {
 	var flags uint8
 	if d.Reset {
 		flags |= abi.SyncReset
@@ -304,7 +332,7 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, withPods bool) {
 	e.SyncHeader(flags, numNodes)
 	e.Uvarint(uint64(len(d.Changed)))
 	for _, ni := range d.Changed {
-		rec := ni.Record(withPods)
+		rec := ni.Record(mode)
 		e.U32(ni.Slot)
 		e.Bytes(rec)
 	}

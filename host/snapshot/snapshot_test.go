@@ -45,7 +45,7 @@ func syncMirror(t *testing.T, s *Snapshot, m mirror, since uint64) (sent int) {
 	var d Delta
 	s.DeltaSince(since, &d)
 	var e abi.Encoder
-	EncodeSync(&e, &d, s.NumNodes(), true)
+	EncodeSync(&e, &d, s.NumNodes(), AllPods)
 	m.apply(t, e.B)
 	return len(d.Changed)
 }
@@ -195,7 +195,7 @@ func TestUpdateFromFollowsTheLiveSnapshotIncrementally(t *testing.T) {
 	var d Delta
 	cyc.DeltaSince(0, &d)
 	var e abi.Encoder
-	EncodeSync(&e, &d, cyc.NumNodes(), false)
+	EncodeSync(&e, &d, cyc.NumNodes(), NoPods)
 	m.apply(t, e.B)
 	if got, want := m.names(), []string{"n0", "n1", "n2", "n4"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("mirror from the copy: %v, want %v", got, want)
@@ -279,7 +279,7 @@ func TestNamespacesSyncOnlyWhenChanged(t *testing.T) {
 	got := map[string]abi.Labels{}
 	apply := func(d *Delta) {
 		var e abi.Encoder
-		EncodeSync(&e, d, cyc.NumNodes(), false)
+		EncodeSync(&e, d, cyc.NumNodes(), NoPods)
 		if _, _, err := abi.ParseSync(e.B, func(uint32, []byte) error { return nil }, func(uint32) error { return nil },
 			func(n abi.Namespace) error { got[n.Name] = n.Labels; return nil }); err != nil {
 			t.Fatal(err)

@@ -7,11 +7,13 @@ package defaults
 import (
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 	"github.com/wasmsched/wasmsched/plugins-wasm/imagelocality"
+	"github.com/wasmsched/wasmsched/plugins-wasm/interpodaffinity"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodeaffinity"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodename"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodeports"
 	"github.com/wasmsched/wasmsched/plugins-wasm/noderesources"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodeunschedulable"
+	"github.com/wasmsched/wasmsched/plugins-wasm/podtopologyspread"
 	"github.com/wasmsched/wasmsched/plugins-wasm/tainttoleration"
 )
 
@@ -25,6 +27,8 @@ func Plugins() []plugin.Registration {
 		nodeaffinity.Registration,
 		nodeports.Registration,
 		noderesources.FitRegistration,
+		podtopologyspread.Registration,
+		interpodaffinity.Registration,
 		noderesources.BalancedAllocationRegistration,
 		imagelocality.Registration,
 	}

@@ -1,0 +1,273 @@
+// Package interpodaffinity is kube-scheduler's InterPodAffinity plugin as
+// a wasmsched policy: it filters nodes by the incoming pod's required pod
+// affinity and anti-affinity and by the required anti-affinity of pods
+// already running, and scores nodes by preferred (anti-)affinity of both
+// (plus existing pods' required affinity, weighted by
+// hardPodAffinityWeight).
+package interpodaffinity
+
+import (
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// Name is the plugin's name in a profile, the same as kube-scheduler's.
+const Name = "InterPodAffinity"
+
+// Rejection reasons, kube-scheduler's wording.
+const (
+	ErrReasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy existing pods anti-affinity rules"
+	ErrReasonAffinityRulesNotMatch             = "node(s) didn't match pod affinity rules"
+	ErrReasonAntiAffinityRulesNotMatch         = "node(s) didn't match pod anti-affinity rules"
+)
+
+var (
+	// Affinity cannot be fixed by preemption (removing pods never adds
+	// a matching one); anti-affinity can.
+	statusAffinity = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
+	statusAnti     = plugin.NewStatus(abi.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+	statusExisting = plugin.NewStatus(abi.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+	statusSkip     = plugin.NewStatus(abi.Skip)
+	statusNoPre    = plugin.NewStatus(abi.Error, "InterPodAffinity: no PreFilter state")
+	statusNoScore  = plugin.NewStatus(abi.Error, "InterPodAffinity: no PreScore state")
+)
+
+var (
+	preFilterKey = plugin.NewStateKey()
+	preScoreKey  = plugin.NewStateKey()
+)
+
+// InterPodAffinity implements pod affinity and anti-affinity.
+type InterPodAffinity struct {
+	args Args
+	h    plugin.Handle
+}
+
+var (
+	_ plugin.PreFilterPlugin     = (*InterPodAffinity)(nil)
+	_ plugin.PreFilterExtensions = (*InterPodAffinity)(nil)
+	_ plugin.FilterPlugin        = (*InterPodAffinity)(nil)
+	_ plugin.PreScorePlugin      = (*InterPodAffinity)(nil)
+	_ plugin.ScorePlugin         = (*InterPodAffinity)(nil)
+	_ plugin.ScoreNormalizer     = (*InterPodAffinity)(nil)
+)
+
+// Registration lets a module register the plugin with guest.Register. The
+// plugin reads the pods on every node, so it wants them mirrored.
+var Registration = plugin.Registration{Name: Name, New: New, WantsAffinityPods: true}
+
+// New builds the plugin from InterPodAffinityArgs (see ParseArgs).
+func New(args *abi.Value, h plugin.Handle) (plugin.Plugin, error) {
+	a, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return &InterPodAffinity{args: a, h: h}, nil
+}
+
+// Name implements plugin.Plugin.
+func (*InterPodAffinity) Name() string { return Name }
+
+// preFilterState is what Filter needs: the incoming pod's compiled
+// required terms and three per-topology-pair counts, which AddPod and
+// RemovePod keep up to date in what-if views.
+type preFilterState struct {
+	pod      *abi.Pod
+	nsLabels abi.Labels // labels of the incoming pod's namespace
+	ns       *nsCache
+	// affinity and anti are the pod's required terms; term.key indexes
+	// affinityCounts and antiCounts respectively.
+	affinity, anti []term
+	// selfMatch: the pod matches all its own affinity terms.
+	selfMatch bool
+	// existing counts, per pair, the existing pods' required
+	// anti-affinity terms that match the incoming pod; affinityCounts
+	// the pods matching all the pod's affinity terms (once per term's
+	// pair); antiCounts the pods matching each anti-affinity term.
+	existing, affinityCounts, antiCounts topoCounts
+}
+
+// Clone implements plugin.StateData: the counts are copied, the compiled
+// terms (immutable) shared.
+func (s *preFilterState) Clone() plugin.StateData {
+	c := *s
+	c.existing = s.existing.clone()
+	c.affinityCounts = s.affinityCounts.clone()
+	c.antiCounts = s.antiCounts.clone()
+	return &c
+}
+
+// PreFilter compiles the pod's required terms and counts, over every node
+// of the cluster, the pods that match them and the existing pods whose
+// required anti-affinity the pod would violate. Nothing to check: Skip.
+func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugin.Status {
+	s := &preFilterState{pod: pod, ns: newNSCache(pl.h)}
+	var err error
+	if pod.PodAffinity != nil {
+		if s.affinity, err = compileTerms(pod, pod.PodAffinity.Required); err != nil {
+			return plugin.AsStatus(err)
+		}
+	}
+	if pod.PodAntiAffinity != nil {
+		if s.anti, err = compileTerms(pod, pod.PodAntiAffinity.Required); err != nil {
+			return plugin.AsStatus(err)
+		}
+	}
+	for i := range s.affinity {
+		s.affinity[i].key = s.affinityCounts.keyIndex(s.affinity[i].topoKey)
+	}
+	for i := range s.anti {
+		s.anti[i].key = s.antiCounts.keyIndex(s.anti[i].topoKey)
+	}
+	s.nsLabels, _ = pl.h.NamespaceLabels(pod.Namespace)
+	incoming := len(s.affinity)+len(s.anti) > 0
+	for _, n := range pl.h.Nodes() {
+		for _, p := range n.PodsWithRequiredAntiAffinity {
+			s.updateExisting(p, n, 1)
+		}
+		if incoming && s.hasAnyKey(n) {
+			for gi := range n.PodGroups {
+				g := &n.PodGroups[gi]
+				s.updateIncoming(g.Namespace, g.Labels, n, int64(g.Count))
+			}
+		}
+	}
+	s.selfMatch = matchesAll(s.affinity, pod.Namespace, pod.Labels, s.ns)
+	s.ns.frozen = true
+	if !incoming && s.existing.Len() == 0 {
+		return statusSkip
+	}
+	state.Write(preFilterKey, s)
+	return nil
+}
+
+// hasAnyKey reports whether node n has the topology key of some term of
+// the incoming pod (else its pods count nowhere).
+func (s *preFilterState) hasAnyKey(n *plugin.NodeInfo) bool {
+	for _, k := range s.affinityCounts.keys {
+		if _, ok := n.Label(k); ok {
+			return true
+		}
+	}
+	for _, k := range s.antiCounts.keys {
+		if _, ok := n.Label(k); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// updateExisting adds d for each required anti-affinity term of p (on
+// node n) that matches the incoming pod.
+func (s *preFilterState) updateExisting(p *abi.Pod, n *plugin.NodeInfo, d int64) {
+	if p.PodAntiAffinity == nil {
+		return
+	}
+	for i := range p.PodAntiAffinity.Required {
+		t := &p.PodAntiAffinity.Required[i]
+		v, ok := n.Label(t.TopologyKey)
+		if !ok || !existingTermMatches(t, p, s.pod, s.nsLabels) {
+			continue
+		}
+		s.existing.add(s.existing.keyIndex(t.TopologyKey), v, d)
+	}
+}
+
+// updateIncoming adds d pods of namespace ns with labels, on node n, to
+// the counts of the incoming pod's terms they match.
+func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, n *plugin.NodeInfo, d int64) {
+	if matchesAll(s.affinity, ns, labels, s.ns) {
+		for i := range s.affinity {
+			t := &s.affinity[i]
+			if v, ok := n.Label(t.topoKey); ok {
+				s.affinityCounts.add(t.key, v, d)
+			}
+		}
+	}
+	for i := range s.anti {
+		t := &s.anti[i]
+		if v, ok := n.Label(t.topoKey); ok && t.matchesOther(ns, labels, s.ns) {
+			s.antiCounts.add(t.key, v, d)
+		}
+	}
+}
+
+// AddPod implements plugin.PreFilterExtensions.
+func (pl *InterPodAffinity) AddPod(state *plugin.CycleState, _, podToAdd *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
+	return updateWithPod(state, podToAdd, node, 1)
+}
+
+// RemovePod implements plugin.PreFilterExtensions.
+func (pl *InterPodAffinity) RemovePod(state *plugin.CycleState, _, podToRemove *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
+	return updateWithPod(state, podToRemove, node, -1)
+}
+
+func updateWithPod(state *plugin.CycleState, p *abi.Pod, node *plugin.NodeInfo, d int64) *plugin.Status {
+	s, ok := state.Read(preFilterKey).(*preFilterState)
+	if !ok {
+		return nil // PreFilter skipped: Filter will not run either
+	}
+	s.updateExisting(p, node, d)
+	s.updateIncoming(p.Namespace, p.Labels, node, d)
+	return nil
+}
+
+// Filter checks, in upstream's order, the pod's required affinity, its
+// required anti-affinity, then the existing pods' anti-affinity.
+func (pl *InterPodAffinity) Filter(state *plugin.CycleState, _ *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
+	s, ok := state.Read(preFilterKey).(*preFilterState)
+	if !ok {
+		return statusNoPre
+	}
+	if !s.satisfiesAffinity(node) {
+		return statusAffinity
+	}
+	if !s.satisfiesAnti(node) {
+		return statusAnti
+	}
+	if !s.satisfiesExisting(node) {
+		return statusExisting
+	}
+	return nil
+}
+
+// satisfiesAffinity: the node has every term's topology key, and each
+// term's domain holds a matching pod — unless no pod anywhere matches and
+// the pod matches its own terms (the first pod of a group).
+func (s *preFilterState) satisfiesAffinity(node *plugin.NodeInfo) bool {
+	podsExist := true
+	for i := range s.affinity {
+		t := &s.affinity[i]
+		v, ok := node.Label(t.topoKey)
+		if !ok {
+			return false
+		}
+		if s.affinityCounts.get(t.key, v) <= 0 {
+			podsExist = false
+		}
+	}
+	return podsExist || (s.selfMatch && s.affinityCounts.Len() == 0)
+}
+
+// satisfiesAnti: no anti-affinity term's domain of the node holds a
+// matching pod.
+func (s *preFilterState) satisfiesAnti(node *plugin.NodeInfo) bool {
+	for i := range s.anti {
+		t := &s.anti[i]
+		if v, ok := node.Label(t.topoKey); ok && s.antiCounts.get(t.key, v) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// satisfiesExisting: no domain of the node holds an existing pod whose
+// required anti-affinity the incoming pod matches.
+func (s *preFilterState) satisfiesExisting(node *plugin.NodeInfo) bool {
+	for ki, k := range s.existing.keys {
+		if v, ok := node.Label(k); ok && s.existing.get(ki, v) > 0 {
+			return false
+		}
+	}
+	return true
+}

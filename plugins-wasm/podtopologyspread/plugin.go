@@ -1,0 +1,198 @@
+// Package podtopologyspread is kube-scheduler's PodTopologySpread plugin as
+// a wasmsched policy: DoNotSchedule constraints filter nodes by the skew
+// the pod would cause, ScheduleAnyway constraints score nodes so pods
+// spread over topology domains.
+//
+// Matching pods are counted per node from NodeInfo.PodGroups (pods grouped
+// by namespace and label set), so the cost grows with the number of
+// distinct label sets on a node, not with its pods.
+package podtopologyspread
+
+import (
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// Name is the plugin's name in a profile.
+const Name = "PodTopologySpread"
+
+// Rejection reasons, kube-scheduler's wording.
+const (
+	// ErrReasonConstraintsNotMatch: the skew would exceed maxSkew.
+	ErrReasonConstraintsNotMatch = "node(s) didn't match pod topology spread constraints"
+	// ErrReasonNodeLabelNotMatch: the node lacks a topology key.
+	ErrReasonNodeLabelNotMatch = ErrReasonConstraintsNotMatch + " (missing required label)"
+)
+
+var (
+	statusNotMatch = plugin.NewStatus(abi.Unschedulable, ErrReasonConstraintsNotMatch)
+	statusNoLabel  = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+	statusSkip     = plugin.NewStatus(abi.Skip)
+)
+
+var (
+	preFilterKey = plugin.NewStateKey()
+	preScoreKey  = plugin.NewStateKey()
+)
+
+// PodTopologySpread filters and scores by topology spread constraints.
+type PodTopologySpread struct {
+	h                  plugin.Handle
+	defaultConstraints []abi.TopologySpreadConstraint
+	systemDefaulted    bool
+}
+
+var (
+	_ plugin.PreFilterPlugin     = (*PodTopologySpread)(nil)
+	_ plugin.FilterPlugin        = (*PodTopologySpread)(nil)
+	_ plugin.PreFilterExtensions = (*PodTopologySpread)(nil)
+	_ plugin.PreScorePlugin      = (*PodTopologySpread)(nil)
+	_ plugin.ScorePlugin         = (*PodTopologySpread)(nil)
+	_ plugin.ScoreNormalizer     = (*PodTopologySpread)(nil)
+)
+
+// Registration lets a module register the plugin with guest.Register.
+var Registration = plugin.Registration{Name: Name, New: New}
+
+// New builds the plugin from PodTopologySpreadArgs (see ParseArgs).
+func New(args *abi.Value, h plugin.Handle) (plugin.Plugin, error) {
+	a, err := ParseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	pl := &PodTopologySpread{h: h}
+	if a.DefaultingType == SystemDefaulting {
+		pl.defaultConstraints = systemDefaultConstraints
+		pl.systemDefaulted = true
+	} else {
+		pl.defaultConstraints = a.DefaultConstraints
+	}
+	return pl, nil
+}
+
+// Name implements plugin.Plugin.
+func (*PodTopologySpread) Name() string { return Name }
+
+// constraint is a compiled topology spread constraint.
+type constraint struct {
+	maxSkew       int32
+	key           string
+	sel           plugin.Selector
+	minDomains    int32
+	honorAffinity bool // nodeAffinityPolicy (default Honor)
+	honorTaints   bool // nodeTaintsPolicy (default Ignore)
+	selfMatch     bool // the selector matches the incoming pod
+}
+
+// constraintsFor compiles the pod's constraints of the given action, or
+// the default ones (with the pod's controller selector) when the pod has
+// none.
+func (pl *PodTopologySpread) constraintsFor(pod *abi.Pod, action abi.WhenUnsatisfiable) ([]constraint, error) {
+	if len(pod.TopologySpread) > 0 {
+		return compileConstraints(pod.TopologySpread, pod, action, nil)
+	}
+	cs := pod.ControllerSelector
+	if cs == nil || (len(cs.MatchLabels) == 0 && len(cs.MatchExpressions) == 0) {
+		return nil, nil
+	}
+	return compileConstraints(pl.defaultConstraints, pod, action, cs)
+}
+
+func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action abi.WhenUnsatisfiable, override *abi.LabelSelector) ([]constraint, error) {
+	var out []constraint
+	for i := range in {
+		c := &in[i]
+		if c.WhenUnsatisfiable != action {
+			continue
+		}
+		ls := c.LabelSelector
+		if override != nil {
+			ls = override
+		}
+		ls = mergeMatchLabelKeys(ls, c.MatchLabelKeys, pod.Labels)
+		sel, err := plugin.NewSelector(ls)
+		if err != nil {
+			return nil, err
+		}
+		md := c.MinDomains
+		if md <= 0 {
+			md = 1
+		}
+		out = append(out, constraint{
+			maxSkew:       c.MaxSkew,
+			key:           c.TopologyKey,
+			sel:           sel,
+			minDomains:    md,
+			honorAffinity: c.NodeAffinityPolicy != abi.PolicyIgnore,
+			honorTaints:   c.NodeTaintsPolicy == abi.PolicyHonor,
+			selfMatch:     sel.Matches(pod.Labels),
+		})
+	}
+	return out, nil
+}
+
+// mergeMatchLabelKeys ANDs "key In [value]" into ls for every key the pod
+// has a label for. A nil selector (matches nothing) stays nil, as
+// upstream's merge keeps labels.Nothing().
+func mergeMatchLabelKeys(ls *abi.LabelSelector, keys []string, podLabels abi.Labels) *abi.LabelSelector {
+	if ls == nil || len(keys) == 0 {
+		return ls
+	}
+	var merged *abi.LabelSelector
+	for _, k := range keys {
+		v, ok := podLabels.Get(k)
+		if !ok {
+			continue
+		}
+		if merged == nil {
+			merged = &abi.LabelSelector{
+				MatchLabels:      ls.MatchLabels,
+				MatchExpressions: append([]abi.Requirement(nil), ls.MatchExpressions...),
+			}
+		}
+		merged.MatchExpressions = append(merged.MatchExpressions,
+			abi.Requirement{Key: k, Operator: abi.OpIn, Values: []string{v}})
+	}
+	if merged == nil {
+		return ls
+	}
+	return merged
+}
+
+// hasAllKeys reports whether the node has every constraint's topology key.
+func hasAllKeys(node *abi.Node, cs []constraint) bool {
+	for i := range cs {
+		if _, ok := node.Labels.Get(cs[i].key); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// includes applies the constraint's node inclusion policies.
+func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
+	if c.honorAffinity && !requiredAffinityMatches(pod, node) {
+		return false
+	}
+	if c.honorTaints && !taintsTolerated(pod, node) {
+		return false
+	}
+	return true
+}
+
+// countMatching counts the node's pods in namespace ns that the selector
+// matches, one selector match per pod group. An empty selector counts
+// nothing, as upstream's countPodsMatchSelector.
+func countMatching(ni *abi.NodeInfo, sel *plugin.Selector, ns string) int32 {
+	if sel.Empty() {
+		return 0
+	}
+	var n int32
+	for i := range ni.PodGroups {
+		g := &ni.PodGroups[i]
+		if g.Namespace == ns && sel.Matches(g.Labels) {
+			n += g.Count
+		}
+	}
+	return n
+}

@@ -1,0 +1,164 @@
+package podtopologyspread
+
+import (
+	"math"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// ignoredScore marks a node missing a topology key; NormalizeScore turns
+// it into 0. Real raw scores are never negative (maxSkew >= 1).
+const ignoredScore = -1
+
+// preScoreState holds, per ScheduleAnyway constraint, the matching pod
+// count of each domain present among the feasible nodes and the
+// constraint's weight. Hostname constraints are counted per node in
+// Score. Nothing in it changes after PreScore, so Clone shares it.
+type preScoreState struct {
+	cons       []constraint
+	requireAll bool
+	isHostname []bool
+	domains    []map[string]int
+	counts     [][]int64
+	weights    []float64
+}
+
+// Clone implements plugin.StateData.
+func (s *preScoreState) Clone() plugin.StateData { return s }
+
+// topologyNormalizingWeight is log(size+2): counts in topologies with many
+// domains weigh more, so small topologies are not watered down.
+func topologyNormalizingWeight(size int) float64 { return math.Log(float64(size + 2)) }
+
+// PreScore finds the domains of the feasible nodes and counts matching
+// pods in them over all nodes. Pods without ScheduleAnyway constraints
+// skip Score.
+func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, nodes []*plugin.NodeInfo) *plugin.Status {
+	all := pl.h.Nodes()
+	if len(all) == 0 {
+		return statusSkip
+	}
+	cons, err := pl.constraintsFor(pod, abi.ScheduleAnyway)
+	if err != nil {
+		return plugin.AsStatus(err)
+	}
+	if len(cons) == 0 {
+		return statusSkip
+	}
+	// Only non-system-default constraints require nodes to have every
+	// topology key, so nodes without a zone still get hostname spreading.
+	s := &preScoreState{
+		cons:       cons,
+		requireAll: len(pod.TopologySpread) > 0 || !pl.systemDefaulted,
+		isHostname: make([]bool, len(cons)),
+		domains:    make([]map[string]int, len(cons)),
+		counts:     make([][]int64, len(cons)),
+		weights:    make([]float64, len(cons)),
+	}
+	for i := range cons {
+		s.isHostname[i] = cons[i].key == LabelHostname
+		s.domains[i] = map[string]int{}
+	}
+	scored := 0
+	for _, ni := range nodes {
+		if s.requireAll && !hasAllKeys(&ni.Node, cons) {
+			continue
+		}
+		scored++
+		for i := range cons {
+			if s.isHostname[i] {
+				continue
+			}
+			v, _ := ni.Node.Labels.Get(cons[i].key)
+			if _, ok := s.domains[i][v]; !ok {
+				s.domains[i][v] = len(s.counts[i])
+				s.counts[i] = append(s.counts[i], 0)
+			}
+		}
+	}
+	for i := range cons {
+		size := len(s.counts[i])
+		if s.isHostname[i] {
+			size = scored
+		}
+		s.weights[i] = topologyNormalizingWeight(size)
+	}
+	for _, ni := range all {
+		node := &ni.Node
+		if s.requireAll && !hasAllKeys(node, cons) {
+			continue
+		}
+		for i := range cons {
+			c := &cons[i]
+			if s.isHostname[i] || !c.includes(pod, node) {
+				continue
+			}
+			v, _ := node.Labels.Get(c.key)
+			d, ok := s.domains[i][v]
+			if !ok {
+				continue // no feasible node in this domain
+			}
+			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace))
+		}
+	}
+	state.Write(preScoreKey, s)
+	return nil
+}
+
+// Score sums, over the constraints whose key the node has, the matching
+// count of the node's domain times the constraint's weight plus
+// maxSkew-1. Lower is better; NormalizeScore inverts.
+func (pl *PodTopologySpread) Score(state *plugin.CycleState, pod *abi.Pod, ni *plugin.NodeInfo) (int64, *plugin.Status) {
+	s, ok := state.Read(preScoreKey).(*preScoreState)
+	if !ok {
+		return 0, plugin.NewStatus(abi.Error, "PodTopologySpread: PreScore state missing")
+	}
+	if s.requireAll && !hasAllKeys(&ni.Node, s.cons) {
+		return ignoredScore, nil
+	}
+	var score float64
+	for i := range s.cons {
+		c := &s.cons[i]
+		v, ok := ni.Node.Labels.Get(c.key)
+		if !ok {
+			continue
+		}
+		var cnt int64
+		if s.isHostname[i] {
+			cnt = int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace))
+		} else if d, ok := s.domains[i][v]; ok {
+			cnt = s.counts[i][d]
+		}
+		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
+	}
+	return int64(math.Round(score)), nil
+}
+
+// NormalizeScore maps raw scores to [0, MaxScore], fewest matching pods
+// best: MaxScore*(max+min-s)/max; ignored nodes get 0.
+func (pl *PodTopologySpread) NormalizeScore(state *plugin.CycleState, _ *abi.Pod, scores []int64) *plugin.Status {
+	if _, ok := state.Read(preScoreKey).(*preScoreState); !ok {
+		return nil
+	}
+	var lo int64 = math.MaxInt64
+	var hi int64
+	for _, v := range scores {
+		if v < 0 {
+			continue
+		}
+		lo = min(lo, v)
+		hi = max(hi, v)
+	}
+	for i, v := range scores {
+		switch {
+		case v < 0:
+			scores[i] = 0
+		case hi == 0:
+			scores[i] = abi.MaxScore
+		default:
+			scores[i] = abi.MaxScore * (hi + lo - v) / hi
+		}
+	}
+	return nil
+}
