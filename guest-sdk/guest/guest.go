@@ -34,6 +34,8 @@ type Guest struct {
 	numNodes int
 	list     []*plugin.NodeInfo // the non-nil nodes, for Handle.Nodes
 	listOK   bool
+	affList  []*plugin.NodeInfo // nodes with affinity pods, for Handle.NodesWithAffinityPods
+	affOK    bool
 	ns       map[string]abi.Labels // namespace labels, for Handle.NamespaceLabels
 	images   map[string]int
 
@@ -226,6 +228,21 @@ func (g *Guest) Nodes() []*plugin.NodeInfo {
 	return g.list
 }
 
+// NodesWithAffinityPods implements plugin.Handle. The list is rebuilt
+// only after a sync that changed which nodes have affinity pods.
+func (g *Guest) NodesWithAffinityPods() []*plugin.NodeInfo {
+	if !g.affOK {
+		g.affList = g.affList[:0]
+		for _, n := range g.nodes {
+			if n != nil && len(n.PodsWithAffinity) > 0 {
+				g.affList = append(g.affList, n)
+			}
+		}
+		g.affOK = true
+	}
+	return g.affList
+}
+
 // NamespaceLabels implements plugin.Handle.
 func (g *Guest) NamespaceLabels(name string) (abi.Labels, bool) {
 	l, ok := g.ns[name]
@@ -238,6 +255,7 @@ func (g *Guest) ImageNumNodes(name string) int { return g.images[name] }
 func (g *Guest) sync(in []byte) error {
 	g.listOK = false
 	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
+		g.affOK = false
 		for i := range g.nodes {
 			g.nodes[i] = nil
 		}
@@ -282,10 +300,16 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 	}
 	if old := g.nodes[slot]; old != nil {
 		g.countImages(old, -1)
+		if len(old.PodsWithAffinity) > 0 {
+			g.affOK = false
+		}
 	} else {
 		g.numNodes++
 	}
 	ni.IndexPods()
+	if len(ni.PodsWithAffinity) > 0 {
+		g.affOK = false
+	}
 	g.nodes[slot] = ni
 	g.countImages(ni, 1)
 	return nil
@@ -301,6 +325,9 @@ func (g *Guest) deleteNode(slot uint32) error {
 		return nil
 	}
 	g.countImages(g.nodes[slot], -1)
+	if len(g.nodes[slot].PodsWithAffinity) > 0 {
+		g.affOK = false
+	}
 	g.nodes[slot] = nil
 	g.numNodes--
 	return nil

@@ -231,3 +231,28 @@ func TestHandleNodesFollowsSyncsAndPodsAreIndexed(t *testing.T) {
 		t.Fatalf("after deleting x, Nodes() = %v", ns)
 	}
 }
+
+func TestNodesWithAffinityPodsFollowsSyncs(t *testing.T) {
+	g := New(reg)
+	anti := abi.Pod{UID: "a", PodAntiAffinity: &abi.PodAffinity{Required: []abi.PodAffinityTerm{{TopologyKey: "zone"}}}}
+	var e abi.Encoder
+	e.SyncHeader(abi.SyncReset, 2)
+	e.Uvarint(2)
+	e.NodeRecord(0, &abi.NodeInfo{Node: abi.Node{Name: "x"}, Pods: []abi.Pod{anti}})
+	e.NodeRecord(1, &abi.NodeInfo{Node: abi.Node{Name: "y"}})
+	e.Uvarint(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+	if l := g.NodesWithAffinityPods(); len(l) != 1 || l[0].Name() != "x" {
+		t.Fatalf("list = %v", l)
+	}
+	e.Reset()
+	e.SyncHeader(0, 2)
+	e.Uvarint(2)
+	e.NodeRecord(0, &abi.NodeInfo{Node: abi.Node{Name: "x"}})
+	e.NodeRecord(1, &abi.NodeInfo{Node: abi.Node{Name: "y"}, Pods: []abi.Pod{anti}})
+	e.Uvarint(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+	if l := g.NodesWithAffinityPods(); len(l) != 1 || l[0].Name() != "y" {
+		t.Fatalf("after moving the pod, list = %v", l)
+	}
+}

@@ -62,6 +62,11 @@ type Handle interface {
 	// NamespaceLabels returns the labels of a namespace, for
 	// namespaceSelector; false if the host sent no such namespace.
 	NamespaceLabels(name string) (abi.Labels, bool)
+	// NodesWithAffinityPods lists the nodes that have pods with pod
+	// (anti-)affinity terms (non-empty PodsWithAffinity), so inter-pod
+	// affinity's symmetric checks visit only those, not every node. Kept
+	// up to date incrementally; do not modify the slice.
+	NodesWithAffinityPods() []*NodeInfo
 }
 
 // Factory builds a plugin from its args (nil when the profile gives none:

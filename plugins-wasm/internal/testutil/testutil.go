@@ -257,6 +257,18 @@ func (h *Handle) NumNodes() int { return h.NodeCount }
 // Nodes implements plugin.Handle.
 func (h *Handle) Nodes() []*plugin.NodeInfo { return h.NodeList }
 
+// NodesWithAffinityPods implements plugin.Handle: the nodes of NodeList
+// with affinity pods.
+func (h *Handle) NodesWithAffinityPods() []*plugin.NodeInfo {
+	var out []*plugin.NodeInfo
+	for _, n := range h.NodeList {
+		if len(n.PodsWithAffinity) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // NamespaceLabels implements plugin.Handle.
 func (h *Handle) NamespaceLabels(name string) (abi.Labels, bool) {
 	l, ok := h.Namespaces[name]
