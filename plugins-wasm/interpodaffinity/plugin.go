@@ -41,6 +41,9 @@ var (
 type InterPodAffinity struct {
 	args Args
 	h    plugin.Handle
+	// topo caches the domains of topology keys per node slot across
+	// cycles (see keyCache).
+	topo []*keyCache
 }
 
 var (
@@ -69,14 +72,18 @@ func New(args *abi.Value, h plugin.Handle) (plugin.Plugin, error) {
 func (*InterPodAffinity) Name() string { return Name }
 
 // preFilterState is what Filter needs: the incoming pod's compiled
-// required terms and three per-topology-pair counts, which AddPod and
-// RemovePod keep up to date in what-if views.
+// required terms, the topology index of the cycle, and three
+// per-topology-pair counts, which AddPod and RemovePod keep up to date in
+// what-if views.
 type preFilterState struct {
 	pod      *abi.Pod
 	nsLabels abi.Labels // labels of the incoming pod's namespace
 	ns       *nsCache
+	// idx numbers the domains of every topology key the counts use;
+	// shared (immutable) by clones.
+	idx *topoIndex
 	// affinity and anti are the pod's required terms; term.key indexes
-	// affinityCounts and antiCounts respectively.
+	// idx.keys.
 	affinity, anti []term
 	// selfMatch: the pod matches all its own affinity terms.
 	selfMatch bool
@@ -88,7 +95,7 @@ type preFilterState struct {
 }
 
 // Clone implements plugin.StateData: the counts are copied, the compiled
-// terms (immutable) shared.
+// terms and the topology index (immutable) shared.
 func (s *preFilterState) Clone() plugin.StateData {
 	c := *s
 	c.existing = s.existing.clone()
@@ -97,11 +104,19 @@ func (s *preFilterState) Clone() plugin.StateData {
 	return &c
 }
 
+// existingHit is an existing pod's required anti-affinity term, on node n,
+// that matches the incoming pod.
+type existingHit struct {
+	ki int
+	n  *plugin.NodeInfo
+}
+
 // PreFilter compiles the pod's required terms and counts, over every node
-// of the cluster, the pods that match them and the existing pods whose
-// required anti-affinity the pod would violate. Nothing to check: Skip.
+// of the cluster, the pods that match them and the existing pods (on the
+// nodes with affinity pods) whose required anti-affinity the pod would
+// violate. Nothing to check: Skip, found without visiting every node.
 func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugin.Status {
-	s := &preFilterState{pod: pod, ns: newNSCache(pl.h)}
+	s := &preFilterState{pod: pod, ns: newNSCache(pl.h), idx: &topoIndex{}}
 	var err error
 	if pod.PodAffinity != nil {
 		if s.affinity, err = compileTerms(pod, pod.PodAffinity.Required); err != nil {
@@ -114,18 +129,45 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 		}
 	}
 	for i := range s.affinity {
-		s.affinity[i].key = s.affinityCounts.keyIndex(s.affinity[i].topoKey)
+		s.affinity[i].key = s.idx.keyIndex(s.affinity[i].topoKey)
 	}
 	for i := range s.anti {
-		s.anti[i].key = s.antiCounts.keyIndex(s.anti[i].topoKey)
+		s.anti[i].key = s.idx.keyIndex(s.anti[i].topoKey)
 	}
 	s.nsLabels, _ = pl.h.NamespaceLabels(pod.Namespace)
-	incoming := len(s.affinity)+len(s.anti) > 0
-	for _, n := range pl.h.Nodes() {
+	var hits []existingHit
+	for _, n := range pl.h.NodesWithAffinityPods() {
 		for _, p := range n.PodsWithRequiredAntiAffinity {
-			s.updateExisting(p, n, 1)
+			if p.PodAntiAffinity == nil {
+				continue
+			}
+			for i := range p.PodAntiAffinity.Required {
+				t := &p.PodAntiAffinity.Required[i]
+				if _, ok := n.Label(t.TopologyKey); !ok || !existingTermMatches(t, p, pod, s.nsLabels) {
+					continue
+				}
+				hits = append(hits, existingHit{s.idx.keyIndex(t.TopologyKey), n})
+			}
 		}
-		if incoming && s.hasAnyKey(n) {
+	}
+	incoming := len(s.affinity)+len(s.anti) > 0
+	if !incoming && len(hits) == 0 {
+		return statusSkip
+	}
+	nodes := pl.h.Nodes()
+	s.idx.build(nodes, &pl.topo)
+	s.existing = newTopoCounts(s.idx)
+	s.affinityCounts = newTopoCounts(s.idx)
+	s.antiCounts = newTopoCounts(s.idx)
+	for _, h := range hits {
+		d, v := s.idx.domain(h.ki, h.n)
+		s.existing.add(h.ki, d, s.idx.keys[h.ki], v, 1)
+	}
+	if incoming {
+		for _, n := range nodes {
+			if !s.hasAnyKey(n) {
+				continue
+			}
 			for gi := range n.PodGroups {
 				g := &n.PodGroups[gi]
 				s.updateIncoming(g.Namespace, g.Labels, n, int64(g.Count))
@@ -134,9 +176,6 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 	}
 	s.selfMatch = matchesAll(s.affinity, pod.Namespace, pod.Labels, s.ns)
 	s.ns.frozen = true
-	if !incoming && s.existing.Len() == 0 {
-		return statusSkip
-	}
 	state.Write(preFilterKey, s)
 	return nil
 }
@@ -144,13 +183,13 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 // hasAnyKey reports whether node n has the topology key of some term of
 // the incoming pod (else its pods count nowhere).
 func (s *preFilterState) hasAnyKey(n *plugin.NodeInfo) bool {
-	for _, k := range s.affinityCounts.keys {
-		if _, ok := n.Label(k); ok {
+	for i := range s.affinity {
+		if d, _ := s.idx.domain(s.affinity[i].key, n); d != noKey {
 			return true
 		}
 	}
-	for _, k := range s.antiCounts.keys {
-		if _, ok := n.Label(k); ok {
+	for i := range s.anti {
+		if d, _ := s.idx.domain(s.anti[i].key, n); d != noKey {
 			return true
 		}
 	}
@@ -159,35 +198,42 @@ func (s *preFilterState) hasAnyKey(n *plugin.NodeInfo) bool {
 
 // updateExisting adds d for each required anti-affinity term of p (on
 // node n) that matches the incoming pod.
-func (s *preFilterState) updateExisting(p *abi.Pod, n *plugin.NodeInfo, d int64) {
+func (s *preFilterState) updateExisting(p *abi.Pod, n *plugin.NodeInfo, delta int64) {
 	if p.PodAntiAffinity == nil {
 		return
 	}
 	for i := range p.PodAntiAffinity.Required {
 		t := &p.PodAntiAffinity.Required[i]
-		v, ok := n.Label(t.TopologyKey)
-		if !ok || !existingTermMatches(t, p, s.pod, s.nsLabels) {
+		ki, d, v := s.idx.find(t.TopologyKey), int32(unknown), ""
+		if ki >= 0 {
+			d, v = s.idx.domain(ki, n)
+		} else if lv, ok := n.Label(t.TopologyKey); ok {
+			v = lv
+		} else {
+			d = noKey
+		}
+		if d == noKey || !existingTermMatches(t, p, s.pod, s.nsLabels) {
 			continue
 		}
-		s.existing.add(s.existing.keyIndex(t.TopologyKey), v, d)
+		s.existing.add(ki, d, t.TopologyKey, v, delta)
 	}
 }
 
-// updateIncoming adds d pods of namespace ns with labels, on node n, to
-// the counts of the incoming pod's terms they match.
-func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, n *plugin.NodeInfo, d int64) {
+// updateIncoming adds delta pods of namespace ns with labels, on node n,
+// to the counts of the incoming pod's terms they match.
+func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, n *plugin.NodeInfo, delta int64) {
 	if matchesAll(s.affinity, ns, labels, s.ns) {
 		for i := range s.affinity {
 			t := &s.affinity[i]
-			if v, ok := n.Label(t.topoKey); ok {
-				s.affinityCounts.add(t.key, v, d)
+			if d, v := s.idx.domain(t.key, n); d != noKey {
+				s.affinityCounts.add(t.key, d, t.topoKey, v, delta)
 			}
 		}
 	}
 	for i := range s.anti {
 		t := &s.anti[i]
-		if v, ok := n.Label(t.topoKey); ok && t.matchesOther(ns, labels, s.ns) {
-			s.antiCounts.add(t.key, v, d)
+		if d, v := s.idx.domain(t.key, n); d != noKey && t.matchesOther(ns, labels, s.ns) {
+			s.antiCounts.add(t.key, d, t.topoKey, v, delta)
 		}
 	}
 }
@@ -238,11 +284,11 @@ func (s *preFilterState) satisfiesAffinity(node *plugin.NodeInfo) bool {
 	podsExist := true
 	for i := range s.affinity {
 		t := &s.affinity[i]
-		v, ok := node.Label(t.topoKey)
-		if !ok {
+		d, v := s.idx.domain(t.key, node)
+		if d == noKey {
 			return false
 		}
-		if s.affinityCounts.get(t.key, v) <= 0 {
+		if s.affinityCounts.get(t.key, d, t.topoKey, v) <= 0 {
 			podsExist = false
 		}
 	}
@@ -254,7 +300,7 @@ func (s *preFilterState) satisfiesAffinity(node *plugin.NodeInfo) bool {
 func (s *preFilterState) satisfiesAnti(node *plugin.NodeInfo) bool {
 	for i := range s.anti {
 		t := &s.anti[i]
-		if v, ok := node.Label(t.topoKey); ok && s.antiCounts.get(t.key, v) > 0 {
+		if d, v := s.idx.domain(t.key, node); s.antiCounts.get(t.key, d, t.topoKey, v) > 0 {
 			return false
 		}
 	}
@@ -264,8 +310,23 @@ func (s *preFilterState) satisfiesAnti(node *plugin.NodeInfo) bool {
 // satisfiesExisting: no domain of the node holds an existing pod whose
 // required anti-affinity the incoming pod matches.
 func (s *preFilterState) satisfiesExisting(node *plugin.NodeInfo) bool {
-	for ki, k := range s.existing.keys {
-		if v, ok := node.Label(k); ok && s.existing.get(ki, v) > 0 {
+	if s.existing.nonzero == 0 {
+		return true
+	}
+	for ki, k := range s.idx.keys {
+		if d, v := s.idx.domain(ki, node); s.existing.get(ki, d, k, v) > 0 {
+			return false
+		}
+	}
+	if s.existing.extra == nil {
+		return true
+	}
+	// Keys only pods added in what-ifs brought (rare).
+	for k, m := range s.existing.extra {
+		if s.idx.find(k) >= 0 {
+			continue
+		}
+		if v, ok := node.Label(k); ok && m[v] > 0 {
 			return false
 		}
 	}

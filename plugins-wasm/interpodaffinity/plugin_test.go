@@ -86,7 +86,27 @@ func mkNode(name string, kv []string, pods ...*podW) *plugin.NodeInfo {
 		ni.AddPod(&p)
 	}
 	ni.IndexPods()
+	if uniqueSlots {
+		nextSlot++
+		ni.Slot = nextSlot
+	}
 	return ni
+}
+
+// uniqueSlots has mkNode give nodes distinct slots, as the SDK does, so
+// the plugin indexes its state by slot; otherwise all nodes have slot 0
+// and it falls back to label lookups.
+var (
+	uniqueSlots bool
+	nextSlot    uint32
+)
+
+func TestBySlot(t *testing.T) {
+	uniqueSlots = true
+	defer func() { uniqueSlots = false }()
+	t.Run("Filter", TestFilter)
+	t.Run("AddRemovePod", TestAddRemovePod)
+	t.Run("Score", TestScore)
 }
 
 func zone(z string) []string { return []string{"zone", z, "hostname", ""} }

@@ -5,38 +5,33 @@ import (
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
 
-// preScoreState is the score of each topology domain, per key; immutable
-// once built.
+// preScoreState is the score of each topology domain, per key of idx,
+// and their sum per node slot; immutable once built.
 type preScoreState struct {
-	keys []string
-	vals []map[string]int64
+	idx *topoIndex
+	// vals[ki][d] is the score of domain d of key ki.
+	vals [][]int64
+	// bySlot[slot] is the score of the node in slot (idx.bySlot).
+	bySlot []int64
 }
 
 // Clone implements plugin.StateData.
 func (s *preScoreState) Clone() plugin.StateData { return s }
 
-// add adds d to domain (k, v), creating the entry even when d is 0, as
-// upstream does (an entry, not its value, decides Skip).
-func (s *preScoreState) add(k, v string, d int64) {
-	ki := -1
-	for i := range s.keys {
-		if s.keys[i] == k {
-			ki = i
-			break
-		}
-	}
-	if ki < 0 {
-		ki = len(s.keys)
-		s.keys = append(s.keys, k)
-		s.vals = append(s.vals, map[string]int64{})
-	}
-	s.vals[ki][v] += d
+// scoreHit is an existing pod's term on node n that the incoming pod
+// matches, adding w to n's domain under key ki.
+type scoreHit struct {
+	ki int
+	w  int64
+	n  *plugin.NodeInfo
 }
 
 // PreScore builds the domain scores over every node of the cluster: the
 // incoming pod's preferred terms count matching pods (per pod group), and
-// each existing pod with affinity scores its domain by its own terms that
-// the incoming pod matches.
+// each existing pod with affinity (on the nodes with affinity pods) scores
+// its domain by its own terms that the incoming pod matches. A domain
+// score exists once some term adds to it, even 0, as upstream: none at
+// all is Skip.
 func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nodes []*plugin.NodeInfo) *plugin.Status {
 	if len(nodes) == 0 {
 		return statusSkip
@@ -57,66 +52,109 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 	if pl.args.IgnorePreferredTermsOfExistingPods && !hasConstraints {
 		return statusSkip
 	}
+	idx := &topoIndex{}
+	for i := range pref {
+		pref[i].key = idx.keyIndex(pref[i].topoKey)
+	}
+	for i := range prefAnti {
+		prefAnti[i].key = idx.keyIndex(prefAnti[i].topoKey)
+	}
 	nsLabels, _ := pl.h.NamespaceLabels(pod.Namespace)
-	cache := newNSCache(pl.h)
-	s := &preScoreState{}
-	for _, n := range pl.h.Nodes() {
+	var hits []scoreHit
+	for _, n := range pl.h.NodesWithAffinityPods() {
 		if len(n.Node.Labels) == 0 {
 			continue
 		}
-		if hasConstraints {
-			for gi := range n.PodGroups {
-				g := &n.PodGroups[gi]
-				scoreGroup(s, pref, g, n, 1, cache)
-				scoreGroup(s, prefAnti, g, n, -1, cache)
-			}
-		}
 		for _, p := range n.PodsWithAffinity {
-			pl.scoreExisting(s, p, n, pod, nsLabels)
+			hits = pl.scoreExisting(hits, idx, p, n, pod, nsLabels)
 		}
 	}
-	if len(s.keys) == 0 {
+	if !hasConstraints && len(hits) == 0 {
 		return statusSkip
+	}
+	all := pl.h.Nodes()
+	idx.build(all, &pl.topo)
+	s := &preScoreState{idx: idx, vals: make([][]int64, len(idx.keys))}
+	for ki := range s.vals {
+		s.vals[ki] = make([]int64, idx.ndom[ki])
+	}
+	any := len(hits) > 0
+	for _, h := range hits {
+		if d, _ := idx.domain(h.ki, h.n); d >= 0 {
+			s.vals[h.ki][d] += h.w
+		}
+	}
+	if hasConstraints {
+		cache := newNSCache(pl.h)
+		for _, n := range all {
+			if len(n.Node.Labels) == 0 {
+				continue
+			}
+			for gi := range n.PodGroups {
+				g := &n.PodGroups[gi]
+				any = scoreGroup(s, pref, g, n, 1, cache) || any
+				any = scoreGroup(s, prefAnti, g, n, -1, cache) || any
+			}
+		}
+	}
+	if !any {
+		return statusSkip
+	}
+	if idx.bySlot && len(idx.dom) > 0 {
+		s.bySlot = make([]int64, len(idx.dom[0]))
+		for ki, dom := range idx.dom {
+			for slot, d := range dom {
+				if d >= 0 {
+					s.bySlot[slot] += s.vals[ki][d]
+				}
+			}
+		}
 	}
 	state.Write(preScoreKey, s)
 	return nil
 }
 
-// scoreGroup adds sign*weight per pod of group g for each term it matches.
-func scoreGroup(s *preScoreState, ts []term, g *abi.PodGroup, n *plugin.NodeInfo, sign int64, c *nsCache) {
+// scoreGroup adds sign*weight per pod of group g for each term it
+// matches; it reports whether it added any.
+func scoreGroup(s *preScoreState, ts []term, g *abi.PodGroup, n *plugin.NodeInfo, sign int64, c *nsCache) bool {
+	added := false
 	for i := range ts {
 		t := &ts[i]
-		if v, ok := n.Label(t.topoKey); ok && t.matchesOther(g.Namespace, g.Labels, c) {
-			s.add(t.topoKey, v, sign*int64(t.weight)*int64(g.Count))
+		if d, _ := s.idx.domain(t.key, n); d >= 0 && t.matchesOther(g.Namespace, g.Labels, c) {
+			s.vals[t.key][d] += sign * int64(t.weight) * int64(g.Count)
+			added = true
 		}
 	}
+	return added
 }
 
-// scoreExisting adds the terms of existing pod p (on node n) that the
+// scoreExisting appends the terms of existing pod p (on node n) that the
 // incoming pod matches: required affinity with hardPodAffinityWeight,
 // preferred affinity with +weight, preferred anti-affinity with -weight.
-func (pl *InterPodAffinity) scoreExisting(s *preScoreState, p *abi.Pod, n *plugin.NodeInfo, pod *abi.Pod, nsLabels abi.Labels) {
+func (pl *InterPodAffinity) scoreExisting(hits []scoreHit, idx *topoIndex, p *abi.Pod, n *plugin.NodeInfo, pod *abi.Pod, nsLabels abi.Labels) []scoreHit {
 	if a := p.PodAffinity; a != nil {
 		if w := pl.args.HardPodAffinityWeight; w > 0 {
 			for i := range a.Required {
-				scoreExistingTerm(s, &a.Required[i], w, p, n, pod, nsLabels)
+				hits = scoreExistingTerm(hits, idx, &a.Required[i], w, p, n, pod, nsLabels)
 			}
 		}
 		for i := range a.Preferred {
-			scoreExistingTerm(s, &a.Preferred[i].Term, a.Preferred[i].Weight, p, n, pod, nsLabels)
+			hits = scoreExistingTerm(hits, idx, &a.Preferred[i].Term, a.Preferred[i].Weight, p, n, pod, nsLabels)
 		}
 	}
 	if a := p.PodAntiAffinity; a != nil {
 		for i := range a.Preferred {
-			scoreExistingTerm(s, &a.Preferred[i].Term, -a.Preferred[i].Weight, p, n, pod, nsLabels)
+			hits = scoreExistingTerm(hits, idx, &a.Preferred[i].Term, -a.Preferred[i].Weight, p, n, pod, nsLabels)
 		}
 	}
+	return hits
 }
 
-func scoreExistingTerm(s *preScoreState, t *abi.PodAffinityTerm, w int32, p *abi.Pod, n *plugin.NodeInfo, pod *abi.Pod, nsLabels abi.Labels) {
-	if v, ok := n.Label(t.TopologyKey); ok && existingTermMatches(t, p, pod, nsLabels) {
-		s.add(t.TopologyKey, v, int64(w))
+func scoreExistingTerm(hits []scoreHit, idx *topoIndex, t *abi.PodAffinityTerm, w int32, p *abi.Pod, n *plugin.NodeInfo, pod *abi.Pod, nsLabels abi.Labels) []scoreHit {
+	if _, ok := n.Label(t.TopologyKey); ok && existingTermMatches(t, p, pod, nsLabels) {
+		hits = append(hits, scoreHit{idx.keyIndex(t.TopologyKey), int64(w), n})
 	}
+	return hits
 }
 
 // Score sums the scores of the node's domains.
@@ -125,10 +163,13 @@ func (pl *InterPodAffinity) Score(state *plugin.CycleState, _ *abi.Pod, node *pl
 	if !ok {
 		return 0, statusNoScore
 	}
+	if int(node.Slot) < len(s.bySlot) {
+		return s.bySlot[node.Slot], nil
+	}
 	var score int64
-	for ki, k := range s.keys {
-		if v, ok := node.Label(k); ok {
-			score += s.vals[ki][v]
+	for ki := range s.idx.keys {
+		if d, _ := s.idx.domain(ki, node); d >= 0 {
+			score += s.vals[ki][d]
 		}
 	}
 	return score, nil
@@ -137,8 +178,8 @@ func (pl *InterPodAffinity) Score(state *plugin.CycleState, _ *abi.Pod, node *pl
 // NormalizeScore maps the scores linearly onto [0, MaxScore], the lowest
 // to 0 and the highest to MaxScore; all equal gives all 0.
 func (pl *InterPodAffinity) NormalizeScore(state *plugin.CycleState, _ *abi.Pod, scores []int64) *plugin.Status {
-	s, ok := state.Read(preScoreKey).(*preScoreState)
-	if !ok || len(s.keys) == 0 || len(scores) == 0 {
+	_, ok := state.Read(preScoreKey).(*preScoreState)
+	if !ok || len(scores) == 0 {
 		return nil
 	}
 	lo, hi := scores[0], scores[0]

@@ -5,13 +5,125 @@ import (
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
 
+// Per-slot domain markers (negative domain indices).
+const (
+	domNoLabel  int32 = -1 // the node lacks the topology key
+	domNone     int32 = -2 // the node's value is no counted domain
+	domPending  int32 = -3 // resolved after the PreFilter walk
+	domUnscored int64 = -1 << 63
+)
+
+// slotTable maps a node's slot to what PreFilter/PreScore saw of it.
+// owners[slot] is the NodeInfo seen there; a node that is not its slot's
+// owner (unseen, or a duplicate slot) takes the slow path.
+type slotTable struct {
+	owners []*plugin.NodeInfo
+}
+
+// slotBuf allocates a state's per-slot slices (fresh per state: clones
+// share them, so they must not be reused while a state may live).
+type slotBuf struct {
+	owners []*plugin.NodeInfo
+	dom    []int32
+	scores []int64
+}
+
+// table maps the nodes' slots to them.
+func (b *slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
+	n := 0
+	for _, ni := range nodes {
+		n = max(n, int(ni.Slot)+1)
+	}
+	if cap(b.owners) < n {
+		b.owners = make([]*plugin.NodeInfo, n)
+	}
+	t := slotTable{owners: b.owners[:n]}
+	clear(t.owners)
+	for _, ni := range nodes {
+		t.owners[ni.Slot] = ni
+	}
+	return t
+}
+
+// doms returns k slices of n domain entries (contents unspecified).
+func (b *slotBuf) doms(k, n int) [][]int32 {
+	if cap(b.dom) < k*n {
+		b.dom = make([]int32, k*n)
+	}
+	out := make([][]int32, k)
+	for i := range out {
+		out[i] = b.dom[i*n : (i+1)*n : (i+1)*n]
+	}
+	return out
+}
+
+// slot returns the node's slot, or -1 when the table has no data for it.
+func (t *slotTable) slot(ni *plugin.NodeInfo) int {
+	if s := int(ni.Slot); s < len(t.owners) && t.owners[s] == ni {
+		return s
+	}
+	return -1
+}
+
+// lookupDomain finds value v among vals by a linear scan (slow path, no
+// allocation).
+func lookupDomain(vals []string, v string) int32 {
+	for d := range vals {
+		if vals[d] == v {
+			return int32(d)
+		}
+	}
+	return domNone
+}
+
+// domainIndex numbers topology values. Lookups scan the values while
+// there are few (zones: no allocation); past smallDomains a map takes over
+// (TinyGo allocates on string-keyed map lookups).
+type domainIndex struct {
+	vals []string
+	m    map[string]int32
+}
+
+const smallDomains = 32
+
+func (x *domainIndex) find(v string) (int32, bool) {
+	if x.m != nil {
+		d, ok := x.m[v]
+		return d, ok
+	}
+	for d := range x.vals {
+		if x.vals[d] == v {
+			return int32(d), true
+		}
+	}
+	return 0, false
+}
+
+// add numbers a value find did not find.
+func (x *domainIndex) add(v string) int32 {
+	d := int32(len(x.vals))
+	x.vals = append(x.vals, v)
+	if x.m != nil {
+		x.m[v] = d
+	} else if len(x.vals) > smallDomains {
+		x.m = make(map[string]int32, 2*len(x.vals))
+		for j, w := range x.vals {
+			x.m[w] = int32(j)
+		}
+	}
+	return d
+}
+
 // preFilterState holds, per DoNotSchedule constraint, the matching pod
 // count of every domain (topology value) and the global minimum.
 type preFilterState struct {
-	cons []constraint // shared, immutable
-	// domains[i] maps a topology value of constraint i to its index in
-	// counts[i]; shared, immutable (AddPod/RemovePod never add domains).
-	domains []map[string]int
+	cons  []constraint // shared, immutable
+	slots slotTable    // shared, immutable
+	// vals[i][d] is the topology value of domain d of constraint i;
+	// nodeDom[i][slot] the node's domain index or a dom* marker. Shared,
+	// immutable (AddPod/RemovePod never add domains).
+	vals    [][]string
+	nodeDom [][]int32
 	counts  [][]int32 // deep-copied by Clone
 	mins    []int32   // min of counts[i]; deep-copied by Clone
 }
@@ -19,7 +131,7 @@ type preFilterState struct {
 // Clone implements plugin.StateData: counts and minimums are copied,
 // since AddPod/RemovePod change them on the copy.
 func (s *preFilterState) Clone() plugin.StateData {
-	c := &preFilterState{cons: s.cons, domains: s.domains,
+	c := &preFilterState{cons: s.cons, slots: s.slots, vals: s.vals, nodeDom: s.nodeDom,
 		counts: make([][]int32, len(s.counts)), mins: append([]int32(nil), s.mins...)}
 	for i := range s.counts {
 		c.counts[i] = append([]int32(nil), s.counts[i]...)
@@ -44,8 +156,22 @@ func (s *preFilterState) recomputeMin(i int) {
 	s.mins[i] = m
 }
 
+// domain is the node's domain index of constraint i, or domNoLabel /
+// domNone.
+func (s *preFilterState) domain(i int, ni *plugin.NodeInfo) int32 {
+	if sl := s.slots.slot(ni); sl >= 0 {
+		return s.nodeDom[i][sl]
+	}
+	v, ok := ni.Node.Labels.Get(s.cons[i].key)
+	if !ok {
+		return domNoLabel
+	}
+	return lookupDomain(s.vals[i], v)
+}
+
 // PreFilter counts matching pods per domain over all nodes, once per
-// cycle. A pod without DoNotSchedule constraints skips Filter.
+// cycle, and records every node's domain by slot. A pod without
+// DoNotSchedule constraints skips Filter.
 func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugin.Status {
 	cons, err := pl.constraintsFor(pod, abi.DoNotSchedule)
 	if err != nil {
@@ -54,32 +180,58 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 	if len(cons) == 0 {
 		return statusSkip
 	}
-	s := &preFilterState{cons: cons, domains: make([]map[string]int, len(cons)),
-		counts: make([][]int32, len(cons)), mins: make([]int32, len(cons))}
-	for i := range cons {
-		s.domains[i] = map[string]int{}
-	}
-	for _, ni := range pl.h.Nodes() {
+	all := pl.h.Nodes()
+	var buf slotBuf
+	slots := buf.table(all)
+	s := &preFilterState{cons: cons, slots: slots, vals: make([][]string, len(cons)),
+		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), mins: make([]int32, len(cons))}
+	domains := make([]domainIndex, len(cons))
+	pending := false
+	for _, ni := range all {
 		node := &ni.Node
-		if !hasAllKeys(node, cons) {
-			continue
-		}
+		sl := ni.Slot
+		eligible := hasAllKeys(node, cons)
 		for i := range cons {
 			c := &cons[i]
-			if !c.includes(pod, node) {
+			v, ok := node.Labels.Get(c.key)
+			if !ok {
+				s.nodeDom[i][sl] = domNoLabel
 				continue
 			}
-			v, _ := node.Labels.Get(c.key)
-			d, ok := s.domains[i][v]
+			if !eligible || !c.includes(pod, node) {
+				s.nodeDom[i][sl] = domPending
+				pending = true
+				continue
+			}
+			d, ok := domains[i].find(v)
 			if !ok {
-				d = len(s.counts[i])
-				s.domains[i][v] = d
+				d = domains[i].add(v)
 				s.counts[i] = append(s.counts[i], 0)
 			}
+			s.nodeDom[i][sl] = d
 			s.counts[i][d] += countMatching(&ni.NodeInfo, &c.sel, pod.Namespace)
 		}
 	}
+	if pending { // nodes not counted still belong to a domain by value
+		for _, ni := range all {
+			if s.slots.owners[ni.Slot] != ni {
+				continue // a duplicate slot: the owner's entry counts
+			}
+			for i := range cons {
+				if s.nodeDom[i][ni.Slot] != domPending {
+					continue
+				}
+				v, _ := ni.Node.Labels.Get(cons[i].key)
+				d, ok := domains[i].find(v)
+				if !ok {
+					d = domNone
+				}
+				s.nodeDom[i][ni.Slot] = d
+			}
+		}
+	}
 	for i := range cons {
+		s.vals[i] = domains[i].vals
 		s.recomputeMin(i)
 	}
 	state.Write(preFilterKey, s)
@@ -88,19 +240,20 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 
 // Filter: for each DoNotSchedule constraint, the node must have the
 // topology key, and count(domain) + selfMatch - globalMin <= maxSkew.
+// Per node it only indexes the slices PreFilter filled.
 func (pl *PodTopologySpread) Filter(state *plugin.CycleState, pod *abi.Pod, ni *plugin.NodeInfo) *plugin.Status {
 	s, ok := state.Read(preFilterKey).(*preFilterState)
 	if !ok {
-		return plugin.NewStatus(abi.Error, "PodTopologySpread: PreFilter state missing")
+		return statusNoPreFilter
 	}
 	for i := range s.cons {
 		c := &s.cons[i]
-		v, ok := ni.Node.Labels.Get(c.key)
-		if !ok {
+		d := s.domain(i, ni)
+		if d == domNoLabel {
 			return statusNoLabel
 		}
 		var n int32
-		if d, ok := s.domains[i][v]; ok {
+		if d >= 0 {
 			n = s.counts[i][d]
 		}
 		if c.selfMatch {
@@ -135,9 +288,8 @@ func (pl *PodTopologySpread) update(state *plugin.CycleState, pod, other *abi.Po
 		if !c.sel.Matches(other.Labels) || !c.includes(pod, &ni.Node) {
 			continue
 		}
-		v, _ := ni.Node.Labels.Get(c.key)
-		d, ok := s.domains[i][v]
-		if !ok {
+		d := s.domain(i, ni)
+		if d < 0 {
 			continue // a node PreFilter did not see; upstream would add a domain
 		}
 		s.counts[i][d] += delta

@@ -28,6 +28,9 @@ var (
 	statusNotMatch = plugin.NewStatus(abi.Unschedulable, ErrReasonConstraintsNotMatch)
 	statusNoLabel  = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 	statusSkip     = plugin.NewStatus(abi.Skip)
+	// Missing cycle state (an Error), shared so Filter/Score never allocate.
+	statusNoPreFilter = plugin.NewStatus(abi.Error, "PodTopologySpread: PreFilter state missing")
+	statusNoPreScore  = plugin.NewStatus(abi.Error, "PodTopologySpread: PreScore state missing")
 )
 
 var (

@@ -13,15 +13,19 @@ const ignoredScore = -1
 
 // preScoreState holds, per ScheduleAnyway constraint, the matching pod
 // count of each domain present among the feasible nodes and the
-// constraint's weight. Hostname constraints are counted per node in
-// Score. Nothing in it changes after PreScore, so Clone shares it.
+// constraint's weight, and the raw score of every feasible node by slot
+// (Score only indexes it). Hostname constraints are counted per node.
+// Nothing in it changes after PreScore, so Clone shares it.
 type preScoreState struct {
 	cons       []constraint
 	requireAll bool
 	isHostname []bool
-	domains    []map[string]int
+	vals       [][]string // vals[i][d]: topology value of domain d
 	counts     [][]int64
 	weights    []float64
+	slots      slotTable
+	nodeDom    [][]int32 // [i][slot]: domain of a feasible node, or -1
+	scores     []int64   // [slot]: raw score, or domUnscored
 }
 
 // Clone implements plugin.StateData.
@@ -31,9 +35,9 @@ func (s *preScoreState) Clone() plugin.StateData { return s }
 // domains weigh more, so small topologies are not watered down.
 func topologyNormalizingWeight(size int) float64 { return math.Log(float64(size + 2)) }
 
-// PreScore finds the domains of the feasible nodes and counts matching
-// pods in them over all nodes. Pods without ScheduleAnyway constraints
-// skip Score.
+// PreScore finds the domains of the feasible nodes, counts matching pods
+// in them over all nodes and computes the feasible nodes' raw scores.
+// Pods without ScheduleAnyway constraints skip Score.
 func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, nodes []*plugin.NodeInfo) *plugin.Status {
 	all := pl.h.Nodes()
 	if len(all) == 0 {
@@ -48,17 +52,24 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	}
 	// Only non-system-default constraints require nodes to have every
 	// topology key, so nodes without a zone still get hostname spreading.
+	var buf slotBuf
 	s := &preScoreState{
 		cons:       cons,
 		requireAll: len(pod.TopologySpread) > 0 || !pl.systemDefaulted,
 		isHostname: make([]bool, len(cons)),
-		domains:    make([]map[string]int, len(cons)),
+		vals:       make([][]string, len(cons)),
 		counts:     make([][]int64, len(cons)),
 		weights:    make([]float64, len(cons)),
+		slots:      buf.table(nodes),
 	}
+	nslots := len(s.slots.owners)
+	s.nodeDom = buf.doms(len(cons), nslots)
+	domains := make([]domainIndex, len(cons))
 	for i := range cons {
 		s.isHostname[i] = cons[i].key == LabelHostname
-		s.domains[i] = map[string]int{}
+		for j := range s.nodeDom[i] {
+			s.nodeDom[i][j] = -1
+		}
 	}
 	scored := 0
 	for _, ni := range nodes {
@@ -66,18 +77,24 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			continue
 		}
 		scored++
+		owner := s.slots.slot(ni) >= 0
 		for i := range cons {
 			if s.isHostname[i] {
 				continue
 			}
 			v, _ := ni.Node.Labels.Get(cons[i].key)
-			if _, ok := s.domains[i][v]; !ok {
-				s.domains[i][v] = len(s.counts[i])
+			d, ok := domains[i].find(v)
+			if !ok {
+				d = domains[i].add(v)
 				s.counts[i] = append(s.counts[i], 0)
+			}
+			if owner {
+				s.nodeDom[i][ni.Slot] = d
 			}
 		}
 	}
 	for i := range cons {
+		s.vals[i] = domains[i].vals
 		size := len(s.counts[i])
 		if s.isHostname[i] {
 			size = scored
@@ -89,33 +106,54 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 		if s.requireAll && !hasAllKeys(node, cons) {
 			continue
 		}
+		sl := int(ni.Slot)
 		for i := range cons {
 			c := &cons[i]
 			if s.isHostname[i] || !c.includes(pod, node) {
 				continue
 			}
-			v, _ := node.Labels.Get(c.key)
-			d, ok := s.domains[i][v]
-			if !ok {
-				continue // no feasible node in this domain
+			d := int32(-1)
+			if sl < nslots && s.slots.owners[sl] == ni && s.nodeDom[i][sl] >= 0 {
+				d = s.nodeDom[i][sl]
+			} else {
+				v, _ := node.Labels.Get(c.key)
+				dd, ok := domains[i].find(v)
+				if !ok {
+					continue // no feasible node in this domain
+				}
+				d = dd
 			}
 			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace))
+		}
+	}
+	s.scores = make([]int64, nslots)
+	for j := range s.scores {
+		s.scores[j] = domUnscored
+	}
+	for _, ni := range nodes {
+		if sl := s.slots.slot(ni); sl >= 0 {
+			s.scores[sl] = s.rawScore(pod, ni)
 		}
 	}
 	state.Write(preScoreKey, s)
 	return nil
 }
 
-// Score sums, over the constraints whose key the node has, the matching
-// count of the node's domain times the constraint's weight plus
-// maxSkew-1. Lower is better; NormalizeScore inverts.
-func (pl *PodTopologySpread) Score(state *plugin.CycleState, pod *abi.Pod, ni *plugin.NodeInfo) (int64, *plugin.Status) {
-	s, ok := state.Read(preScoreKey).(*preScoreState)
-	if !ok {
-		return 0, plugin.NewStatus(abi.Error, "PodTopologySpread: PreScore state missing")
+// domain is the domain index of a node that has the key with value v,
+// or -1.
+func (s *preScoreState) domain(i int, ni *plugin.NodeInfo, v string) int32 {
+	if sl := s.slots.slot(ni); sl >= 0 && s.nodeDom[i][sl] >= 0 {
+		return s.nodeDom[i][sl]
 	}
+	return lookupDomain(s.vals[i], v)
+}
+
+// rawScore sums, over the constraints whose key the node has, the
+// matching count of the node's domain times the constraint's weight plus
+// maxSkew-1.
+func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 	if s.requireAll && !hasAllKeys(&ni.Node, s.cons) {
-		return ignoredScore, nil
+		return ignoredScore
 	}
 	var score float64
 	for i := range s.cons {
@@ -127,12 +165,26 @@ func (pl *PodTopologySpread) Score(state *plugin.CycleState, pod *abi.Pod, ni *p
 		var cnt int64
 		if s.isHostname[i] {
 			cnt = int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace))
-		} else if d, ok := s.domains[i][v]; ok {
+		} else if d := s.domain(i, ni, v); d >= 0 {
 			cnt = s.counts[i][d]
 		}
 		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
 	}
-	return int64(math.Round(score)), nil
+	return int64(math.Round(score))
+}
+
+// Score returns the raw score PreScore computed for the node (computing
+// it for a node PreScore was not given). Lower is better;
+// NormalizeScore inverts.
+func (pl *PodTopologySpread) Score(state *plugin.CycleState, pod *abi.Pod, ni *plugin.NodeInfo) (int64, *plugin.Status) {
+	s, ok := state.Read(preScoreKey).(*preScoreState)
+	if !ok {
+		return 0, statusNoPreScore
+	}
+	if sl := s.slots.slot(ni); sl >= 0 && s.scores[sl] != domUnscored {
+		return s.scores[sl], nil
+	}
+	return s.rawScore(pod, ni), nil
 }
 
 // NormalizeScore maps raw scores to [0, MaxScore], fewest matching pods

@@ -1,0 +1,238 @@
+package interpodaffinity
+
+import "github.com/wasmsched/wasmsched/guest-sdk/plugin"
+
+// topoIndex numbers the topology domains (values) of each topology key a
+// cycle uses and records, per node slot, the node's domain under each key,
+// so Filter and Score find a node's domain by slice indexing (no label
+// lookup, no map, no allocation). Built once per cycle by PreFilter or
+// PreScore and immutable afterwards, so cloned states share it.
+type topoIndex struct {
+	keys []string
+	// vals maps each key's values to domain indices; only the slow path
+	// (nodes whose slot the index does not cover) reads it.
+	vals []map[string]int32
+	// ndom is the number of domains of each key.
+	ndom []int32
+	// dom[ki][slot] is the domain of the node in slot under keys[ki], -1
+	// when the node lacks the key.
+	dom [][]int32
+	// bySlot: slots of the mirror's nodes are distinct, so dom is valid.
+	bySlot bool
+}
+
+// keyIndex returns the index of key k, adding it if new (before build).
+func (x *topoIndex) keyIndex(k string) int {
+	for i := range x.keys {
+		if x.keys[i] == k {
+			return i
+		}
+	}
+	x.keys = append(x.keys, k)
+	return len(x.keys) - 1
+}
+
+// keyCache remembers, across cycles, the domains of one topology key per
+// slot, so that building a cycle's index costs a label lookup and a
+// string compare per node, not a (in TinyGo, allocating) map lookup:
+// node labels seldom change. Domain numbers are stable while the cache
+// lives; the map only grows.
+type keyCache struct {
+	key  string
+	m    map[string]int32
+	vals []string
+	dom  []int32
+}
+
+// build numbers the domains of every key over nodes, reusing and
+// updating the plugin's caches.
+func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache) {
+	size := 0
+	for _, n := range nodes {
+		size = max(size, int(n.Slot)+1)
+	}
+	x.vals = make([]map[string]int32, len(x.keys))
+	x.ndom = make([]int32, len(x.keys))
+	x.dom = make([][]int32, len(x.keys))
+	x.bySlot = true
+	seen := make([]bool, size)
+	for _, n := range nodes {
+		if seen[n.Slot] {
+			x.bySlot = false
+		}
+		seen[n.Slot] = true
+	}
+	for ki, k := range x.keys {
+		var c *keyCache
+		for _, kc := range *caches {
+			if kc.key == k {
+				c = kc
+				break
+			}
+		}
+		if c == nil || len(c.m) > 4*size+64 || !x.bySlot {
+			if c == nil {
+				c = &keyCache{key: k}
+				*caches = append(*caches, c)
+			}
+			c.m, c.vals, c.dom = map[string]int32{}, nil, nil
+		}
+		if len(c.dom) < size {
+			vals := make([]string, size)
+			dom := make([]int32, size)
+			copy(vals, c.vals)
+			n := copy(dom, c.dom)
+			for i := n; i < size; i++ {
+				dom[i] = -1
+			}
+			c.vals, c.dom = vals, dom
+		}
+		// Consecutive nodes often share a domain (zones): try the last
+		// value before the map.
+		var last string
+		lastD := int32(-1)
+		for _, n := range nodes {
+			v, ok := n.Label(k)
+			if !ok {
+				c.dom[n.Slot] = -1
+				continue
+			}
+			if c.dom[n.Slot] >= 0 && c.vals[n.Slot] == v {
+				continue
+			}
+			if lastD < 0 || v != last {
+				id, ok := c.m[v]
+				if !ok {
+					id = int32(len(c.m))
+					c.m[v] = id
+				}
+				last, lastD = v, id
+			}
+			c.vals[n.Slot], c.dom[n.Slot] = v, lastD
+		}
+		dom := make([]int32, size)
+		copy(dom, c.dom)
+		x.vals[ki], x.ndom[ki], x.dom[ki] = c.m, int32(len(c.m)), dom
+	}
+}
+
+// Domain results besides an index: the node lacks the key, or has a value
+// the index has not seen (only on the slow path, for nodes outside the
+// mirror).
+const (
+	noKey   = -1
+	unknown = -2
+)
+
+// domain returns node n's domain under keys[ki] (noKey, unknown) and, when
+// unknown, the value.
+func (x *topoIndex) domain(ki int, n *plugin.NodeInfo) (int32, string) {
+	if x.bySlot {
+		if d := x.dom[ki]; int(n.Slot) < len(d) {
+			return d[n.Slot], ""
+		}
+	}
+	v, ok := n.Label(x.keys[ki])
+	if !ok {
+		return noKey, ""
+	}
+	if id, ok := x.vals[ki][v]; ok && id < x.ndom[ki] {
+		return id, ""
+	}
+	return unknown, v
+}
+
+// find returns the index of key k, -1 if the index lacks it.
+func (x *topoIndex) find(k string) int {
+	for i := range x.keys {
+		if x.keys[i] == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// topoCounts counts matches per topology pair (key, domain) of a
+// topoIndex. Pairs the index does not know (key or value unseen at
+// PreFilter, only possible for pods or nodes added in what-ifs) go to
+// extra, per key and value. nonzero is the number of pairs with a
+// non-zero count (upstream deletes pairs that drop to zero, so it is the
+// size of its map).
+type topoCounts struct {
+	counts  [][]int64
+	extra   map[string]map[string]int64
+	nonzero int
+}
+
+func newTopoCounts(x *topoIndex) topoCounts {
+	c := topoCounts{counts: make([][]int64, len(x.keys))}
+	for ki := range c.counts {
+		c.counts[ki] = make([]int64, x.ndom[ki])
+	}
+	return c
+}
+
+// add adds delta to the pair of domain d of key ki, or, when d < 0, to
+// pair (key, v).
+func (c *topoCounts) add(ki int, d int32, key, v string, delta int64) {
+	var old int64
+	if ki >= 0 && d >= 0 {
+		old = c.counts[ki][d]
+		c.counts[ki][d] = old + delta
+	} else {
+		if c.extra == nil {
+			c.extra = map[string]map[string]int64{}
+		}
+		m := c.extra[key]
+		if m == nil {
+			m = map[string]int64{}
+			c.extra[key] = m
+		}
+		old = m[v]
+		if old+delta == 0 {
+			delete(m, v)
+		} else {
+			m[v] = old + delta
+		}
+	}
+	switch n := old + delta; {
+	case old == 0 && n != 0:
+		c.nonzero++
+	case old != 0 && n == 0:
+		c.nonzero--
+	}
+}
+
+// get returns the count of the pair of domain d of key ki (d from
+// topoIndex.domain; v the value when d is unknown); 0 for noKey.
+func (c *topoCounts) get(ki int, d int32, key, v string) int64 {
+	if d >= 0 {
+		return c.counts[ki][d]
+	}
+	if d == unknown && c.extra != nil {
+		return c.extra[key][v]
+	}
+	return 0
+}
+
+// Len is the number of pairs with a non-zero count.
+func (c *topoCounts) Len() int { return c.nonzero }
+
+// clone deep-copies the counts.
+func (c *topoCounts) clone() topoCounts {
+	out := topoCounts{counts: make([][]int64, len(c.counts)), nonzero: c.nonzero}
+	for i, s := range c.counts {
+		out.counts[i] = append([]int64(nil), s...)
+	}
+	if c.extra != nil {
+		out.extra = make(map[string]map[string]int64, len(c.extra))
+		for k, m := range c.extra {
+			n := make(map[string]int64, len(m))
+			for v, x := range m {
+				n[v] = x
+			}
+			out.extra[k] = n
+		}
+	}
+	return out
+}
