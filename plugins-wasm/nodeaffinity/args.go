@@ -3,6 +3,7 @@ package nodeaffinity
 import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/plugins-wasm/internal/argparse"
+	"github.com/wasmsched/wasmsched/plugins-wasm/internal/nodeselector"
 )
 
 // Args are NodeAffinityArgs: a node affinity the scheduler adds to every
@@ -49,7 +50,7 @@ func ParseArgs(v *abi.Value) (Args, error) {
 			}
 			ns.Terms = append(ns.Terms, t)
 		}
-		if _, err := compileNodeSelector(ns, path); err != nil {
+		if _, err := nodeselector.Compile(ns, path); err != nil {
 			return a, err
 		}
 		na.Required = ns
@@ -73,7 +74,7 @@ func ParseArgs(v *abi.Value) (Args, error) {
 		}
 		na.Preferred = append(na.Preferred, abi.PreferredSchedulingTerm{Weight: w, Term: t})
 	}
-	if _, err := compilePreferred(na.Preferred, "addedAffinity."+prefKey); err != nil {
+	if _, err := nodeselector.CompilePreferred(na.Preferred, "addedAffinity."+prefKey); err != nil {
 		return a, err
 	}
 	a.AddedAffinity = na

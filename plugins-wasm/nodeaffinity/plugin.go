@@ -5,8 +5,11 @@
 package nodeaffinity
 
 import (
+	"slices"
+
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/plugins-wasm/internal/nodeselector"
 )
 
 // Name is the plugin's name in a profile, the same as kube-scheduler's so
@@ -43,9 +46,9 @@ var (
 type NodeAffinity struct {
 	// addedRequired is the compiled addedAffinity required selector, nil
 	// when unset.
-	addedRequired *nodeSelector
+	addedRequired *nodeselector.Selector
 	// addedPreferred is nil when addedAffinity has no preferred terms.
-	addedPreferred []preferredTerm
+	addedPreferred []nodeselector.Preferred
 }
 
 var (
@@ -68,10 +71,10 @@ func New(args *abi.Value, _ plugin.Handle) (plugin.Plugin, error) {
 	pl := &NodeAffinity{}
 	if na := a.AddedAffinity; na != nil {
 		if na.Required != nil {
-			pl.addedRequired, _ = compileNodeSelector(na.Required, "") // validated by ParseArgs
+			pl.addedRequired, _ = nodeselector.Compile(na.Required, "") // validated by ParseArgs
 		}
 		if len(na.Preferred) != 0 {
-			pl.addedPreferred, _ = compilePreferred(na.Preferred, "")
+			pl.addedPreferred, _ = nodeselector.CompilePreferred(na.Preferred, "")
 		}
 	}
 	return pl, nil
@@ -79,36 +82,6 @@ func New(args *abi.Value, _ plugin.Handle) (plugin.Plugin, error) {
 
 // Name implements plugin.Plugin.
 func (*NodeAffinity) Name() string { return Name }
-
-// requiredAffinity is the pod's nodeSelector ANDed with its required node
-// affinity (nil: none), immutable once built, so Clone shares it.
-type requiredAffinity struct {
-	nodeSelector abi.Labels
-	affinity     *nodeSelector
-}
-
-// Clone implements plugin.StateData.
-func (r *requiredAffinity) Clone() plugin.StateData { return r }
-
-func newRequiredAffinity(pod *abi.Pod) *requiredAffinity {
-	r := &requiredAffinity{nodeSelector: pod.NodeSelector}
-	if na := pod.NodeAffinity; na != nil && na.Required != nil {
-		// Terms that fail to parse match nothing; the error itself is
-		// ignored for backwards compatibility, as upstream.
-		r.affinity, _ = compileNodeSelector(na.Required, "")
-	}
-	return r
-}
-
-func (r *requiredAffinity) matches(node *abi.Node) bool {
-	for i := range r.nodeSelector {
-		v, ok := node.Labels.Get(r.nodeSelector[i].Key)
-		if !ok || v != r.nodeSelector[i].Value {
-			return false
-		}
-	}
-	return r.affinity == nil || r.affinity.matches(node)
-}
 
 // PreFilter compiles the pod's required affinity once per cycle. A pod
 // with neither nodeSelector nor required affinity, in a profile without
@@ -120,7 +93,7 @@ func (pl *NodeAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugi
 	if noRequired && pl.addedRequired == nil && len(pod.NodeSelector) == 0 {
 		return statusSkip
 	}
-	state.Write(preFilterKey, newRequiredAffinity(pod))
+	state.Write(preFilterKey, nodeselector.ForPod(pod))
 	if !noRequired && namesConflict(na.Required.Terms) {
 		return statusConflict
 	}
@@ -140,7 +113,7 @@ func namesConflict(terms []abi.NodeSelectorTerm) bool {
 		var first *abi.Requirement
 		for j := range terms[i].MatchFields {
 			f := &terms[i].MatchFields[j]
-			if f.Key == objectNameField && f.Operator == abi.OpIn {
+			if f.Key == nodeselector.ObjectNameField && f.Operator == abi.OpIn {
 				first = f
 				break
 			}
@@ -162,7 +135,7 @@ func termHasName(t *abi.NodeSelectorTerm, first *abi.Requirement) bool {
 		ok := true
 		for j := range t.MatchFields {
 			f := &t.MatchFields[j]
-			if f.Key == objectNameField && f.Operator == abi.OpIn && !contains(f.Values, name) {
+			if f.Key == nodeselector.ObjectNameField && f.Operator == abi.OpIn && !slices.Contains(f.Values, name) {
 				ok = false
 				break
 			}
@@ -176,17 +149,17 @@ func termHasName(t *abi.NodeSelectorTerm, first *abi.Requirement) bool {
 
 // Filter checks the profile's added affinity, then the pod's.
 func (pl *NodeAffinity) Filter(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
-	if pl.addedRequired != nil && !pl.addedRequired.matches(&node.Node) {
+	if pl.addedRequired != nil && !pl.addedRequired.Matches(&node.Node) {
 		return statusEnforced
 	}
-	r, ok := state.Read(preFilterKey).(*requiredAffinity)
+	r, ok := state.Read(preFilterKey).(*nodeselector.Required)
 	if !ok {
 		// PreFilter did not run (or skipped): compile once and keep it
 		// for the cycle's other nodes.
-		r = newRequiredAffinity(pod)
+		r = nodeselector.ForPod(pod)
 		state.Write(preFilterKey, r)
 	}
-	if !r.matches(&node.Node) {
+	if !r.Matches(&node.Node) {
 		return statusPod
 	}
 	return nil
@@ -195,18 +168,18 @@ func (pl *NodeAffinity) Filter(state *plugin.CycleState, pod *abi.Pod, node *plu
 // preferredAffinity is the pod's compiled preferred terms, or the Error
 // status of a term that failed to compile.
 type preferredAffinity struct {
-	terms []preferredTerm
+	terms []nodeselector.Preferred
 	err   *plugin.Status
 }
 
 // Clone implements plugin.StateData.
 func (p *preferredAffinity) Clone() plugin.StateData { return p }
 
-func podPreferred(pod *abi.Pod) ([]preferredTerm, error) {
+func podPreferred(pod *abi.Pod) ([]nodeselector.Preferred, error) {
 	if pod.NodeAffinity == nil || len(pod.NodeAffinity.Preferred) == 0 {
 		return nil, nil
 	}
-	return compilePreferred(pod.NodeAffinity.Preferred, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+	return nodeselector.CompilePreferred(pod.NodeAffinity.Preferred, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
 }
 
 // PreScore compiles the pod's preferred terms. A term that fails to parse
@@ -226,7 +199,7 @@ func (pl *NodeAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, _ []*pl
 // Score sums the weights of the preferred terms (the pod's and the
 // profile's) the node matches.
 func (pl *NodeAffinity) Score(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) (int64, *plugin.Status) {
-	score := scorePreferred(pl.addedPreferred, &node.Node)
+	score := nodeselector.ScorePreferred(pl.addedPreferred, &node.Node)
 	p, ok := state.Read(preScoreKey).(*preferredAffinity)
 	if !ok {
 		// PreScore did not run (or skipped): compile once and keep the
@@ -238,7 +211,7 @@ func (pl *NodeAffinity) Score(state *plugin.CycleState, pod *abi.Pod, node *plug
 	if p.err != nil {
 		return 0, p.err
 	}
-	return score + scorePreferred(p.terms, &node.Node), nil
+	return score + nodeselector.ScorePreferred(p.terms, &node.Node), nil
 }
 
 // NormalizeScore scales the sums so the best node scores MaxScore.

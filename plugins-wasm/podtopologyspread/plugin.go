@@ -11,6 +11,7 @@ package podtopologyspread
 import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/plugins-wasm/internal/nodeselector"
 )
 
 // Name is the plugin's name in a profile.
@@ -78,13 +79,15 @@ func (*PodTopologySpread) Name() string { return Name }
 
 // constraint is a compiled topology spread constraint.
 type constraint struct {
-	maxSkew       int32
-	key           string
-	sel           plugin.Selector
-	minDomains    int32
-	honorAffinity bool // nodeAffinityPolicy (default Honor)
-	honorTaints   bool // nodeTaintsPolicy (default Ignore)
-	selfMatch     bool // the selector matches the incoming pod
+	maxSkew    int32
+	key        string
+	sel        plugin.Selector
+	minDomains int32
+	// required is the pod's nodeSelector and required node affinity,
+	// compiled once, when nodeAffinityPolicy is Honor (the default).
+	required    *nodeselector.Required
+	honorTaints bool // nodeTaintsPolicy (default Ignore)
+	selfMatch   bool // the selector matches the incoming pod
 }
 
 // constraintsFor compiles the pod's constraints of the given action, or
@@ -103,6 +106,7 @@ func (pl *PodTopologySpread) constraintsFor(pod *abi.Pod, action abi.WhenUnsatis
 
 func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action abi.WhenUnsatisfiable, override *abi.LabelSelector) ([]constraint, error) {
 	var out []constraint
+	var required *nodeselector.Required // shared by the constraints that honor it
 	for i := range in {
 		c := &in[i]
 		if c.WhenUnsatisfiable != action {
@@ -121,14 +125,21 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 		if md <= 0 {
 			md = 1
 		}
+		var req *nodeselector.Required
+		if c.NodeAffinityPolicy != abi.PolicyIgnore {
+			if required == nil {
+				required = nodeselector.ForPod(pod)
+			}
+			req = required
+		}
 		out = append(out, constraint{
-			maxSkew:       c.MaxSkew,
-			key:           c.TopologyKey,
-			sel:           sel,
-			minDomains:    md,
-			honorAffinity: c.NodeAffinityPolicy != abi.PolicyIgnore,
-			honorTaints:   c.NodeTaintsPolicy == abi.PolicyHonor,
-			selfMatch:     sel.Matches(pod.Labels),
+			maxSkew:     c.MaxSkew,
+			key:         c.TopologyKey,
+			sel:         sel,
+			minDomains:  md,
+			required:    req,
+			honorTaints: c.NodeTaintsPolicy == abi.PolicyHonor,
+			selfMatch:   sel.Matches(pod.Labels),
 		})
 	}
 	return out, nil
@@ -174,7 +185,7 @@ func hasAllKeys(node *abi.Node, cs []constraint) bool {
 
 // includes applies the constraint's node inclusion policies.
 func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
-	if c.honorAffinity && !requiredAffinityMatches(pod, node) {
+	if c.required != nil && !c.required.Matches(node) {
 		return false
 	}
 	if c.honorTaints && !taintsTolerated(pod, node) {

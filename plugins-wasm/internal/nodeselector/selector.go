@@ -1,17 +1,20 @@
-package nodeaffinity
+package nodeselector
 
 import (
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 	"github.com/wasmsched/wasmsched/plugins-wasm/internal/argparse"
 	"github.com/wasmsched/wasmsched/plugins-wasm/internal/kubename"
 )
 
-// The node selector machinery of k8s.io/component-helpers' nodeaffinity
-// package, compiled once per cycle (or once per plugin for args) into a
-// form that matches a node without allocating.
+// Package nodeselector is the node selector machinery of
+// k8s.io/component-helpers' nodeaffinity package, shared by the plugins
+// that match pods' node affinity (NodeAffinity, PodTopologySpread's
+// nodeAffinityPolicy): compiled once per cycle (or once per plugin for
+// args) into a form that matches a node without allocating.
 
-// objectNameField is the only node field kube-scheduler knows.
-const objectNameField = "metadata.name"
+// ObjectNameField is the only node field kube-scheduler knows in matchFields.
+const ObjectNameField = "metadata.name"
 
 // requirement is a compiled matchExpressions entry.
 type requirement struct {
@@ -154,7 +157,7 @@ func (t *term) matches(node *abi.Node) bool {
 		for i := range t.fields {
 			f := &t.fields[i]
 			var v string // fields other than metadata.name read as ""
-			if f.key == objectNameField {
+			if f.key == ObjectNameField {
 				v = node.Name
 			}
 			if (v == f.value) != f.equal {
@@ -202,17 +205,17 @@ func contains(vs []string, v string) bool {
 	return false
 }
 
-// nodeSelector is a compiled NodeSelector: terms ORed. Empty terms are
+// Selector is a compiled NodeSelector: terms ORed. Empty terms are
 // dropped and terms that failed to parse never match, so a selector with
 // no usable term matches no node.
-type nodeSelector struct {
+type Selector struct {
 	terms []term
 }
 
-// compileNodeSelector compiles ns, returning the first parse error too:
+// Compile compiles ns, returning the first parse error too:
 // args treat it as fatal, pods ignore it (kube's LazyErrorNodeSelector).
-func compileNodeSelector(ns *abi.NodeSelector, path string) (*nodeSelector, error) {
-	s := &nodeSelector{terms: make([]term, 0, len(ns.Terms))}
+func Compile(ns *abi.NodeSelector, path string) (*Selector, error) {
+	s := &Selector{terms: make([]term, 0, len(ns.Terms))}
 	var first error
 	termsPath := argparse.Child(path, "nodeSelectorTerms")
 	for i := range ns.Terms {
@@ -229,7 +232,7 @@ func compileNodeSelector(ns *abi.NodeSelector, path string) (*nodeSelector, erro
 }
 
 // matches reports whether any term matches node.
-func (s *nodeSelector) matches(node *abi.Node) bool {
+func (s *Selector) Matches(node *abi.Node) bool {
 	for i := range s.terms {
 		if s.terms[i].matches(node) {
 			return true
@@ -238,16 +241,16 @@ func (s *nodeSelector) matches(node *abi.Node) bool {
 	return false
 }
 
-// preferredTerm is a compiled weighted preference.
-type preferredTerm struct {
+// Preferred is a compiled weighted preference.
+type Preferred struct {
 	term
 	weight int64
 }
 
-// compilePreferred compiles weighted terms as NewPreferredSchedulingTerms:
+// CompilePreferred compiles weighted terms as NewPreferredSchedulingTerms:
 // zero weights and empty terms are dropped; any parse error is returned.
-func compilePreferred(pts []abi.PreferredSchedulingTerm, path string) ([]preferredTerm, error) {
-	out := make([]preferredTerm, 0, len(pts))
+func CompilePreferred(pts []abi.PreferredSchedulingTerm, path string) ([]Preferred, error) {
+	out := make([]Preferred, 0, len(pts))
 	for i := range pts {
 		pt := &pts[i]
 		if pt.Weight == 0 || isEmptyTerm(&pt.Term) {
@@ -257,13 +260,13 @@ func compilePreferred(pts []abi.PreferredSchedulingTerm, path string) ([]preferr
 		if t.err != nil {
 			return nil, t.err
 		}
-		out = append(out, preferredTerm{term: t, weight: int64(pt.Weight)})
+		out = append(out, Preferred{term: t, weight: int64(pt.Weight)})
 	}
 	return out, nil
 }
 
-// scorePreferred sums the weights of the terms node matches.
-func scorePreferred(pts []preferredTerm, node *abi.Node) int64 {
+// ScorePreferred sums the weights of the terms node matches.
+func ScorePreferred(pts []Preferred, node *abi.Node) int64 {
 	var sum int64
 	for i := range pts {
 		if pts[i].matches(node) {
@@ -271,4 +274,36 @@ func scorePreferred(pts []preferredTerm, node *abi.Node) int64 {
 		}
 	}
 	return sum
+}
+
+// Required is a pod's nodeSelector ANDed with its required node affinity,
+// immutable once built, so Clone shares it.
+type Required struct {
+	nodeSelector abi.Labels
+	affinity     *Selector
+}
+
+// Clone implements plugin.StateData.
+func (r *Required) Clone() plugin.StateData { return r }
+
+// ForPod compiles the pod's required node constraints. Terms that fail to
+// parse match nothing; the error is ignored for backwards compatibility,
+// as upstream.
+func ForPod(pod *abi.Pod) *Required {
+	r := &Required{nodeSelector: pod.NodeSelector}
+	if na := pod.NodeAffinity; na != nil && na.Required != nil {
+		r.affinity, _ = Compile(na.Required, "")
+	}
+	return r
+}
+
+// Matches reports whether the node satisfies both.
+func (r *Required) Matches(node *abi.Node) bool {
+	for i := range r.nodeSelector {
+		v, ok := node.Labels.Get(r.nodeSelector[i].Key)
+		if !ok || v != r.nodeSelector[i].Value {
+			return false
+		}
+	}
+	return r.affinity == nil || r.affinity.Matches(node)
 }
