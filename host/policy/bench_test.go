@@ -106,10 +106,33 @@ func pass(ctx context.Context, c *policy.Client, plugins []int, pod *abi.Pod, al
 
 const benchNodes = 5000
 
+// benchPass times scheduling passes of the given plugins over all nodes
+// on one instance and reports ns/node; needFeasible fails the benchmark
+// if no node fits.
+func benchPass(b *testing.B, m *policy.Module, snap *snapshot.Snapshot, all []uint32, pod *abi.Pod, plugins []int, needFeasible bool) {
+	ctx := context.Background()
+	c, err := m.Get(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Put(ctx, c)
+	if err := c.Sync(ctx, snap); err != nil {
+		b.Fatal(err)
+	}
+	feasible := make([]uint32, 0, len(all))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n, err := pass(ctx, c, plugins, pod, all, feasible)
+		if err != nil || (needFeasible && n == 0) {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(all)), "ns/node")
+}
+
 // benchSets benchmarks one scheduling pass over all nodes for the whole
 // bundle and, with perPlugin, for each plugin alone, reporting ns/node.
 func benchSets(b *testing.B, m *policy.Module, backend string, snap *snapshot.Snapshot, all []uint32, pod *abi.Pod, perPlugin bool) {
-	ctx := context.Background()
 	sets := [][]int{nil} // nil: the whole bundle
 	if perPlugin {
 		for i := range m.Manifest().Plugins {
@@ -126,22 +149,7 @@ func benchSets(b *testing.B, m *policy.Module, backend string, snap *snapshot.Sn
 			name = "plugin=" + m.Manifest().Plugins[set[0]].Name
 		}
 		b.Run(fmt.Sprintf("%s/backend=%s", name, backend), func(b *testing.B) {
-			c, err := m.Get(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Put(ctx, c)
-			if err := c.Sync(ctx, snap); err != nil {
-				b.Fatal(err)
-			}
-			feasible := make([]uint32, 0, len(all))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if n, err := pass(ctx, c, plugins, pod, all, feasible); err != nil || n == 0 {
-					b.Fatal(n, err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
+			benchPass(b, m, snap, all, pod, plugins, true)
 		})
 	}
 }
@@ -366,22 +374,7 @@ func BenchmarkTopologyPlugins(b *testing.B) {
 					b.Skipf("the bundle has no %s", name)
 				}
 				b.Run(fmt.Sprintf("pods=%d/plugin=%s/backend=%s", pods, name, be.name), func(b *testing.B) {
-					c, err := m.Get(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer m.Put(ctx, c)
-					if err := c.Sync(ctx, snap); err != nil {
-						b.Fatal(err)
-					}
-					feasible := make([]uint32, 0, len(all))
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						if _, err := pass(ctx, c, []int{idx}, &pod, all, feasible); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchNodes, "ns/node")
+					benchPass(b, m, snap, all, &pod, []int{idx}, false)
 				})
 			}
 			m.Close(ctx)
