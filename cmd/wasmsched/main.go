@@ -31,6 +31,6 @@ func newRootCommand() *cobra.Command {
 	logger := func() hclog.Logger {
 		return hclog.New(&hclog.LoggerOptions{Name: "wasmsched", Level: hclog.LevelFromString(logLevel), Output: os.Stderr})
 	}
-	root.AddCommand(newSimulateCommand(logger))
+	root.AddCommand(newSimulateCommand(logger), newServeCommand(logger))
 	return root
 }

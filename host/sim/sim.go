@@ -25,7 +25,6 @@ import (
 	"github.com/wasmsched/wasmsched/host/cache"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/convert"
-	"github.com/wasmsched/wasmsched/host/framework"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/queue"
 	"github.com/wasmsched/wasmsched/host/scheduler"
@@ -100,7 +99,7 @@ type Env struct {
 	Cache     *cache.Cache
 	clock     *testingclock.FakeClock
 	registry  *modules.Registry
-	profiles  []*framework.Profile
+	parts     *scheduler.Parts
 	cluster   *cluster
 	rec       *recorder
 	order     []string // pod UIDs in input order
@@ -132,48 +131,17 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		cluster:  &cluster{pods: map[string]*abi.Pod{}},
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}
-	host := framework.HostPlugins{
-		"PrioritySort":              framework.PrioritySort{},
-		framework.DefaultBinderName: framework.DefaultBinder{Binder: env.cluster},
-	}
-	byName := map[string]*framework.Profile{}
-	for i := range cfg.Profiles {
-		p, err := framework.BuildProfile(ctx, cfg, i, reg, host)
-		if err != nil {
-			env.Close(ctx)
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		env.profiles = append(env.profiles, p)
-		byName[p.Name] = p
-	}
-	qopts := queue.Options{
-		Clock:        env.clock,
-		PluginEvents: framework.PluginEvents,
-		PreEnqueue: func(pod *abi.Pod) []queue.PreEnqueuePlugin {
-			if p := byName[pod.SchedulerName]; p != nil {
-				return p.PreEnqueuePlugins()
-			}
-			return nil
-		},
-	}
-	if cfg.PodInitialBackoffSeconds != nil {
-		qopts.InitialBackoff = time.Duration(*cfg.PodInitialBackoffSeconds) * time.Second
-	}
-	if cfg.PodMaxBackoffSeconds != nil {
-		qopts.MaxBackoff = time.Duration(*cfg.PodMaxBackoffSeconds) * time.Second
-	}
-	env.Queue = queue.New(qopts)
-	env.Cache = cache.New(0, env.clock.Now)
-	env.Scheduler, err = scheduler.New(scheduler.Options{
-		Profiles: env.profiles, Cache: env.Cache, Queue: env.Queue, Recorder: env.rec,
+	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
+		Config: cfg, Registry: reg, Binder: env.cluster, Recorder: env.rec, Clock: env.clock,
 		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log,
 	})
 	if err != nil {
-		env.Close(ctx)
+		reg.Close(ctx)
 		return nil, err
 	}
+	env.parts = parts
+	env.Scheduler, env.Queue, env.Cache = parts.Scheduler, parts.Queue, parts.Cache
 	env.cluster.sched = env.Scheduler
-	env.rec.profiles = byName
 
 	for _, ns := range namespaces(objs, pods) {
 		env.Scheduler.OnNamespace(ns.Name, ns.Labels)
@@ -251,11 +219,8 @@ func (e *Env) report(cycles int) *Report {
 
 // Close releases the profiles and modules.
 func (e *Env) Close(ctx context.Context) {
-	if e.Queue != nil {
-		e.Queue.Close()
-	}
-	for _, p := range e.profiles {
-		p.Close(ctx)
+	if e.parts != nil {
+		e.parts.Close(ctx)
 	}
 	e.registry.Close(ctx)
 }
@@ -365,10 +330,9 @@ func (c *cluster) Bind(_ context.Context, pod *abi.Pod, node string) error {
 
 // recorder keeps each pod's latest outcome.
 type recorder struct {
-	mu       sync.Mutex
-	results  map[string]*PodResult
-	profiles map[string]*framework.Profile
-	bound    int
+	mu      sync.Mutex
+	results map[string]*PodResult
+	bound   int
 }
 
 // binds counts the bindings so far.

@@ -1,0 +1,168 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/scheduler"
+)
+
+// Watch starts shared informers for pods, nodes and namespaces that feed
+// the scheduler, and waits until their caches have synced. An object that
+// cannot be converted is logged and skipped, never fatal.
+func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger) error {
+	f := informers.NewSharedInformerFactory(client, 0)
+	skip := func(what string, err error) {
+		log.Warn("skipping object the scheduler cannot represent", "object", what, "error", err)
+	}
+
+	nodes := f.Core().V1().Nodes().Informer()
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, err := nodeOf(obj); err == nil {
+				s.OnNodeAdd(n)
+			} else {
+				skip("node", err)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, err1 := nodeOf(oldObj)
+			n, err2 := nodeOf(newObj)
+			if err1 == nil && err2 == nil {
+				s.OnNodeUpdate(o, n)
+			} else if err2 != nil {
+				skip("node", err2)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if n, ok := unwrap(obj).(*corev1.Node); ok {
+				s.OnNodeDelete(n.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+
+	pods := f.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, err := podOf(obj); err == nil {
+				s.OnPodAdd(p)
+			} else {
+				skip("pod", err)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, err1 := podOf(oldObj)
+			if np, ok := newObj.(*corev1.Pod); ok && finished(np) {
+				if err1 == nil {
+					s.OnPodDelete(o) // a finished pod frees its node
+				}
+				return
+			}
+			p, err2 := podOf(newObj)
+			switch {
+			case err2 != nil:
+				skip("pod", err2)
+			case err1 != nil:
+				s.OnPodAdd(p)
+			default:
+				s.OnPodUpdate(o, p)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p, err := podOf(unwrap(obj)); err == nil {
+				s.OnPodDelete(p)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
+
+	nss := f.Core().V1().Namespaces().Informer()
+	onNS := func(obj any) {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			s.OnNamespace(ns.Name, labelsOf(ns.Labels))
+		}
+	}
+	if _, err := nss.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onNS,
+		UpdateFunc: func(_, newObj any) { onNS(newObj) },
+		DeleteFunc: func(obj any) {
+			if ns, ok := unwrap(obj).(*corev1.Namespace); ok {
+				s.OnNamespaceDelete(ns.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("namespace informer: %w", err)
+	}
+
+	f.Start(ctx.Done())
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache for %v did not sync", typ)
+		}
+	}
+	return nil
+}
+
+// unwrap returns the object inside a delete tombstone.
+func unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func nodeOf(obj any) (*abi.Node, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil, fmt.Errorf("not a node: %T", obj)
+	}
+	an, err := convert.Node(n)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return an, nil
+}
+
+func podOf(obj any) (*abi.Pod, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("not a pod: %T", obj)
+	}
+	if finished(p) {
+		// Finished pods hold no resources; treat them as gone.
+		return nil, fmt.Errorf("pod %s/%s has finished", p.Namespace, p.Name)
+	}
+	ap, err := convert.Pod(p)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return ap, nil
+}
+
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func labelsOf(m map[string]string) abi.Labels {
+	ls := make(abi.Labels, 0, len(m))
+	for k, v := range m {
+		ls = append(ls, abi.Label{Key: k, Value: v})
+	}
+	for i := 1; i < len(ls); i++ {
+		for j := i; j > 0 && ls[j].Key < ls[j-1].Key; j-- {
+			ls[j], ls[j-1] = ls[j-1], ls[j]
+		}
+	}
+	return ls
+}

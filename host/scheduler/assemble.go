@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/utils/clock"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/cache"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/queue"
+)
+
+// Parts are what Assemble builds: the scheduler and the cache, queue and
+// profiles it runs on. Close releases the profiles' instance pools.
+type Parts struct {
+	Scheduler *Scheduler
+	Queue     *queue.PriorityQueue
+	Cache     *cache.Cache
+	Profiles  []*framework.Profile
+}
+
+// Close closes the queue and the profiles' pools.
+func (p *Parts) Close(ctx context.Context) {
+	if p.Queue != nil {
+		p.Queue.Close()
+	}
+	for _, pr := range p.Profiles {
+		pr.Close(ctx)
+	}
+}
+
+// AssembleOptions are the environment a scheduler is assembled in.
+type AssembleOptions struct {
+	Config   *config.Configuration
+	Registry *modules.Registry
+	// Binder makes bindings real (the API or the simulation).
+	Binder   framework.Binder
+	Recorder Recorder
+	Clock    clock.WithTicker
+	Rand     *rand.Rand
+	Log      hclog.Logger
+}
+
+// Assemble builds every profile of the configuration against the modules,
+// one queue (with each profile's gates and the plugins' event interest)
+// and one cache, and the scheduler over them: the same for the
+// simulation and for a real cluster.
+func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
+	parts := &Parts{}
+	host := framework.HostPlugins{
+		"PrioritySort":              framework.PrioritySort{},
+		framework.DefaultBinderName: framework.DefaultBinder{Binder: o.Binder},
+	}
+	byName := map[string]*framework.Profile{}
+	for i := range o.Config.Profiles {
+		p, err := framework.BuildProfile(ctx, o.Config, i, o.Registry, host)
+		if err != nil {
+			parts.Close(ctx)
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		parts.Profiles = append(parts.Profiles, p)
+		byName[p.Name] = p
+	}
+	qopts := queue.Options{
+		Clock:        o.Clock,
+		PluginEvents: framework.PluginEvents,
+		PreEnqueue: func(pod *abi.Pod) []queue.PreEnqueuePlugin {
+			if p := byName[pod.SchedulerName]; p != nil {
+				return p.PreEnqueuePlugins()
+			}
+			return nil
+		},
+	}
+	if s := o.Config.PodInitialBackoffSeconds; s != nil {
+		qopts.InitialBackoff = time.Duration(*s) * time.Second
+	}
+	if s := o.Config.PodMaxBackoffSeconds; s != nil {
+		qopts.MaxBackoff = time.Duration(*s) * time.Second
+	}
+	parts.Queue = queue.New(qopts)
+	now := time.Now
+	if o.Clock != nil {
+		now = o.Clock.Now
+	}
+	parts.Cache = cache.New(0, now)
+	var err error
+	parts.Scheduler, err = New(Options{Profiles: parts.Profiles, Cache: parts.Cache, Queue: parts.Queue,
+		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log})
+	if err != nil {
+		parts.Close(ctx)
+		return nil, err
+	}
+	return parts, nil
+}
