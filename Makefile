@@ -4,6 +4,7 @@
 #   make test    everything CI runs: wasm reproducibility, vet, unit tests (-race on the host)
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
+#   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
 
 GO            ?= go
@@ -23,7 +24,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo test vet unit check-wasm wasm wasm-go bench tinygo fmt
+.PHONY: all demo test vet unit e2e check-wasm wasm wasm-go bench tinygo fmt
 
 all: test
 
@@ -40,6 +41,13 @@ vet:
 unit:
 	@for m in $(GUEST_MODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
 	$(GO) test -count=1 -race ./...
+
+# e2e runs wasmsched against a real kube-apiserver and etcd on loopback;
+# scripts/controlplane.sh builds them from the Go module proxy the first
+# time (about 8 minutes on 2 cores) and caches them.
+e2e:
+	scripts/controlplane.sh build >/dev/null
+	WASMSCHED_E2E=1 $(GO) test -count=1 -v ./test/e2e/
 
 # check-wasm rebuilds every committed TinyGo build and fails if a byte
 # differs. With no TinyGo it installs one when CI=true and otherwise says

@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
-	"k8s.io/utils/clock"
 
-	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
-	"github.com/wasmsched/wasmsched/host/modules"
-	"github.com/wasmsched/wasmsched/host/scheduler"
 )
 
 func newServeCommand(logger func() hclog.Logger) *cobra.Command {
@@ -47,33 +41,7 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: cacheDir, Log: log})
-			if err != nil {
-				return err
-			}
-			defer reg.Close(context.Background())
-			rec := kube.NewRecorder(client, cfg.Profiles[0].SchedulerName, log)
-			parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
-				Config: cfg, Registry: reg, Binder: kube.Binder{Client: client}, Recorder: rec,
-				Clock: clock.RealClock{}, Log: log,
-			})
-			if err != nil {
-				return err
-			}
-			defer parts.Close(context.Background())
-			if err := kube.Watch(ctx, client, parts.Scheduler, log); err != nil {
-				return fmt.Errorf("watch the cluster: %w", err)
-			}
-			go parts.Queue.Run(ctx)
-			go rec.Run(ctx)
-			go parts.Cache.Run(ctx, time.Second, func(expired []*abi.Pod) {
-				for _, p := range expired {
-					log.Warn("binding never confirmed; assumed pod expired", "pod", p.Namespace+"/"+p.Name)
-				}
-			})
-			log.Info("scheduling", "profiles", len(parts.Profiles))
-			parts.Scheduler.Run(ctx)
-			return nil
+			return kube.Serve(ctx, kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log})
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")

@@ -1,0 +1,136 @@
+// Package e2e runs wasmsched against a real kube-apiserver and etcd on
+// loopback (scripts/controlplane.sh builds and starts them). It runs when
+// WASMSCHED_E2E=1 (`make e2e`); the first build of the binaries takes
+// several minutes, cached runs seconds.
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/kube"
+)
+
+func controlPlane(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	if os.Getenv("WASMSCHED_E2E") != "1" {
+		t.Skip("set WASMSCHED_E2E=1 (make e2e) to run against a real kube-apiserver")
+	}
+	script, err := filepath.Abs("../../scripts/controlplane.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := t.TempDir()
+	if out, err := exec.Command(script, "start", run).CombinedOutput(); err != nil {
+		t.Fatalf("start the control plane: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(script, "stop", run).Run() })
+	client, err := kube.Client(filepath.Join(run, "kubeconfig"), 100, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+func node(name, cpu string) *corev1.Node {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl}}
+}
+
+func pod(name, scheduler, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{SchedulerName: scheduler, Containers: []corev1.Container{{Name: "c", Image: "pause",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+}
+
+func TestServeBindsAndReports(t *testing.T) {
+	client := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := node("n1", "4")
+	created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = n.Status // status is not set by create
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	serveCtx, stopServe := context.WithCancel(ctx)
+	defer stopServe()
+	go func() {
+		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		t.Fatal("serve did not become ready")
+	}
+	for _, p := range []*corev1.Pod{pod("fits", "", "1"), pod("too-big", "", "10"), pod("not-ours", "other-scheduler", "1")} {
+		if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, "fits to be bound", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "fits", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == "n1"
+	})
+	const msg = "0/1 nodes are available: 1 Insufficient cpu."
+	waitFor(t, ctx, "too-big's PodScheduled=False condition", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "too-big", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == "Unschedulable" && c.Message == msg {
+				return true
+			}
+		}
+		return false
+	})
+	for pod, want := range map[string]string{"fits": "Successfully assigned default/fits to n1", "too-big": msg} {
+		waitFor(t, ctx, "an Event for "+pod, func() bool {
+			evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+			if err != nil {
+				return false
+			}
+			for _, e := range evs.Items {
+				if strings.Contains(e.Message, want) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	p, err := client.CoreV1().Pods("default").Get(ctx, "not-ours", metav1.GetOptions{})
+	if err != nil || p.Spec.NodeName != "" || len(p.Status.Conditions) != 0 {
+		t.Fatalf("a pod of another scheduler was touched: %+v (%v)", p.Status, err)
+	}
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
