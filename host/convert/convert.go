@@ -14,10 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
 )
-
-// DefaultSchedulerName is the profile of pods that name none.
-const DefaultSchedulerName = "default-scheduler"
 
 // Pod converts a pod. The priority is spec.priority (the API server's
 // Priority admission sets it from the priority class).
@@ -36,7 +34,7 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 		Overhead:          resources(p.Spec.Overhead),
 	}
 	if out.SchedulerName == "" {
-		out.SchedulerName = DefaultSchedulerName
+		out.SchedulerName = config.DefaultSchedulerName
 	}
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority

@@ -52,6 +52,8 @@ type Result struct {
 // Nominator lists pods nominated to a node (waiting for preemption victims
 // to leave), which filters must count.
 type Nominator interface {
+	// HasNominatedPods is a cheap check made once per chunk of nodes.
+	HasNominatedPods() bool
 	NominatedPodsForNode(node string) []*abi.Pod
 }
 
@@ -260,7 +262,7 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, s
 		}
 		passed = append(passed, ok)
 	}
-	if nom != nil {
+	if nom != nil && nom.HasNominatedPods() {
 		if err := c.checkNominated(ctx, pod, chunk, passed, skip, nom, diag); err != nil {
 			return nil, err
 		}

@@ -106,6 +106,26 @@ func pass(ctx context.Context, c *policy.Client, plugins []int, pod *abi.Pod, al
 
 const benchNodes = 5000
 
+// syncedClient loads a backend as a module of one instance, checks the
+// instance out and syncs it with snap; cleanup returns and closes them.
+func syncedClient(tb testing.TB, b policy.Backend, name string, snap *snapshot.Snapshot) *policy.Client {
+	tb.Helper()
+	ctx := context.Background()
+	m, err := policy.Load(ctx, b, policy.Config{Name: name, PoolSize: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := m.Get(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.Put(ctx, c); m.Close(ctx) })
+	if err := c.Sync(ctx, snap); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 // benchPass times scheduling passes of the given plugins over all nodes
 // on one instance and reports ns/node; needFeasible fails the benchmark
 // if no node fits.
@@ -177,19 +197,7 @@ func BenchmarkMirrorDeltaSync(b *testing.B) {
 	for _, be := range backends(b) {
 		b.Run("backend="+be.name, func(b *testing.B) {
 			snap := fixtures.Cluster(benchNodes, 2*benchNodes)
-			m, err := policy.Load(ctx, be.b, policy.Config{Name: be.name, PoolSize: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close(ctx)
-			c, err := m.Get(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Put(ctx, c)
-			if err := c.Sync(ctx, snap); err != nil {
-				b.Fatal(err)
-			}
+			c := syncedClient(b, be.b, be.name, snap)
 			nodes := snap.Nodes()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -262,19 +270,8 @@ func TestNativeAndWasmBuildsAgree(t *testing.T) {
 	topo := fixtures.TopologyPod("diff", 2)
 	for _, pod := range []abi.Pod{pod, topo} {
 		run := func(be policy.Backend) outcome {
-			m, err := policy.Load(ctx, be, policy.Config{Name: "diff"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close(ctx)
-			c, err := m.Get(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Put(ctx, c)
-			if err := c.Sync(ctx, snap); err != nil {
-				t.Fatal(err)
-			}
+			c := syncedClient(t, be, "diff", snap)
+			m := c.Module()
 			if err := c.StartCycle(ctx, &pod); err != nil {
 				t.Fatal(err)
 			}

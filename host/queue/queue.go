@@ -545,6 +545,14 @@ func (q *PriorityQueue) DeleteNominatedPodIfExists(pod *abi.Pod) {
 	q.nominator.delete(pod.UID)
 }
 
+// HasNominatedPods reports whether any pod is nominated anywhere, so a
+// cycle can skip per-node nominator lookups in the common case of none.
+func (q *PriorityQueue) HasNominatedPods() bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return len(q.nominator.byUID) > 0
+}
+
 // NominatedPodsForNode returns the pods nominated to nodeName, in
 // nomination order, so filters can keep room for them. Each is a shallow
 // copy of the queue's newest version of the pod, with NominatedNodeName set

@@ -267,16 +267,16 @@ func (s *Snapshot) AddPod(pod *abi.Pod) error {
 // RemovePod takes a pod (by UID) off its node and updates the aggregates.
 func (s *Snapshot) RemovePod(pod *abi.Pod) error {
 	ni := s.byName[pod.NodeName]
-	if ni == nil || !RemovePodFromInfo(&ni.Info, pod.UID) {
+	if ni == nil || !removePodByUID(&ni.Info, pod.UID) {
 		return fmt.Errorf("remove pod %s/%s: not on node %q", pod.Namespace, pod.Name, pod.NodeName)
 	}
 	s.touch(ni)
 	return nil
 }
 
-// RemovePodFromInfo removes the pod with this UID, and its share of the
+// removePodByUID removes the pod with this UID, and its share of the
 // aggregates; it reports whether the pod was there.
-func RemovePodFromInfo(ni *abi.NodeInfo, uid string) bool {
+func removePodByUID(ni *abi.NodeInfo, uid string) bool {
 	for i := range ni.Pods {
 		if ni.Pods[i].UID == uid {
 			p := ni.Pods[i]

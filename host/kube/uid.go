@@ -1,5 +1,0 @@
-package kube
-
-import "k8s.io/apimachinery/pkg/types"
-
-func typesUID(s string) types.UID { return types.UID(s) }
