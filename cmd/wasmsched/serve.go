@@ -17,6 +17,8 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		kubeconfig, configPath, cacheDir string
 		qps                              float32
 		burst                            int
+		leaderElect                      bool
+		election                         = kube.DefaultLeaderElection()
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -41,7 +43,11 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			return kube.Serve(ctx, kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log})
+			opts := kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log}
+			if leaderElect {
+				opts.LeaderElection = &election
+			}
+			return kube.Serve(ctx, opts)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
@@ -49,5 +55,13 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 	cmd.Flags().StringVar(&cacheDir, "wasm-cache-dir", "", "directory for compiled modules (default: the user cache directory)")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
+	f := cmd.Flags()
+	f.BoolVar(&leaderElect, "leader-elect", true, "run as one of several replicas: schedule only while holding the Lease")
+	f.StringVar(&election.LeaseName, "leader-elect-resource-name", election.LeaseName, "name of the Lease used for leader election")
+	f.StringVar(&election.LeaseNamespace, "leader-elect-resource-namespace", election.LeaseNamespace, "namespace of the Lease used for leader election")
+	f.StringVar(&election.Identity, "leader-elect-identity", "", "this replica's identity in the Lease (default: host name and a random suffix)")
+	f.DurationVar(&election.LeaseDuration, "leader-elect-lease-duration", election.LeaseDuration, "how long standbys wait after the leader's last renewal before taking over")
+	f.DurationVar(&election.RenewDeadline, "leader-elect-renew-deadline", election.RenewDeadline, "how long the leader retries renewing before it stops scheduling")
+	f.DurationVar(&election.RetryPeriod, "leader-elect-retry-period", election.RetryPeriod, "pause between attempts to acquire or renew the Lease")
 	return cmd
 }

@@ -6,8 +6,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -18,10 +21,28 @@ import (
 // Watch starts shared informers for pods, nodes and namespaces that feed
 // the scheduler, and waits until their caches have synced. An object that
 // cannot be converted is logged and skipped, never fatal.
+//
+// Services, ReplicaSets and StatefulSets are watched too, and synced
+// first, because a pending pod's default spread selector is made of the
+// ones that select it (convert.ControllerSelector).
 func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger) error {
 	f := informers.NewSharedInformerFactory(client, 0)
 	skip := func(what string, err error) {
 		log.Warn("skipping object the scheduler cannot represent", "object", what, "error", err)
+	}
+	ctrl := newControllerListers(f)
+	f.Start(ctx.Done())
+	if err := waitSynced(ctx, f); err != nil {
+		return err
+	}
+	// podOf converts a pod and, for a pending pod of ours, computes the
+	// default spread selector from the controllers that select it.
+	podOf := func(obj any) (*abi.Pod, error) {
+		p, err := convertPod(obj)
+		if err == nil && p.NodeName == "" && s.Responsible(p) {
+			p.ControllerSelector = ctrl.selector(obj.(*corev1.Pod))
+		}
+		return p, err
 	}
 
 	nodes := f.Core().V1().Nodes().Informer()
@@ -106,12 +127,48 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 	}
 
 	f.Start(ctx.Done())
+	return waitSynced(ctx, f)
+}
+
+func waitSynced(ctx context.Context, f informers.SharedInformerFactory) error {
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer cache for %v did not sync", typ)
 		}
 	}
 	return nil
+}
+
+// controllerListers read the objects that make up a pod's default spread
+// selector from the informers' caches.
+type controllerListers struct {
+	services     corelisters.ServiceLister
+	replicaSets  appslisters.ReplicaSetLister
+	statefulSets appslisters.StatefulSetLister
+}
+
+func newControllerListers(f informers.SharedInformerFactory) *controllerListers {
+	return &controllerListers{
+		services:     f.Core().V1().Services().Lister(),
+		replicaSets:  f.Apps().V1().ReplicaSets().Lister(),
+		statefulSets: f.Apps().V1().StatefulSets().Lister(),
+	}
+}
+
+// selector lists the pod namespace's Services, ReplicaSets and
+// StatefulSets and combines those that select the pod. A lister error
+// (never expected from a synced cache) means no default selector.
+func (c *controllerListers) selector(p *corev1.Pod) *abi.LabelSelector {
+	ns := p.Namespace
+	var objs convert.Controllers
+	var err1, err2, err3 error
+	objs.Services, err1 = c.services.Services(ns).List(k8slabels.Everything())
+	objs.ReplicaSets, err2 = c.replicaSets.ReplicaSets(ns).List(k8slabels.Everything())
+	objs.StatefulSets, err3 = c.statefulSets.StatefulSets(ns).List(k8slabels.Everything())
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil
+	}
+	return convert.ControllerSelector(p, objs)
 }
 
 // unwrap returns the object inside a delete tombstone.
@@ -134,7 +191,7 @@ func nodeOf(obj any) (*abi.Node, error) {
 	return an, nil
 }
 
-func podOf(obj any) (*abi.Pod, error) {
+func convertPod(obj any) (*abi.Pod, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, fmt.Errorf("not a pod: %T", obj)

@@ -52,11 +52,11 @@ func TestBindSendsABindingAndMapsGonePods(t *testing.T) {
 
 func TestPodConversionSkipsFinishedPods(t *testing.T) {
 	done := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
-	if _, err := podOf(done); err == nil {
+	if _, err := convertPod(done); err == nil {
 		t.Fatal("a finished pod was converted")
 	}
 	running := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c"}}}}
-	p, err := podOf(running)
+	p, err := convertPod(running)
 	if err != nil || p.NodeName != "n1" || p.SchedulerName != "default-scheduler" {
 		t.Fatalf("pod = %+v, %v", p, err)
 	}

@@ -21,19 +21,28 @@ type ServeOptions struct {
 	Config   *config.Configuration
 	CacheDir string // compiled modules; empty: the default
 	Log      hclog.Logger
-	// Ready, if set, is closed once the informers have synced and
-	// scheduling starts.
+	// Ready, if set, is closed once the informers have synced: the
+	// replica can schedule (or, standing by, take over at once).
 	Ready chan<- struct{}
+	// LeaderElection, if set, makes this one of several replicas: it
+	// schedules only while it holds the Lease. Nil schedules at once.
+	LeaderElection *LeaderElection
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
 // assembles the profiles, syncs the informers, then runs the queue's
-// flush loops, the cache's expiry, the status patcher and the scheduling
-// loop.
+// flush loops, the cache's expiry, the status patcher and — once this
+// replica leads, when leader election is on — the scheduling loop. It
+// returns ErrLeadershipLost if the Lease is lost while ctx is still live.
 func Serve(ctx context.Context, o ServeOptions) error {
 	log := o.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
+	}
+	if o.LeaderElection != nil {
+		if err := o.LeaderElection.validate(); err != nil {
+			return err
+		}
 	}
 	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log})
 	if err != nil {
@@ -59,10 +68,17 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			log.Warn("binding never confirmed; assumed pod expired", "pod", p.Namespace+"/"+p.Name)
 		}
 	})
-	log.Info("scheduling", "profiles", len(parts.Profiles))
 	if o.Ready != nil {
 		close(o.Ready)
 	}
-	parts.Scheduler.Run(ctx)
-	return nil
+	schedule := func(ctx context.Context) {
+		log.Info("scheduling", "profiles", len(parts.Profiles))
+		parts.Scheduler.Run(ctx)
+		parts.Scheduler.WaitBindings()
+	}
+	if o.LeaderElection == nil {
+		schedule(ctx)
+		return nil
+	}
+	return runAsLeader(ctx, o.Client, *o.LeaderElection, log, schedule)
 }

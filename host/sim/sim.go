@@ -297,7 +297,7 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("Pod %s: %w", key, err)
 		}
-		ap.ControllerSelector = controllerSelector(p, objs)
+		ap.ControllerSelector = convert.ControllerSelector(p, convert.Controllers{Services: objs.Services, ReplicaSets: objs.ReplicaSets, StatefulSets: objs.StatefulSets})
 		pods = append(pods, ap)
 	}
 	return nodes, pods, nil
