@@ -37,6 +37,7 @@ const DefaultAssumedTTL = 30 * time.Second
 type podState struct {
 	pod             *abi.Pod
 	assumed         bool
+	waiting         bool // bound to a node the cache has not seen yet
 	bindingFinished bool
 	deadline        time.Time
 }
@@ -46,7 +47,11 @@ type Cache struct {
 	mu   sync.Mutex
 	live *snapshot.Snapshot
 	pods map[string]*podState // by UID
-	ttl  time.Duration
+	// waiting holds bound pods whose node has not arrived yet, by node
+	// name: informers deliver pods and nodes independently, so a pod can
+	// come first. They join their node when it is added.
+	waiting map[string]map[string]*podState
+	ttl     time.Duration
 	now  func() time.Time
 }
 
@@ -59,14 +64,23 @@ func New(ttl time.Duration, now func() time.Time) *Cache {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{live: snapshot.New(), pods: map[string]*podState{}, ttl: ttl, now: now}
+	return &Cache{live: snapshot.New(), pods: map[string]*podState{}, waiting: map[string]map[string]*podState{}, ttl: ttl, now: now}
 }
 
-// AddNode adds a node or updates its spec (its pods stay).
+// AddNode adds a node or updates its spec (its pods stay). Pods that
+// were bound to it before it arrived join it now.
 func (c *Cache) AddNode(n abi.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.live.SetNode(n)
+	for uid, ps := range c.waiting[n.Name] {
+		if err := c.live.AddPod(ps.pod); err != nil {
+			delete(c.pods, uid) // cannot happen: the node is there now
+			continue
+		}
+		ps.waiting = false
+	}
+	delete(c.waiting, n.Name)
 }
 
 // RemoveNode deletes a node. Its pods are forgotten with it; their own
@@ -140,7 +154,8 @@ func (c *Cache) ForgetPod(pod *abi.Pod) error {
 }
 
 // AddPod records a bound pod. For an assumed pod it confirms the
-// assumption, moving the pod if the binding went to another node.
+// assumption, moving the pod if the binding went to another node. A pod
+// whose node the cache has not seen yet waits for it (AddNode).
 func (c *Cache) AddPod(pod *abi.Pod) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -154,6 +169,15 @@ func (c *Cache) AddPod(pod *abi.Pod) error {
 		if err := c.live.RemovePod(ps.pod); err != nil {
 			return fmt.Errorf("confirm pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
+	}
+	if c.live.Get(pod.NodeName) == nil {
+		ps := &podState{pod: pod, waiting: true}
+		c.pods[pod.UID] = ps
+		if c.waiting[pod.NodeName] == nil {
+			c.waiting[pod.NodeName] = map[string]*podState{}
+		}
+		c.waiting[pod.NodeName][pod.UID] = ps
+		return nil
 	}
 	if err := c.live.AddPod(pod); err != nil {
 		delete(c.pods, pod.UID)
@@ -170,6 +194,10 @@ func (c *Cache) UpdatePod(pod *abi.Pod) error {
 	ps, ok := c.pods[pod.UID]
 	if !ok {
 		return fmt.Errorf("update pod %s/%s: not in cache", pod.Namespace, pod.Name)
+	}
+	if ps.waiting {
+		ps.pod = pod
+		return nil
 	}
 	if err := c.live.RemovePod(ps.pod); err != nil {
 		return fmt.Errorf("update: %w", err)
@@ -192,6 +220,13 @@ func (c *Cache) RemovePod(pod *abi.Pod) error {
 		return nil
 	}
 	delete(c.pods, pod.UID)
+	if ps.waiting {
+		delete(c.waiting[ps.pod.NodeName], pod.UID)
+		if len(c.waiting[ps.pod.NodeName]) == 0 {
+			delete(c.waiting, ps.pod.NodeName)
+		}
+		return nil
+	}
 	return c.live.RemovePod(ps.pod)
 }
 

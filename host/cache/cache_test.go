@@ -173,3 +173,44 @@ func TestConcurrentUseIsSafe(t *testing.T) {
 		t.Fatalf("requested = %d, want 400 (the confirmed half)", got)
 	}
 }
+
+func TestPodsBoundToANodeNotYetSeenJoinItWhenItArrives(t *testing.T) {
+	c := New(0, nil)
+	early := &abi.Pod{UID: "early", Namespace: "ns", Name: "early", NodeName: "n1",
+		Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 2000}}}}
+	gone := &abi.Pod{UID: "gone", Namespace: "ns", Name: "gone", NodeName: "n1",
+		Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 500}}}}
+	for _, p := range []*abi.Pod{early, gone} {
+		if err := c.AddPod(p); err != nil {
+			t.Fatalf("add %s before its node: %v", p.Name, err)
+		}
+	}
+	if err := c.RemovePod(gone); err != nil {
+		t.Fatalf("remove a pod still waiting for its node: %v", err)
+	}
+	relabelled := *early
+	relabelled.Labels = abi.Labels{{Key: "app", Value: "web"}}
+	if err := c.UpdatePod(&relabelled); err != nil {
+		t.Fatalf("update a waiting pod: %v", err)
+	}
+	c.AddNode(abi.Node{Name: "n1", Allocatable: abi.Resources{MilliCPU: 4000}})
+	s := snapshot.New()
+	c.UpdateSnapshot(s)
+	ni := s.Get("n1")
+	if ni == nil {
+		t.Fatal("node missing from the snapshot")
+	}
+	if len(ni.Info.Pods) != 1 || ni.Info.Pods[0].UID != "early" || len(ni.Info.Pods[0].Labels) != 1 {
+		t.Fatalf("pods on n1 = %+v, want the updated early pod only", ni.Info.Pods)
+	}
+	if got := ni.Info.Requested.MilliCPU; got != 2000 {
+		t.Fatalf("requested cpu on n1 = %d, want 2000 (early's; gone was removed)", got)
+	}
+	if err := c.RemovePod(early); err != nil {
+		t.Fatal(err)
+	}
+	c.UpdateSnapshot(s)
+	if n := len(s.Get("n1").Info.Pods); n != 0 {
+		t.Fatalf("%d pods left on n1 after removing early", n)
+	}
+}

@@ -45,6 +45,16 @@ func DefaultLeaderElection() LeaderElection {
 // fresh start is what makes a double binding impossible.
 var ErrLeadershipLost = errors.New("leader election lost")
 
+// uniqueIdentity is the host name and a random suffix, as
+// kube-scheduler's: unique even for two replicas on one host.
+func uniqueIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return host + "_" + string(uuid.NewUUID())
+}
+
 func (le LeaderElection) validate() error {
 	switch {
 	case le.LeaseName == "" || le.LeaseNamespace == "":
@@ -69,11 +79,7 @@ func runAsLeader(ctx context.Context, client kubernetes.Interface, le LeaderElec
 	}
 	id := le.Identity
 	if id == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("leader election identity: %w", err)
-		}
-		id = host + "_" + string(uuid.NewUUID())
+		id = uniqueIdentity()
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.LeaseNamespace, le.LeaseName,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})

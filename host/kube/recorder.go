@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,8 +28,10 @@ import (
 // through a queue drained by Run.
 type Recorder struct {
 	client      kubernetes.Interface
-	events      record.EventRecorder
 	broadcaster record.EventBroadcaster
+	host        string
+	mu          sync.Mutex
+	events      map[string]record.EventRecorder // by profile
 	patches     chan statusPatch
 	log         hclog.Logger
 }
@@ -39,17 +42,33 @@ type statusPatch struct {
 	body            []byte
 }
 
-// NewRecorder returns a recorder that writes Events as schedulerName.
-func NewRecorder(client kubernetes.Interface, schedulerName string, log hclog.Logger) *Recorder {
+// NewRecorder returns a recorder whose Events name the pod's profile
+// (its schedulerName) as their source component, as kube-scheduler's
+// do, and host as the source host (the replica's identity, so Events
+// tell which replica scheduled a pod).
+func NewRecorder(client kubernetes.Interface, host string, log hclog.Logger) *Recorder {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return &Recorder{
 		client:      client,
 		broadcaster: b,
-		events:      b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: schedulerName}),
+		host:        host,
+		events:      map[string]record.EventRecorder{},
 		patches:     make(chan statusPatch, 1024),
 		log:         log,
 	}
+}
+
+// recorderFor returns the Event recorder of a profile.
+func (r *Recorder) recorderFor(profile string) record.EventRecorder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	er := r.events[profile]
+	if er == nil {
+		er = r.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: profile, Host: r.host})
+		r.events[profile] = er
+	}
+	return er
 }
 
 func ref(pod *abi.Pod) *corev1.Pod {
@@ -57,13 +76,13 @@ func ref(pod *abi.Pod) *corev1.Pod {
 }
 
 // Scheduled implements scheduler.Recorder.
-func (r *Recorder) Scheduled(pod *abi.Pod, _, node string) {
-	r.events.Eventf(ref(pod), corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+func (r *Recorder) Scheduled(pod *abi.Pod, profile, node string) {
+	r.recorderFor(profile).Eventf(ref(pod), corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 }
 
 // FailedScheduling implements scheduler.Recorder.
-func (r *Recorder) FailedScheduling(pod *abi.Pod, _, reason, message string) {
-	r.events.Event(ref(pod), corev1.EventTypeWarning, "FailedScheduling", message)
+func (r *Recorder) FailedScheduling(pod *abi.Pod, profile, reason, message string) {
+	r.recorderFor(profile).Event(ref(pod), corev1.EventTypeWarning, "FailedScheduling", message)
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": string(corev1.PodScheduled), "status": string(corev1.ConditionFalse),
 		"reason": reason, "message": message, "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/framework"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
@@ -27,6 +29,9 @@ type ServeOptions struct {
 	// LeaderElection, if set, makes this one of several replicas: it
 	// schedules only while it holds the Lease. Nil schedules at once.
 	LeaderElection *LeaderElection
+	// Binder, if set, replaces binding through the pods/binding
+	// subresource (Binder{Client}); tests wrap the real one to race it.
+	Binder framework.Binder
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
@@ -43,15 +48,31 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		if err := o.LeaderElection.validate(); err != nil {
 			return err
 		}
+		le := *o.LeaderElection
+		if le.Identity == "" {
+			le.Identity = uniqueIdentity()
+		}
+		o.LeaderElection = &le
 	}
 	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log})
 	if err != nil {
 		return err
 	}
 	defer reg.Close(context.Background())
-	rec := NewRecorder(o.Client, o.Config.Profiles[0].SchedulerName, log)
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	if o.LeaderElection != nil && o.LeaderElection.Identity != "" {
+		host = o.LeaderElection.Identity
+	}
+	rec := NewRecorder(o.Client, host, log)
+	var binder framework.Binder = Binder{Client: o.Client}
+	if o.Binder != nil {
+		binder = o.Binder
+	}
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
-		Config: o.Config, Registry: reg, Binder: Binder{Client: o.Client}, Recorder: rec,
+		Config: o.Config, Registry: reg, Binder: binder, Recorder: rec,
 		Clock: clock.RealClock{}, Log: log,
 	})
 	if err != nil {

@@ -25,6 +25,14 @@ import (
 
 func controlPlane(t *testing.T) kubernetes.Interface {
 	t.Helper()
+	client, _ := controlPlaneWithKubeconfig(t)
+	return client
+}
+
+// controlPlaneWithKubeconfig starts a fresh kube-apiserver and etcd for
+// the test and returns an admin client and the kubeconfig's path.
+func controlPlaneWithKubeconfig(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
 	if os.Getenv("WASMSCHED_E2E") != "1" {
 		t.Skip("set WASMSCHED_E2E=1 (make e2e) to run against a real kube-apiserver")
 	}
@@ -37,11 +45,68 @@ func controlPlane(t *testing.T) kubernetes.Interface {
 		t.Fatalf("start the control plane: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command(script, "stop", run).Run() })
-	client, err := kube.Client(filepath.Join(run, "kubeconfig"), 100, 200)
+	kubeconfig := filepath.Join(run, "kubeconfig")
+	client, err := kube.Client(kubeconfig, 100, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client
+	return client, kubeconfig
+}
+
+// createNode creates a node and sets its status (create ignores status).
+func createNode(t *testing.T, ctx context.Context, client kubernetes.Interface, n *corev1.Node) {
+	t.Helper()
+	created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = n.Status
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServe runs kube.Serve in the background until the test ends and
+// waits until its informers have synced.
+func startServe(t *testing.T, ctx context.Context, o kube.ServeOptions) {
+	t.Helper()
+	ready := make(chan struct{})
+	o.Ready = ready
+	if o.CacheDir == "" {
+		o.CacheDir = t.TempDir()
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { stop(); <-done })
+	go func() {
+		defer close(done)
+		if err := kube.Serve(serveCtx, o); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		t.Fatal("serve did not become ready")
+	}
+}
+
+// events lists the Events about a pod in the default namespace.
+func events(ctx context.Context, client kubernetes.Interface, pod string) []corev1.Event {
+	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+	if err != nil {
+		return nil
+	}
+	return evs.Items
+}
+
+// boundTo returns the node a pod is bound to ("" when pending or gone).
+func boundTo(ctx context.Context, client kubernetes.Interface, name string) string {
+	p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return p.Spec.NodeName
 }
 
 func node(name, cpu string) *corev1.Node {
@@ -60,37 +125,14 @@ func TestServeBindsAndReports(t *testing.T) {
 	client := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := node("n1", "4")
-	created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status = n.Status // status is not set by create
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	serveCtx, stopServe := context.WithCancel(ctx)
-	defer stopServe()
-	go func() {
-		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("serve did not become ready")
-	}
+	createNode(t, ctx, client, node("n1", "4"))
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
 	for _, p := range []*corev1.Pod{pod("fits", "", "1"), pod("too-big", "", "10"), pod("not-ours", "other-scheduler", "1")} {
 		if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, ctx, "fits to be bound", func() bool {
-		p, err := client.CoreV1().Pods("default").Get(ctx, "fits", metav1.GetOptions{})
-		return err == nil && p.Spec.NodeName == "n1"
-	})
+	waitFor(t, ctx, "fits to be bound", func() bool { return boundTo(ctx, client, "fits") == "n1" })
 	const msg = "0/1 nodes are available: 1 Insufficient cpu."
 	waitFor(t, ctx, "too-big's PodScheduled=False condition", func() bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "too-big", metav1.GetOptions{})
@@ -106,12 +148,8 @@ func TestServeBindsAndReports(t *testing.T) {
 	})
 	for pod, want := range map[string]string{"fits": "Successfully assigned default/fits to n1", "too-big": msg} {
 		waitFor(t, ctx, "an Event for "+pod, func() bool {
-			evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
-			if err != nil {
-				return false
-			}
-			for _, e := range evs.Items {
-				if strings.Contains(e.Message, want) {
+			for _, e := range events(ctx, client, pod) {
+				if strings.Contains(e.Message, want) && e.Source.Component == "default-scheduler" {
 					return true
 				}
 			}

@@ -1,0 +1,21 @@
+# wasmsched: a static binary on a distroless base. The builtin Wasm
+# bundle is embedded, so the image needs nothing else; user modules come
+# from a ConfigMap or volume named in the profiles file.
+#
+#   docker build -t wasmsched:dev .
+FROM golang:1.25 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+COPY abi/go.mod abi/
+COPY guest-sdk/go.mod guest-sdk/
+COPY plugins-wasm/go.mod plugins-wasm/
+RUN go mod download
+COPY . .
+# wazero is pure Go: no cgo, so the binary runs on a static base.
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/wasmsched ./cmd/wasmsched
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/wasmsched /usr/local/bin/wasmsched
+USER nonroot:nonroot
+ENTRYPOINT ["/usr/local/bin/wasmsched"]
+CMD ["serve"]
