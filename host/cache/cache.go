@@ -52,7 +52,7 @@ type Cache struct {
 	// come first. They join their node when it is added.
 	waiting map[string]map[string]*podState
 	ttl     time.Duration
-	now  func() time.Time
+	now     func() time.Time
 }
 
 // New returns an empty cache; ttl ≤ 0 means DefaultAssumedTTL, now nil
