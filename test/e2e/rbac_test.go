@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wasmsched/wasmsched/deploy"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/kube"
+)
+
+// TestDeployRBACIsEnough applies deploy/wasmsched.yaml's ServiceAccount
+// and RBAC rules, then runs serve as that ServiceAccount (impersonated;
+// the API server enforces RBAC) with the ConfigMap's profiles and leader
+// election: binding, Events and the PodScheduled condition must all be
+// allowed. A rule missing from the manifest fails this test.
+func TestDeployRBACIsEnough(t *testing.T) {
+	admin, kubeconfig := controlPlaneWithKubeconfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	objs, err := deploy.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profiles *config.Configuration
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ServiceAccount:
+			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			profiles, err = config.Parse([]byte(o.Data["config.yaml"]))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Impersonate.UserName = "system:serviceaccount:kube-system:wasmsched"
+	asSA, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sanity check that impersonation and RBAC are in force: the
+	// ServiceAccount may not delete nodes.
+	if err := asSA.CoreV1().Nodes().Delete(ctx, "none", metav1.DeleteOptions{}); err == nil || !isForbidden(err) {
+		t.Fatalf("deleting a node as the ServiceAccount: %v, want Forbidden", err)
+	}
+
+	createNode(t, ctx, admin, node("n1", "4"))
+	le := kube.DefaultLeaderElection()
+	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = 3*time.Second, 2*time.Second, 250*time.Millisecond
+	startServe(t, ctx, kube.ServeOptions{Client: asSA, Config: profiles, LeaderElection: &le})
+	for _, p := range []*corev1.Pod{pod("fits", "wasmsched", "1"), pod("packed", "wasmsched-bin-packer", "1"), pod("too-big", "wasmsched", "8")} {
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fits", "packed"} {
+		waitFor(t, ctx, name+" to be bound as the ServiceAccount", func() bool { return boundTo(ctx, admin, name) == "n1" })
+	}
+	waitFor(t, ctx, "too-big's condition and Event", func() bool {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "too-big", metav1.GetOptions{})
+		if err != nil || len(p.Status.Conditions) == 0 || p.Status.Conditions[0].Reason != "Unschedulable" {
+			return false
+		}
+		for _, e := range events(ctx, admin, "too-big") {
+			if e.Reason == "FailedScheduling" {
+				return true
+			}
+		}
+		return false
+	})
+	if h := leaseHolder(ctx, admin); h == "" {
+		t.Fatal("no Lease holder: leader election did not run as the ServiceAccount")
+	}
+}
+
+func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
