@@ -17,6 +17,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		kubeconfig, configPath, cacheDir string
 		qps                              float32
 		burst                            int
+		endpoints                        endpointFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -41,7 +42,12 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			return kube.Serve(ctx, kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log})
+			met, ready, err := endpoints.start(ctx, log)
+			if err != nil {
+				return err
+			}
+			return kube.Serve(ctx, kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log,
+				Metrics: met, Ready: ready})
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
@@ -49,5 +55,6 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 	cmd.Flags().StringVar(&cacheDir, "wasm-cache-dir", "", "directory for compiled modules (default: the user cache directory)")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
+	endpoints.register(cmd.Flags())
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
@@ -24,6 +25,9 @@ type ServeOptions struct {
 	// Ready, if set, is closed once the informers have synced and
 	// scheduling starts.
 	Ready chan<- struct{}
+	// Metrics records module loads, guest failures and scheduling
+	// metrics; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
@@ -35,7 +39,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log})
+	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log, Metrics: o.Metrics})
 	if err != nil {
 		return err
 	}
@@ -43,7 +47,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	rec := NewRecorder(o.Client, o.Config.Profiles[0].SchedulerName, log)
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: o.Config, Registry: reg, Binder: Binder{Client: o.Client}, Recorder: rec,
-		Clock: clock.RealClock{}, Log: log,
+		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics,
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
 func controlPlane(t *testing.T) kubernetes.Interface {
@@ -72,8 +73,14 @@ func TestServeBindsAndReports(t *testing.T) {
 	ready := make(chan struct{})
 	serveCtx, stopServe := context.WithCancel(ctx)
 	defer stopServe()
+	reg := metrics.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
+		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(),
+			Ready: ready, Metrics: met}); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	}()
@@ -121,6 +128,32 @@ func TestServeBindsAndReports(t *testing.T) {
 	p, err := client.CoreV1().Pods("default").Get(ctx, "not-ours", metav1.GetOptions{})
 	if err != nil || p.Spec.NodeName != "" || len(p.Status.Conditions) != 0 {
 		t.Fatalf("a pod of another scheduler was touched: %+v (%v)", p.Status, err)
+	}
+	// The attempts are recorded under the profile (too-big may have been
+	// retried by the time we look, so at least once).
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := func(result string) float64 {
+		for _, mf := range mfs {
+			if mf.GetName() != "scheduler_schedule_attempts_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				if l["result"] == result && l["profile"] == config.DefaultSchedulerName {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	if s, u := attempts(metrics.ResultScheduled), attempts(metrics.ResultUnschedulable); s != 1 || u < 1 {
+		t.Errorf("schedule_attempts_total: %v scheduled (want 1), %v unschedulable (want at least 1)", s, u)
 	}
 }
 
