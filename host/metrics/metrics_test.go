@@ -278,3 +278,24 @@ func TestServerServesAndShutsDown(t *testing.T) {
 		t.Error("the server still answers after shutdown")
 	}
 }
+
+// TestRecordingDoesNotAllocate: what a cycle records (a sampled plugin
+// call, an attempt) costs no allocation once a status has been seen.
+func TestRecordingDoesNotAllocate(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry(), metrics.WithPluginSamplePercent(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := m.PluginTimer("NodeResourcesFit", metrics.Filter)
+	prof := m.Profile("default-scheduler")
+	timer.Observe(abi.Unschedulable, time.Microsecond) // first sight resolves the series
+	if n := testing.AllocsPerRun(1000, func() {
+		if m.SamplePluginMetrics() {
+			timer.Observe(abi.Success, time.Microsecond)
+			timer.Observe(abi.Unschedulable, time.Microsecond)
+		}
+		prof.Attempt(metrics.Scheduled, time.Millisecond)
+	}); n != 0 {
+		t.Errorf("%v allocations per recorded cycle, want 0", n)
+	}
+}
