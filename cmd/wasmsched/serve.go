@@ -19,6 +19,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		burst                            int
 		leaderElect                      bool
 		election                         = kube.DefaultLeaderElection()
+		endpoints                        endpointFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -43,7 +44,11 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log}
+			met, ready, err := endpoints.start(ctx, log)
+			if err != nil {
+				return err
+			}
+			opts := kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready}
 			if leaderElect {
 				opts.LeaderElection = &election
 			}
@@ -63,5 +68,6 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 	f.DurationVar(&election.LeaseDuration, "leader-elect-lease-duration", election.LeaseDuration, "how long standbys wait after the leader's last renewal before taking over")
 	f.DurationVar(&election.RenewDeadline, "leader-elect-renew-deadline", election.RenewDeadline, "how long the leader retries renewing before it stops scheduling")
 	f.DurationVar(&election.RetryPeriod, "leader-elect-retry-period", election.RetryPeriod, "pause between attempts to acquire or renew the Lease")
+	endpoints.register(f)
 	return cmd
 }

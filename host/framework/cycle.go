@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
@@ -65,6 +67,50 @@ type cycle struct {
 
 	remaining []uint32 // scratch: nodes still passing in a chunk
 	passed    []bool   // scratch: filterChunk's verdicts
+	sample    bool     // time the plugin calls of this cycle
+}
+
+// start returns the start time of a plugin call when this cycle is timed
+// (zero otherwise, sparing the clock read).
+func (c *cycle) start() time.Time {
+	if c.sample {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// observe records a plugin call begun at start that ended with code, in a
+// timed cycle. One batched call over many nodes is one observation.
+func (c *cycle) observe(t *metrics.PluginTimer, code abi.Code, start time.Time) {
+	if c.sample {
+		t.Observe(code, time.Since(start))
+	}
+}
+
+// callCode is the status of a plugin call that replied code: Error if
+// the call itself failed.
+func callCode(code abi.Code, err error) abi.Code {
+	if err != nil {
+		return abi.Error
+	}
+	return code
+}
+
+// worstCode is the most severe verdict of a filter reply's outcomes, the
+// status of a batched Filter call: Success when every node passed.
+func worstCode(entries []abi.FilterEntry) abi.Code {
+	worst := abi.Success
+	for i := range entries {
+		switch code := entries[i].Code; {
+		case code == abi.Error:
+			return abi.Error
+		case code == abi.UnschedulableAndUnresolvable:
+			worst = code
+		case code == abi.Unschedulable && worst == abi.Success:
+			worst = code
+		}
+	}
+	return worst
 }
 
 func (prof *Profile) startCycle(ctx context.Context, pod *abi.Pod, snap *snapshot.Snapshot) (*cycle, error) {
@@ -110,6 +156,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		return Result{}, err
 	}
 	defer c.release(ctx)
+	c.sample = state.ShouldRecordPluginMetrics()
 
 	fit := &FitError{Pod: pod, NumAllNodes: n}
 	skip, st := c.preFilter(ctx)
@@ -149,7 +196,9 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 func (c *cycle) preFilter(ctx context.Context) (map[string]bool, *Status) {
 	skip := map[string]bool{}
 	for _, p := range c.prof.preFilter {
+		t0 := c.start()
 		st, err := c.clients[p.module].PreFilter(ctx, p.index)
+		c.observe(p.timer, callCode(st.Code, err), t0)
 		if err != nil {
 			if p.ignore {
 				skip[p.name] = true
@@ -223,12 +272,17 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, s
 		if skip[p.name] || len(remaining) == 0 {
 			continue
 		}
+		t0 := c.start()
 		reply, err := c.clients[p.module].Filter(ctx, p.index, remaining)
 		if err != nil {
+			c.observe(p.timer, abi.Error, t0)
 			if p.ignore {
 				continue
 			}
 			return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, err)
+		}
+		if c.sample {
+			c.observe(p.timer, worstCode(reply.Entries), t0)
 		}
 		kept := remaining[:0]
 		statuses := make([]*Status, len(reply.Entries))
@@ -276,7 +330,9 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	totals := make([]int64, len(feasible))
 	skip := map[string]bool{}
 	for _, p := range c.prof.preScore {
+		t0 := c.start()
 		st, err := c.clients[p.module].PreScore(ctx, p.index, feasible)
+		c.observe(p.timer, callCode(st.Code, err), t0)
 		if err != nil || (st.Code != abi.Success && st.Code != abi.Skip) {
 			if p.ignore {
 				skip[p.name] = true
@@ -295,7 +351,9 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 		if skip[p.name] {
 			continue
 		}
+		t0 := c.start()
 		scores, err := c.clients[p.module].Score(ctx, p.index, feasible)
+		c.observe(p.timer, callCode(abi.Success, err), t0)
 		if err != nil {
 			if p.ignore {
 				continue

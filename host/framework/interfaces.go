@@ -73,7 +73,19 @@ const Wait abi.Code = 4
 // CycleState carries data between the host plugins of one cycle.
 type CycleState struct {
 	data map[string]any
+	// recordPluginMetrics: this cycle is in the sample whose plugin calls
+	// are timed (see metrics.DefaultPluginSamplePercent).
+	recordPluginMetrics bool
 }
+
+// SetRecordPluginMetrics puts the cycle in (or out of) the sample whose
+// plugin calls are timed; the scheduler decides once per cycle, as
+// kube-scheduler does.
+func (c *CycleState) SetRecordPluginMetrics(on bool) { c.recordPluginMetrics = on }
+
+// ShouldRecordPluginMetrics reports whether this cycle's plugin calls are
+// timed.
+func (c *CycleState) ShouldRecordPluginMetrics() bool { return c.recordPluginMetrics }
 
 // NewCycleState returns an empty cycle state.
 func NewCycleState() *CycleState { return &CycleState{data: map[string]any{}} }

@@ -64,7 +64,13 @@ func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod, sk
 		if skip[p.name] {
 			continue
 		}
+		t0 := c.start()
 		reply, err := c.clients[p.module].Filter(ctx, p.index, one)
+		if err != nil {
+			c.observe(p.timer, abi.Error, t0)
+		} else if c.sample {
+			c.observe(p.timer, worstCode(reply.Entries), t0)
+		}
 		if err != nil {
 			if p.ignore {
 				continue

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/queue"
@@ -65,7 +66,8 @@ type wasmPlugin struct {
 	index  int // index in the module's manifest
 	weight int64
 	points abi.Point
-	ignore bool // failurePolicy Ignore
+	ignore bool                 // failurePolicy Ignore
+	timer  *metrics.PluginTimer // this plugin at this point; nil: not timed
 }
 
 // profileModule is a module as one profile uses it: its own pool,
@@ -310,6 +312,7 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 			Require:  require,
 			Args:     args[pm.mod],
 			PoolSize: pm.mod.Config.PoolSize,
+			Metrics:  reg.Metrics(),
 		})
 		if err != nil {
 			// Point at the args the guest refused, when it names a plugin.
@@ -323,6 +326,22 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 		pm.pool = pool
 	}
 	return nil
+}
+
+// Instrument gives the profile's Wasm plugins their duration timers
+// (plugin_execution_duration_seconds, one per plugin per extension point,
+// resolved now so a timed call costs no label lookup). Call it before the
+// first cycle; a nil m leaves the plugins untimed.
+func (prof *Profile) Instrument(m *metrics.Metrics) {
+	for _, pt := range []struct {
+		list  []wasmPlugin
+		point string
+	}{{prof.preFilter, metrics.PreFilter}, {prof.filter, metrics.Filter},
+		{prof.preScore, metrics.PreScore}, {prof.score, metrics.Score}} {
+		for i := range pt.list {
+			pt.list[i].timer = m.PluginTimer(pt.list[i].name, pt.point)
+		}
+	}
 }
 
 // PreEnqueuePlugins are the profile's queue gates.

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
@@ -32,6 +33,9 @@ type ServeOptions struct {
 	// Binder, if set, replaces binding through the pods/binding
 	// subresource (Binder{Client}); tests wrap the real one to race it.
 	Binder framework.Binder
+	// Metrics records module loads, guest failures and scheduling
+	// metrics; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
@@ -54,7 +58,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		o.LeaderElection = &le
 	}
-	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log})
+	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log, Metrics: o.Metrics})
 	if err != nil {
 		return err
 	}
@@ -73,7 +77,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: o.Config, Registry: reg, Binder: binder, Recorder: rec,
-		Clock: clock.RealClock{}, Log: log,
+		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics,
 	})
 	if err != nil {
 		return err

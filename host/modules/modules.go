@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/native"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/wasm"
@@ -46,6 +47,7 @@ type Registry struct {
 	modules []*Module
 	byName  map[string]*Module
 	plugins map[string]*Module // plugin name -> module serving it
+	metrics *metrics.Metrics
 }
 
 // Options tune how modules are run.
@@ -56,6 +58,10 @@ type Options struct {
 	// instead of Wasm: the baseline the benchmarks compare against.
 	NativeBuiltin bool
 	Log           hclog.Logger
+	// Metrics counts module loads here, and guest traps, deadlines and
+	// instances in every pool made from these modules (see Metrics).
+	// Nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Load compiles every module of cfg, plus the builtin default bundle
@@ -73,7 +79,7 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}}
+	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, metrics: opts.Metrics}
 	fail := func(err error) (*Registry, error) {
 		r.Close(ctx)
 		return nil, err
@@ -107,7 +113,9 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	return r, nil
 }
 
-func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Options) error {
+// add loads one module and counts the load's outcome.
+func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Options) (err error) {
+	defer func() { r.metrics.ModuleLoaded(mc.Name, err) }()
 	field := fmt.Sprintf("modules[%d]", idx)
 	lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration}
 	if mc.MemoryLimit != nil {
@@ -141,7 +149,7 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 		backend = b
 	}
 	// Probe: load once with default args to validate and read the manifest.
-	probe, err := policy.Load(ctx, backend, policy.Config{Name: mc.Name, PoolSize: 1})
+	probe, err := policy.Load(ctx, backend, policy.Config{Name: mc.Name, PoolSize: 1, Metrics: r.metrics})
 	if err != nil {
 		backend.Close(ctx)
 		if idx < 0 {
@@ -155,6 +163,10 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	r.byName[mc.Name] = m
 	return nil
 }
+
+// Metrics are the metrics the registry was loaded with (nil if none): the
+// profiles' pools count their guests' failures there.
+func (r *Registry) Metrics() *metrics.Metrics { return r.metrics }
 
 // PluginModule returns the module serving a plugin, or nil.
 func (r *Registry) PluginModule(plugin string) *Module { return r.plugins[plugin] }

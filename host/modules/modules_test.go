@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/internal/testmetrics"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )
 
@@ -79,5 +83,47 @@ func TestPinnedModuleReplacesTheBuiltin(t *testing.T) {
 	m := r.PluginModule("NodePorts")
 	if m == nil || m.Config.Path != path || m.FailurePolicy() != config.FailurePolicyIgnore {
 		t.Fatalf("NodePorts served by %+v", m)
+	}
+}
+
+// TestModuleLoadsAreCounted: each configured module's load is counted
+// under its name and outcome, and the probe instance every load makes is
+// gone from module_instances afterwards.
+func TestModuleLoadsAreCounted(t *testing.T) {
+	path, _ := writeModule(t)
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Modules = []config.Module{{Name: "broken", Path: path, SHA256: strings.Repeat("0", 64)}}
+	if _, err := Load(context.Background(), cfg, Options{CacheDir: t.TempDir(), Metrics: m}); err == nil {
+		t.Fatal("a module with a wrong pin loaded")
+	}
+	cfg.Modules = nil
+	r, err := Load(context.Background(), cfg, Options{CacheDir: t.TempDir(), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	if r.Metrics() != m {
+		t.Error("the registry does not hand its metrics on to the profiles' pools")
+	}
+	loads := func(module, result string) float64 {
+		return testmetrics.Value(t, reg, "wasmsched_module_loads_total", testmetrics.Labels{"module": module, "result": result})
+	}
+	// The builtin loaded twice (once beside the broken module), the broken one failed once.
+	if got := loads("default", metrics.LoadSuccess); got != 2 {
+		t.Errorf("default loaded %v times, want 2", got)
+	}
+	if got := loads("broken", metrics.LoadError); got != 1 {
+		t.Errorf("broken failed %v times, want 1", got)
+	}
+	if got := loads("broken", metrics.LoadSuccess); got != 0 {
+		t.Errorf("broken loaded %v times, want 0", got)
+	}
+	if got := testmetrics.Value(t, reg, "wasmsched_module_instances", testmetrics.Labels{"module": "default"}); got != 0 {
+		t.Errorf("%v live instances after loading, want 0 (the probe is closed)", got)
 	}
 }

@@ -61,7 +61,7 @@ func (i *instance) Input(_ context.Context, n int) ([]byte, error) { return i.g.
 func (i *instance) Call(_ context.Context, fn abi.Func, arg uint32, n int) (reply []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("plugin panicked: %v", r)
+			err = policy.GuestFault(policy.ErrGuestTrap, fmt.Errorf("plugin panicked: %v", r))
 		}
 	}()
 	return i.g.Call(fn, arg, n), nil

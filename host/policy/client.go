@@ -101,11 +101,12 @@ func (c *Client) runArg(ctx context.Context, fn abi.Func, arg uint32, input []by
 		buf, err := c.inst.Input(ctx, len(input))
 		if err != nil {
 			c.broken = true
+			c.module.fault(err, moduleWide)
 			return nil, &CallError{Module: c.module.name, Func: fn, Broken: true, Err: err}
 		}
 		copy(buf, input)
 	}
-	body, err := call(ctx, c.inst, fn, arg, len(input))
+	body, err := c.module.call(ctx, c.inst, fn, arg, len(input), moduleWide)
 	if err != nil {
 		var ce *CallError
 		if errors.As(err, &ce) {
@@ -202,6 +203,7 @@ func (c *Client) runSlots(ctx context.Context, fn abi.Func, plugin int, slots []
 	buf, err := c.inst.Input(ctx, n)
 	if err != nil {
 		c.broken = true
+		c.module.fault(err, plugin)
 		return nil, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Broken: true, Err: err}
 	}
 	putU32(buf, uint32(len(slots)))
@@ -221,6 +223,7 @@ func (c *Client) run(ctx context.Context, fn abi.Func, plugin int, input []byte)
 		buf, err := c.inst.Input(ctx, len(input))
 		if err != nil {
 			c.broken = true
+			c.module.fault(err, plugin)
 			return nil, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Broken: true, Err: err}
 		}
 		copy(buf, input)
@@ -239,7 +242,7 @@ func (c *Client) call(ctx context.Context, fn abi.Func, plugin int, n int) ([]by
 		}
 		arg = uint32(plugin)
 	}
-	body, err := call(ctx, c.inst, fn, arg, n)
+	body, err := c.module.call(ctx, c.inst, fn, arg, n, plugin)
 	if err != nil {
 		var ce *CallError
 		if errors.As(err, &ce) {
@@ -268,12 +271,7 @@ func (c *Client) brokenReply(fn abi.Func, plugin int, err error) error {
 // moduleWide stands for "no plugin" in calls that concern the whole module.
 const moduleWide = -1
 
-func (c *Client) pluginName(plugin int) string {
-	if plugin >= 0 && plugin < len(c.module.manifest.Plugins) {
-		return c.module.manifest.Plugins[plugin].Name
-	}
-	return ""
-}
+func (c *Client) pluginName(plugin int) string { return c.module.pluginName(plugin) }
 
 // Broken reports whether the instance was lost; Module.Put discards it.
 func (c *Client) Broken() bool { return c.broken }

@@ -46,6 +46,33 @@ type Backend interface {
 // The pool discards such an instance and makes a fresh one.
 var ErrInstanceBroken = errors.New("policy instance broken")
 
+// Kinds of guest failure a backend marks its errors with (see
+// GuestFault), so the pool can count traps and deadlines apart from
+// host-side refusals. Both also break the instance.
+var (
+	// ErrGuestTrap: the guest trapped (a panic, memory exhausted, an
+	// invalid access) or, for a native twin, panicked.
+	ErrGuestTrap = errors.New("guest trapped")
+	// ErrDeadlineExceeded: the call ran past the module's call timeout and
+	// was stopped.
+	ErrDeadlineExceeded = errors.New("guest call deadline exceeded")
+)
+
+// GuestFault marks err as a guest failure of the given kind
+// (ErrGuestTrap or ErrDeadlineExceeded): errors.Is(result, kind) holds,
+// and the message stays err's, which already says what happened.
+func GuestFault(kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &faultError{kind: kind, err: err}
+}
+
+type faultError struct{ kind, err error }
+
+func (e *faultError) Error() string   { return e.err.Error() }
+func (e *faultError) Unwrap() []error { return []error{e.kind, e.err} }
+
 // CallError is a failed call into a module, naming the module, the
 // function and the plugin. Is(ErrInstanceBroken) tells whether the
 // instance was lost; otherwise the guest itself reported Err.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
 
@@ -23,6 +24,9 @@ type Config struct {
 	Args []abi.PluginArgs
 	// PoolSize caps the instances kept; 0 means GOMAXPROCS.
 	PoolSize int
+	// Metrics counts the module's guest traps, deadlines and live
+	// instances under Name; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Module is a loaded, validated module with a pool of initialised
@@ -35,6 +39,7 @@ type Module struct {
 	idle     chan *Client
 	slots    chan struct{} // one token per instance that may exist
 	lost     atomic.Int64
+	metrics  *metrics.ModuleMetrics
 }
 
 // Load validates a module and readies its pool: it makes one instance,
@@ -53,9 +58,11 @@ func Load(ctx context.Context, b Backend, cfg Config) (*Module, error) {
 		initReq: e.B,
 		idle:    make(chan *Client, size),
 		slots:   make(chan struct{}, size),
+		metrics: cfg.Metrics.Module(cfg.Name),
 	}
 	inst, err := b.NewInstance(ctx)
 	if err != nil {
+		m.fault(err, moduleWide)
 		return nil, fmt.Errorf("module %q: instantiate: %w", cfg.Name, err)
 	}
 	if err := m.validate(ctx, inst, cfg.Require); err != nil {
@@ -69,18 +76,20 @@ func Load(ctx context.Context, b Backend, cfg Config) (*Module, error) {
 	}
 	m.slots <- struct{}{}
 	m.idle <- c
+	m.metrics.InstanceOpened()
 	return m, nil
 }
 
 func (m *Module) validate(ctx context.Context, inst Instance, require []string) error {
 	v, err := inst.ABIVersion(ctx)
 	if err != nil {
+		m.fault(err, moduleWide)
 		return fmt.Errorf("module %q: read ABI version: %w", m.name, err)
 	}
 	if err := checkVersion(v); err != nil {
 		return fmt.Errorf("module %q: %w", m.name, err)
 	}
-	reply, err := call(ctx, inst, abi.FuncManifest, 0, 0)
+	reply, err := m.call(ctx, inst, abi.FuncManifest, 0, 0, moduleWide)
 	if err != nil {
 		return fmt.Errorf("module %q: read manifest: %w", m.name, err)
 	}
@@ -141,9 +150,11 @@ func checkManifest(m *abi.Manifest, require []string) error {
 
 func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error) {
 	buf, err := inst.Input(ctx, len(m.initReq))
-	if err == nil {
+	if err != nil {
+		m.fault(err, moduleWide)
+	} else {
 		copy(buf, m.initReq)
-		_, err = call(ctx, inst, abi.FuncInit, 0, len(m.initReq))
+		_, err = m.call(ctx, inst, abi.FuncInit, 0, len(m.initReq), moduleWide)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("module %q: init: %w", m.name, err)
@@ -186,10 +197,13 @@ func (m *Module) Get(ctx context.Context) (*Client, error) {
 func (m *Module) newClient(ctx context.Context) (*Client, error) {
 	inst, err := m.backend.NewInstance(ctx)
 	if err != nil {
+		m.fault(err, moduleWide)
 		return nil, fmt.Errorf("module %q: instantiate: %w", m.name, err)
 	}
 	v, err := inst.ABIVersion(ctx)
-	if err == nil {
+	if err != nil {
+		m.fault(err, moduleWide)
+	} else {
 		err = checkVersion(v)
 	}
 	if err != nil {
@@ -201,6 +215,7 @@ func (m *Module) newClient(ctx context.Context) (*Client, error) {
 		inst.Close(ctx)
 		return nil, err
 	}
+	m.metrics.InstanceOpened()
 	return c, nil
 }
 
@@ -210,6 +225,7 @@ func (m *Module) Put(ctx context.Context, c *Client) {
 	if c.broken {
 		m.lost.Add(1)
 		c.inst.Close(ctx)
+		m.metrics.InstanceClosed()
 		<-m.slots
 		return
 	}
@@ -225,18 +241,41 @@ func (m *Module) Close(ctx context.Context) {
 		select {
 		case c := <-m.idle:
 			c.inst.Close(ctx)
+			m.metrics.InstanceClosed()
 		default:
 			return
 		}
 	}
 }
 
+// fault counts a failed instance call that was a guest trap or a
+// deadline (other failures are the host's refusals and are not counted);
+// plugin is the plugin index, or moduleWide.
+func (m *Module) fault(err error, plugin int) {
+	switch {
+	case errors.Is(err, ErrDeadlineExceeded):
+		m.metrics.DeadlineExceeded(m.pluginName(plugin))
+	case errors.Is(err, ErrGuestTrap):
+		m.metrics.Trap(m.pluginName(plugin))
+	}
+}
+
+// pluginName names plugin index i, or "" for moduleWide.
+func (m *Module) pluginName(i int) string {
+	if i >= 0 && i < len(m.manifest.Plugins) {
+		return m.manifest.Plugins[i].Name
+	}
+	return ""
+}
+
 // call runs one ABI function and splits the reply header off. A guest
 // error reply becomes a plain error; anything else that fails (the call
-// itself, a malformed reply) is a broken-instance error.
-func call(ctx context.Context, inst Instance, fn abi.Func, arg uint32, n int) ([]byte, error) {
+// itself, a malformed reply) is a broken-instance error. plugin (an
+// index, or moduleWide) is for the fault counters only.
+func (m *Module) call(ctx context.Context, inst Instance, fn abi.Func, arg uint32, n int, plugin int) ([]byte, error) {
 	reply, err := inst.Call(ctx, fn, arg, n)
 	if err != nil {
+		m.fault(err, plugin)
 		return nil, &CallError{Func: fn, Broken: true, Err: err}
 	}
 	if len(reply) == 0 {

@@ -518,6 +518,35 @@ func (q *PriorityQueue) PendingPods() (active, backoff, unschedulable int) {
 	return q.activeQ.Len(), q.backoffQ.Len(), len(q.unschedulable)
 }
 
+// PendingCounts are the queue's sizes by sub-queue, kube-scheduler's
+// pending_pods breakdown.
+type PendingCounts struct {
+	// Active pods wait in activeQ, Backoff pods in backoffQ.
+	Active, Backoff int
+	// Unschedulable pods were tried and wait for an event that may help;
+	// Gated pods are held back by a PreEnqueue plugin. Both live in the
+	// unschedulable map; each pod counts in one of the two.
+	Unschedulable, Gated int
+}
+
+// PendingByQueue returns the queue's sizes by sub-queue, for the
+// pending_pods metric at scrape time. It walks the unschedulable map to
+// tell gated pods apart (a scrape every few seconds; no bookkeeping on
+// the scheduling path). Pods in flight are not pending.
+func (q *PriorityQueue) PendingByQueue() PendingCounts {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	c := PendingCounts{Active: q.activeQ.Len(), Backoff: q.backoffQ.Len()}
+	for _, p := range q.unschedulable {
+		if p.Gated() {
+			c.Gated++
+		} else {
+			c.Unschedulable++
+		}
+	}
+	return c
+}
+
 // AddNominatedPod records that preemption made room for pod on nodeName,
 // replacing an earlier nomination; an empty nodeName clears it. Bound pods
 // and pods deleted while in flight are not nominated.

@@ -287,6 +287,13 @@ func TestLeftoverFlush(t *testing.T) {
 	g.set(gated.UID, true)
 	_ = q.Add(gated)
 	expectWhere(t, q, gated, "gated")
+	queued := mkPod("queued", 0)
+	_ = q.Add(queued)
+	if got, want := q.PendingByQueue(), (PendingCounts{Active: 1, Unschedulable: 1, Gated: 1}); got != want {
+		t.Fatalf("PendingByQueue = %+v, want %+v", got, want)
+	}
+	popUID(t, q, queued)
+	q.Done(queued.UID)
 
 	fc.Step(5 * time.Minute)
 	q.flushUnschedulableLeftover() // exactly 5m: not longer than the limit

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/cache"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/queue"
 )
@@ -46,6 +47,10 @@ type AssembleOptions struct {
 	Clock    clock.WithTicker
 	Rand     *rand.Rand
 	Log      hclog.Logger
+	// Metrics records the scheduler's metrics (see Options.Metrics). Load
+	// the Registry with the same value (modules.Options.Metrics) so the
+	// guests' traps and deadlines land in it too. Nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Assemble builds every profile of the configuration against the modules,
@@ -92,7 +97,7 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 	parts.Cache = cache.New(0, now)
 	var err error
 	parts.Scheduler, err = New(Options{Profiles: parts.Profiles, Cache: parts.Cache, Queue: parts.Queue,
-		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log})
+		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics})
 	if err != nil {
 		parts.Close(ctx)
 		return nil, err

@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/cache"
 	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/queue"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
@@ -53,6 +55,17 @@ type Options struct {
 	// Rand breaks score ties; seed it for reproducible runs.
 	Rand *rand.Rand
 	Log  hclog.Logger
+	// Metrics records scheduling attempts per profile, the queue's
+	// pending pods, and (in a sample of cycles) the Wasm plugins'
+	// durations: New instruments the profiles and the queue with it. Nil
+	// records nothing.
+	Metrics *metrics.Metrics
+}
+
+// profile is a profile with its attempt metrics resolved.
+type profile struct {
+	*framework.Profile
+	attempts *metrics.ProfileMetrics
 }
 
 // Scheduler runs scheduling cycles for every profile over one cache and
@@ -60,8 +73,9 @@ type Options struct {
 type Scheduler struct {
 	cache    *cache.Cache
 	queue    *queue.PriorityQueue
-	profiles map[string]*framework.Profile
+	profiles map[string]*profile
 	recorder Recorder
+	metrics  *metrics.Metrics
 	rng      *rand.Rand
 	log      hclog.Logger
 
@@ -75,8 +89,9 @@ func New(opts Options) (*Scheduler, error) {
 	s := &Scheduler{
 		cache:    opts.Cache,
 		queue:    opts.Queue,
-		profiles: map[string]*framework.Profile{},
+		profiles: map[string]*profile{},
 		recorder: opts.Recorder,
+		metrics:  opts.Metrics,
 		rng:      opts.Rand,
 		log:      opts.Log,
 		snap:     snapshot.New(),
@@ -91,13 +106,25 @@ func New(opts Options) (*Scheduler, error) {
 		if _, dup := s.profiles[p.Name]; dup {
 			return nil, fmt.Errorf("two profiles named %q", p.Name)
 		}
-		s.profiles[p.Name] = p
+		p.Instrument(opts.Metrics)
+		s.profiles[p.Name] = &profile{Profile: p, attempts: opts.Metrics.Profile(p.Name)}
+	}
+	if q := opts.Queue; q != nil {
+		opts.Metrics.SetPendingPodsSource(func() metrics.PendingPods {
+			c := q.PendingByQueue()
+			return metrics.PendingPods{Active: c.Active, Backoff: c.Backoff, Unschedulable: c.Unschedulable, Gated: c.Gated}
+		})
 	}
 	return s, nil
 }
 
 // Profile returns the profile for a scheduler name, or nil.
-func (s *Scheduler) Profile(name string) *framework.Profile { return s.profiles[name] }
+func (s *Scheduler) Profile(name string) *framework.Profile {
+	if p := s.profiles[name]; p != nil {
+		return p.Profile
+	}
+	return nil
+}
 
 // Run schedules pods until ctx ends or the queue closes.
 func (s *Scheduler) Run(ctx context.Context) {
@@ -130,12 +157,17 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) error {
 		s.queue.Done(pod.UID)
 		return nil
 	}
+	var start time.Time
+	if s.metrics != nil {
+		start = time.Now()
+	}
 	log := s.log.With("pod", pod.Namespace+"/"+pod.Name, "profile", prof.Name)
 	s.cache.UpdateSnapshot(s.snap)
 	state := framework.NewCycleState()
+	state.SetRecordPluginMetrics(s.metrics.SamplePluginMetrics())
 	res, err := prof.Schedule(ctx, state, pod, s.snap, s.nextStart, s.queue, s.rng)
 	if err != nil {
-		s.handleFailure(prof, qp, err, log)
+		s.handleFailure(prof, qp, err, start, log)
 		return nil
 	}
 	if n := s.snap.NumNodes(); n > 0 {
@@ -145,25 +177,25 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) error {
 	assumed.NodeName = res.Node
 	assumed.NominatedNodeName = ""
 	if err := s.cache.AssumePod(&assumed); err != nil {
-		s.handleFailure(prof, qp, err, log)
+		s.handleFailure(prof, qp, err, start, log)
 		return nil
 	}
 	s.queue.DeleteNominatedPodIfExists(pod)
 	if st := prof.RunReserve(ctx, state, &assumed, res.Node); !st.IsSuccess() {
 		prof.RunUnreserve(ctx, state, &assumed, res.Node)
 		s.forget(&assumed, log)
-		s.handleFailure(prof, qp, fmt.Errorf("running Reserve plugin %q: %w", st.Plugin, st.AsError()), log)
+		s.handleFailure(prof, qp, fmt.Errorf("running Reserve plugin %q: %w", st.Plugin, st.AsError()), start, log)
 		return nil
 	}
 	if st := prof.RunPermit(ctx, state, &assumed, res.Node); !st.IsSuccess() {
 		prof.RunUnreserve(ctx, state, &assumed, res.Node)
 		s.forget(&assumed, log)
-		s.handleFailure(prof, qp, permitError(st), log)
+		s.handleFailure(prof, qp, permitError(st), start, log)
 		return nil
 	}
 	log.Debug("assumed", "node", res.Node, "evaluated", res.EvaluatedNodes, "feasible", res.FeasibleNodes)
 	s.bindings.Add(1)
-	go s.bind(ctx, prof, state, qp, &assumed, res.Node, log)
+	go s.bind(ctx, prof, state, qp, &assumed, res.Node, start, log)
 	return nil
 }
 
@@ -176,8 +208,10 @@ func permitError(st *framework.Status) error {
 }
 
 // bind is the binding cycle: PreBind, Bind, then PostBind; any failure
-// releases the assumed pod and sends it back to the queue.
-func (s *Scheduler) bind(ctx context.Context, prof *framework.Profile, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *abi.Pod, node string, log hclog.Logger) {
+// releases the assumed pod and sends it back to the queue. The attempt,
+// begun at start, ends here: scheduled, or an error (as kube-scheduler
+// counts a failed binding, a pod deleted meanwhile included).
+func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *abi.Pod, node string, start time.Time, log hclog.Logger) {
 	defer s.bindings.Done()
 	st := prof.RunPreBind(ctx, state, assumed, node)
 	if st.IsSuccess() {
@@ -191,11 +225,13 @@ func (s *Scheduler) bind(ctx context.Context, prof *framework.Profile, state *fr
 		if errors.Is(st.Err, ErrPodGone) {
 			log.Info("pod gone before binding; dropping it", "error", st.Message())
 			s.queue.Done(qp.Pod.UID)
+			s.attempted(prof, metrics.Error, start)
 			return
 		}
-		s.handleFailure(prof, qp, fmt.Errorf("binding rejected: %w", st.AsError()), log)
+		s.handleFailure(prof, qp, fmt.Errorf("binding rejected: %w", st.AsError()), start, log)
 		return
 	}
+	s.attempted(prof, metrics.Scheduled, start)
 	s.cache.FinishBinding(assumed)
 	s.queue.Done(qp.Pod.UID)
 	prof.RunPostBind(ctx, state, assumed, node)
@@ -211,10 +247,19 @@ func (s *Scheduler) forget(pod *abi.Pod, log hclog.Logger) {
 	}
 }
 
+// attempted records a scheduling attempt begun at start (zero without
+// metrics).
+func (s *Scheduler) attempted(prof *profile, r metrics.Result, start time.Time) {
+	if prof.attempts != nil {
+		prof.attempts.Attempt(r, time.Since(start))
+	}
+}
+
 // handleFailure requeues a pod after a failed cycle and reports why. An
 // unschedulable pod waits for an event that may help (the plugins that
-// rejected it say which); an error backs off and retries.
-func (s *Scheduler) handleFailure(prof *framework.Profile, qp *queue.QueuedPodInfo, err error, log hclog.Logger) {
+// rejected it say which); an error backs off and retries. It ends the
+// attempt begun at start.
+func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err error, start time.Time, log hclog.Logger) {
 	pod := qp.Pod
 	reason, isError := ReasonSchedulerError, true
 	var rejectors queue.PluginSet
@@ -233,6 +278,11 @@ func (s *Scheduler) handleFailure(prof *framework.Profile, qp *queue.QueuedPodIn
 		if s.recorder != nil {
 			s.recorder.Nominated(pod, prof.Name, nominated.Node)
 		}
+	}
+	if isError {
+		s.attempted(prof, metrics.Error, start)
+	} else {
+		s.attempted(prof, metrics.Unschedulable, start)
 	}
 	msg := err.Error()
 	if isError {

@@ -25,6 +25,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/cache"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/queue"
 	"github.com/wasmsched/wasmsched/host/scheduler"
@@ -43,6 +44,10 @@ type Options struct {
 	// MaxCycles stops a run that does not settle (default 100 per pod).
 	MaxCycles int
 	Log       hclog.Logger
+	// Metrics records what the run did, as on a real cluster (attempt
+	// durations are wall-clock time, not the simulated clock); nil
+	// records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Pod outcomes in a Report.
@@ -121,7 +126,8 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log})
+	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log,
+		Metrics: opts.Metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +139,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	}
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: cfg, Registry: reg, Binder: env.cluster, Recorder: env.rec, Clock: env.clock,
-		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log,
+		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log, Metrics: opts.Metrics,
 	})
 	if err != nil {
 		reg.Close(ctx)

@@ -258,16 +258,31 @@ type instance struct {
 	guard   deadline
 }
 
+// invoke runs one guest function under the call deadline. Its errors are
+// marked for the pool's counters: policy.ErrDeadlineExceeded when the
+// deadline stopped the guest, policy.ErrGuestTrap for any other failure
+// of guest code (a trap, a panic or out-of-memory exit); a cancelled
+// context is neither.
 func (i *instance) invoke(ctx context.Context, fn api.Function, what string) error {
 	i.guard.arm(i.backend.limits.CallTimeout)
 	err := fn.CallWithStack(ctx, i.stack)
 	if fired := i.guard.disarm(); fired && err != nil {
-		return fmt.Errorf("%s: deadline of %s exceeded", what, i.backend.limits.CallTimeout)
+		return policy.GuestFault(policy.ErrDeadlineExceeded,
+			fmt.Errorf("%s: deadline of %s exceeded", what, i.backend.limits.CallTimeout))
 	}
-	if err != nil {
-		return i.backend.describe(err, what)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return policy.GuestFault(policy.ErrDeadlineExceeded, i.backend.describe(err, what))
+		case sys.ExitCodeContextCanceled:
+			return i.backend.describe(err, what)
+		}
+	}
+	return policy.GuestFault(policy.ErrGuestTrap, i.backend.describe(err, what))
 }
 
 // deadline sets an instance's interrupt global when a call runs too long.

@@ -12,8 +12,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/host/internal/testwasm"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/wasm"
@@ -146,6 +150,12 @@ func runFilter(ctx context.Context, m *policy.Module, snap *snapshot.Snapshot, n
 	return c.Filter(ctx, 0, slots)
 }
 
+// TestMisbehavingGuestYieldsErrorAndHostKeepsServing also checks that each
+// failure is counted as what it was: a trap under guest_traps_total, a
+// runaway loop under guest_deadline_exceeded_total, both labelled with the
+// module and plugin, and that lost instances leave module_instances. The
+// memory hog is counted once under either: whether the guest's allocator
+// gives up before the deadline depends on the build and the machine.
 func TestMisbehavingGuestYieldsErrorAndHostKeepsServing(t *testing.T) {
 	builds(t, testwasm.Misbehave, func(t *testing.T, bin []byte) {
 		rt, logs := newRuntime(t)
@@ -155,21 +165,36 @@ func TestMisbehavingGuestYieldsErrorAndHostKeepsServing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := policy.Load(ctx, b, policy.Config{Name: "misbehave", PoolSize: 2})
+		reg := prometheus.NewRegistry()
+		met, err := metrics.New(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := policy.Load(ctx, b, policy.Config{Name: "misbehave", PoolSize: 2, Metrics: met})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer m.Close(ctx)
 		snap := oneNode()
+		labels := testmetrics.Labels{"module": "misbehave", "plugin": "Misbehave"}
+		traps := func() float64 { return testmetrics.Value(t, reg, "wasmsched_guest_traps_total", labels) }
+		deadlines := func() float64 {
+			return testmetrics.Value(t, reg, "wasmsched_guest_deadline_exceeded_total", labels)
+		}
+		instances := func() float64 {
+			return testmetrics.Value(t, reg, "wasmsched_module_instances", testmetrics.Labels{"module": "misbehave"})
+		}
 
 		for i, tc := range []struct {
-			pod  string
-			want string
+			pod              string
+			want             string
+			traps, deadlines float64 // added by this pod; -1: either, once
 		}{
-			{"trap", "instance lost"},
-			{"loop", "deadline of 200ms exceeded"},
-			{"hog", "instance lost"},
+			{"trap", "instance lost", 1, 0},
+			{"loop", "deadline of 200ms exceeded", 0, 1},
+			{"hog", "instance lost", -1, -1},
 		} {
+			traps0, deadlines0 := traps(), deadlines()
 			start := time.Now()
 			_, err := runFilter(ctx, m, snap, tc.pod)
 			took := time.Since(start)
@@ -186,6 +211,14 @@ func TestMisbehavingGuestYieldsErrorAndHostKeepsServing(t *testing.T) {
 			if got := m.Lost(); got != int64(i+1) {
 				t.Errorf("after %s: %d instances lost, want %d", tc.pod, got, i+1)
 			}
+			dt, dd := traps()-traps0, deadlines()-deadlines0
+			if tc.traps < 0 && dt+dd != 1 || tc.traps >= 0 && (dt != tc.traps || dd != tc.deadlines) {
+				t.Errorf("%s (%v): counted %v traps and %v deadlines; want %v and %v (-1: one of either)",
+					tc.pod, err, dt, dd, tc.traps, tc.deadlines)
+			}
+			if got := instances(); got != 0 {
+				t.Errorf("after %s: %v live instances, want 0 (one instance, lost)", tc.pod, got)
+			}
 			// The module keeps serving with a fresh instance.
 			r, err := runFilter(ctx, m, snap, "ok")
 			if err != nil {
@@ -193,6 +226,9 @@ func TestMisbehavingGuestYieldsErrorAndHostKeepsServing(t *testing.T) {
 			}
 			if len(r.Indexes) != 1 || r.Indexes[0] != 0 {
 				t.Fatalf("after %s, the node did not pass: %+v", tc.pod, r)
+			}
+			if got := instances(); got != 1 {
+				t.Errorf("after %s and a good call: %v live instances, want 1", tc.pod, got)
 			}
 		}
 		if _, err := runFilter(ctx, m, snap, "log"); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
 func controlPlane(t *testing.T) kubernetes.Interface {
@@ -126,7 +127,12 @@ func TestServeBindsAndReports(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	createNode(t, ctx, client, node("n1", "4"))
-	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
+	reg := metrics.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default(), Metrics: met})
 	for _, p := range []*corev1.Pod{pod("fits", "", "1"), pod("too-big", "", "10"), pod("not-ours", "other-scheduler", "1")} {
 		if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -159,6 +165,32 @@ func TestServeBindsAndReports(t *testing.T) {
 	p, err := client.CoreV1().Pods("default").Get(ctx, "not-ours", metav1.GetOptions{})
 	if err != nil || p.Spec.NodeName != "" || len(p.Status.Conditions) != 0 {
 		t.Fatalf("a pod of another scheduler was touched: %+v (%v)", p.Status, err)
+	}
+	// The attempts are recorded under the profile (too-big may have been
+	// retried by the time we look, so at least once).
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := func(result string) float64 {
+		for _, mf := range mfs {
+			if mf.GetName() != "scheduler_schedule_attempts_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				if l["result"] == result && l["profile"] == config.DefaultSchedulerName {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	if s, u := attempts(metrics.ResultScheduled), attempts(metrics.ResultUnschedulable); s != 1 || u < 1 {
+		t.Errorf("schedule_attempts_total: %v scheduled (want 1), %v unschedulable (want at least 1)", s, u)
 	}
 }
 

@@ -3,9 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -44,10 +48,39 @@ func wasmschedBinary(t *testing.T) string {
 	return binPath
 }
 
+// replicaProc is a `wasmsched serve` process and its endpoints' address.
+type replicaProc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// get fetches a replica's endpoint and returns the status and body.
+func (r *replicaProc) get(path string) (int, string) {
+	resp, err := http.Get("http://" + r.addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // startReplica starts `wasmsched serve` as a process with fast leader
 // election timings; its output goes to a file shown if the test fails.
-func startReplica(t *testing.T, kubeconfig, id string) *exec.Cmd {
+func startReplica(t *testing.T, kubeconfig, id string) *replicaProc {
 	t.Helper()
+	addr := freeAddr(t)
 	logPath := filepath.Join(t.TempDir(), id+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -56,7 +89,8 @@ func startReplica(t *testing.T, kubeconfig, id string) *exec.Cmd {
 	cmd := exec.Command(wasmschedBinary(t), "serve", "--kubeconfig", kubeconfig,
 		"--wasm-cache-dir", t.TempDir(), "--log-level", "info",
 		"--leader-elect-identity", id, "--leader-elect-lease-duration", "3s",
-		"--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "250ms")
+		"--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "250ms",
+		"--metrics-bind-address", addr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -70,7 +104,7 @@ func startReplica(t *testing.T, kubeconfig, id string) *exec.Cmd {
 			t.Logf("replica %s log:\n%s", id, b)
 		}
 	})
-	return cmd
+	return &replicaProc{cmd: cmd, addr: addr}
 }
 
 func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
@@ -93,10 +127,19 @@ func TestLeaderFailoverLosesAndDoublesNoPod(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		createNode(t, ctx, client, node(fmt.Sprintf("n%d", i), "32"))
 	}
-	replicas := map[string]*exec.Cmd{"a": startReplica(t, kubeconfig, "a"), "b": startReplica(t, kubeconfig, "b")}
+	replicas := map[string]*replicaProc{"a": startReplica(t, kubeconfig, "a"), "b": startReplica(t, kubeconfig, "b")}
 	waitFor(t, ctx, "a leader", func() bool { return leaseHolder(ctx, client) != "" })
 	leader := leaseHolder(ctx, client)
 	standby := map[string]string{"a": "b", "b": "a"}[leader]
+	// Both are live and ready: the standby's caches are synced, so it can
+	// take over at once.
+	for id, r := range replicas {
+		waitFor(t, ctx, id+" to be ready", func() bool {
+			h, _ := r.get("/healthz")
+			code, _ := r.get("/readyz")
+			return h == http.StatusOK && code == http.StatusOK
+		})
+	}
 
 	const total = 120
 	name := func(i int) string { return fmt.Sprintf("p%03d", i) }
@@ -128,7 +171,10 @@ func TestLeaderFailoverLosesAndDoublesNoPod(t *testing.T) {
 	}
 	// Kill the leader mid-stream: more pods arrive while nobody leads.
 	create(40, 80)
-	if err := replicas[leader].Process.Signal(syscall.SIGKILL); err != nil {
+	if _, body := replicas[leader].get("/metrics"); !strings.Contains(body, `scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}`) {
+		t.Errorf("the leader's /metrics has no scheduled attempts:\n%.2000s", body)
+	}
+	if err := replicas[leader].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
