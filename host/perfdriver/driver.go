@@ -269,7 +269,7 @@ func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 	samples := make(chan []float64, 1)
 	go func() {
 		samples <- sample(sctx, d.clk, func() int { n, _ := c.count(); return n }, func(bound int) {
-			d.log.Info("measuring", "bound", bound, "of", d.o.Pods)
+			d.log.Info("measuring", "bound", bound, "want", d.o.Pods)
 		})
 	}()
 
