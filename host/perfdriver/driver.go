@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,7 +124,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Repo
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	d := &driver{client: client, o: o, clk: clk, log: log, run: "perf-" + utilrand.String(5)}
+	d := &driver{client: client, o: o, clk: clk, log: log, run: "perf-" + utilrand.String(5), namespaces: map[string]int{}}
 	if o.CreateQPS > 0 {
 		d.limit = flowcontrol.NewTokenBucketRateLimiter(float32(o.CreateQPS), o.Parallelism)
 	}
@@ -170,11 +171,11 @@ type driver struct {
 	limit  flowcontrol.RateLimiter // paces pod creation; nil: unpaced
 
 	mu         sync.Mutex
-	namespaces []string // created, for cleanup
+	namespaces map[string]int // created: how many pods to delete from each
 }
 
 func (d *driver) execute(ctx context.Context, rep *Report) error {
-	ns, err := d.namespace(ctx, d.run)
+	ns, err := d.namespace(ctx, d.run, d.o.Pods)
 	if err != nil {
 		return err
 	}
@@ -195,14 +196,15 @@ func (d *driver) execute(ctx context.Context, rep *Report) error {
 	return d.measure(ctx, ns, rep)
 }
 
-// namespace creates a namespace named name and remembers it for cleanup.
-func (d *driver) namespace(ctx context.Context, name string) (string, error) {
+// namespace creates a namespace named name and remembers it, and that it
+// will hold pods pod-0..pod-(pods-1), for cleanup.
+func (d *driver) namespace(ctx context.Context, name string, pods int) (string, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := d.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create namespace %q: %w", name, err)
 	}
 	d.mu.Lock()
-	d.namespaces = append(d.namespaces, name)
+	d.namespaces[name] = pods
 	d.mu.Unlock()
 	return name, nil
 }
@@ -227,12 +229,12 @@ func (d *driver) createNodes(ctx context.Context) error {
 // initPods creates the init pods in their own namespace: bound round-robin,
 // or pending, and then waits until the scheduler has bound them all.
 func (d *driver) initPods(ctx context.Context) error {
-	ns, err := d.namespace(ctx, d.run+"-init")
+	ns, err := d.namespace(ctx, d.run+"-init", d.o.InitPods)
 	if err != nil {
 		return err
 	}
 	if d.o.InitPodsBound {
-		return d.createPods(ctx, ns, d.o.InitPods, func(i int) string { return fmt.Sprintf("%s-node-%d", d.run, i%d.o.Nodes) })
+		return d.createPods(ctx, ns, d.o.InitPods, func(i int) string { return nodeName(d.run, i%d.o.Nodes) })
 	}
 	c := newBoundCounter(d.clk, d.o.InitPods)
 	stop, err := watchBound(ctx, d.client, ns, c)
@@ -318,32 +320,58 @@ func (d *driver) createPods(ctx context.Context, ns string, n int, node func(i i
 	})
 }
 
-// cleanup deletes the run's pods (at once: with no kubelet, nothing would
-// complete a graceful deletion of a bound pod), its Events, namespaces and
-// nodes. Without a namespace controller (a bare API server) the emptied
-// namespaces stay Terminating; that is harmless.
+// cleanup deletes the run's pods, namespaces and nodes by name, in
+// parallel, and carries on past failures. Pods are deleted at once: with
+// no kubelet, nothing would complete a graceful deletion of a bound pod.
+// One request per object rather than DeleteCollection, which the API
+// server cuts off at its request timeout (60s) when thousands of pods are
+// deleted on a busy machine. Without a namespace controller (a bare API
+// server) the emptied namespaces stay Terminating, and their Events stay
+// until they expire (1h); both are harmless.
 func (d *driver) cleanup(ctx context.Context) error {
 	d.mu.Lock()
-	namespaces := append([]string(nil), d.namespaces...)
+	namespaces := maps.Clone(d.namespaces)
 	d.mu.Unlock()
-	var errs []error
+	var (
+		mu     sync.Mutex
+		errs   []error
+		failed int
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed++; len(errs) < 5 {
+			errs = append(errs, err)
+		}
+	}
 	now := int64(0)
-	for _, ns := range namespaces {
-		if err := d.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, metav1.ListOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("delete the pods of namespace %q: %w", ns, err))
-		}
-		if err := d.client.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("delete the events of namespace %q: %w", ns, err))
-		}
+	for ns, pods := range namespaces {
+		_ = parallel(ctx, pods, d.o.Parallelism, nil, func(ctx context.Context, i int) error {
+			name := fmt.Sprintf("pod-%d", i)
+			if err := d.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &now}); err != nil && !apierrors.IsNotFound(err) {
+				fail(fmt.Errorf("delete pod %s/%s: %w", ns, name, err))
+			}
+			return nil
+		})
 		if err := d.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete namespace %q: %w", ns, err))
+			fail(fmt.Errorf("delete namespace %q: %w", ns, err))
 		}
 	}
-	sel := metav1.ListOptions{LabelSelector: RunLabel + "=" + d.run}
-	if err := d.client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
-		errs = append(errs, fmt.Errorf("delete the nodes labelled %s: %w", sel.LabelSelector, err))
+	_ = parallel(ctx, d.o.Nodes, d.o.Parallelism, nil, func(ctx context.Context, i int) error {
+		name := nodeName(d.run, i)
+		if err := d.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			fail(fmt.Errorf("delete node %q: %w", name, err))
+		}
+		return nil
+	})
+	if failed > len(errs) {
+		errs = append(errs, fmt.Errorf("and %d more failures", failed-len(errs)))
 	}
-	if len(errs) == 0 {
+	if ctx.Err() != nil {
+		failed++
+		errs = append(errs, fmt.Errorf("cleanup cut short: %w", context.Cause(ctx)))
+	}
+	if failed == 0 {
 		d.log.Info("cleaned up", "run", d.run)
 	}
 	return errors.Join(errs...)

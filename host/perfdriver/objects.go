@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// RunLabel marks every node the driver creates with its run's name, so
-// cleanup deletes exactly those (with one DeleteCollection) and a user can
-// find leftovers of a run started with --cleanup=false.
+// RunLabel marks every node the driver creates with its run's name, so a
+// user can find (and delete) the nodes of a run started with
+// --cleanup=false: kubectl delete nodes -l wasmsched.io/perf-run.
 const RunLabel = "wasmsched.io/perf-run"
 
 // ZoneLabel is the well-known zone label set when Options.Zones > 0.
@@ -27,7 +27,7 @@ const PauseImage = "registry.k8s.io/pause:3.10.1"
 // zone-0..zone-(zones-1). Its status is what UpdateStatus must send: create
 // ignores status.
 func Node(run string, i, zones int) *corev1.Node {
-	name := fmt.Sprintf("%s-node-%d", run, i)
+	name := nodeName(run, i)
 	labels := map[string]string{corev1.LabelHostname: name, RunLabel: run}
 	if zones > 0 {
 		labels[ZoneLabel] = fmt.Sprintf("zone-%d", i%zones)
@@ -47,6 +47,8 @@ func Node(run string, i, zones int) *corev1.Node {
 		},
 	}
 }
+
+func nodeName(run string, i int) string { return fmt.Sprintf("%s-node-%d", run, i) }
 
 // Pod returns pod i of namespace: scheduler_perf's pod-default template
 // (one pause container, 100m CPU and 500Mi requested and limited, port 80
