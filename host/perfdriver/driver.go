@@ -79,7 +79,9 @@ type Options struct {
 type Report struct {
 	// Run names the run: the measured namespace, the prefix of the node
 	// names and the value of RunLabel on the nodes.
-	Run           string `json:"run"`
+	Run string `json:"run"`
+	// Scheduler, Nodes, InitPods, InitPodsBound and Pods echo the options,
+	// so a saved JSON report says what was measured.
 	Scheduler     string `json:"scheduler"`
 	Nodes         int    `json:"nodes"`
 	InitPods      int    `json:"initPods"`
