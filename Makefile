@@ -6,6 +6,7 @@
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
 #   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
+#   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
 
 GO            ?= go
@@ -25,7 +26,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo test vet unit e2e check-wasm wasm wasm-go bench tinygo fmt
+.PHONY: all demo test vet unit e2e perf-e2e check-wasm wasm wasm-go bench tinygo fmt
 
 all: test
 
@@ -51,6 +52,13 @@ E2E_FLAGS ?=
 e2e:
 	@echo "e2e: kube-apiserver and etcd in $$(scripts/controlplane.sh build)"
 	WASMSCHED_E2E=1 $(GO) test -count=1 -timeout 20m $(E2E_FLAGS) ./test/e2e/
+
+# perf-e2e runs the load driver (wasmsched perf) against serve on a real
+# kube-apiserver: a small SchedulingBasic, all pods bound, one sample at
+# least. The real measurements are in docs/PERFORMANCE.md.
+perf-e2e:
+	scripts/controlplane.sh build >/dev/null
+	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
 
 # check-wasm rebuilds every committed TinyGo build and fails if a byte
 # differs. With no TinyGo it installs one when CI=true and otherwise says

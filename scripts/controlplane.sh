@@ -2,6 +2,7 @@
 # controlplane.sh — a real kube-apiserver and etcd on loopback, for e2e tests.
 #
 #   scripts/controlplane.sh build          # build (or reuse) the binaries; prints their directory
+#   scripts/controlplane.sh build-scheduler # opt-in: also upstream kube-scheduler (comparisons); prints its path
 #   scripts/controlplane.sh start RUNDIR   # start etcd + kube-apiserver; writes RUNDIR/kubeconfig
 #   scripts/controlplane.sh stop RUNDIR    # stop them
 #
@@ -21,18 +22,25 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.35.4}
 CACHE=${WASMSCHED_K8S_CACHE:-$HOME/.cache/wasmsched/k8s}/v$K8S_VERSION
 
-build() {
-  if [[ -x $CACHE/kube-apiserver && -x $CACHE/etcd ]]; then echo "$CACHE"; return; fi
-  mkdir -p "$CACHE"
-  local work; work=$(mktemp -d); trap 'rm -rf "$work"' RETURN
-  cd "$work"
-  local staging=v0.${K8S_VERSION#1.} minor; minor=$(cut -d. -f2 <<<"$K8S_VERSION")
+# k8smodule writes, in the current directory, the throw-away module that
+# requires k8s.io/kubernetes with its staging modules at published versions.
+k8smodule() {
+  local staging=v0.${K8S_VERSION#1.}
   local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
   {
     printf 'module k8sbins\n\ngo 1.25.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_VERSION"
     awk -v v="$staging" '$2 == "=>" && $3 ~ /^\.\/staging\// { printf "\t%s => %s %s\n", $1, $1, v }' "$gomod"
     printf ')\n'
   } > go.mod
+}
+
+build() {
+  if [[ -x $CACHE/kube-apiserver && -x $CACHE/etcd ]]; then echo "$CACHE"; return; fi
+  mkdir -p "$CACHE"
+  local work; work=$(mktemp -d); trap 'rm -rf "$work"' RETURN
+  cd "$work"
+  local minor; minor=$(cut -d. -f2 <<<"$K8S_VERSION")
+  k8smodule
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" >&2
   local etcd; etcd=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3) # the etcd this release pins
   go get -tool "go.etcd.io/etcd/server/v3@$etcd" >&2
@@ -41,6 +49,23 @@ build() {
     -o "$CACHE/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
   go build -trimpath -ldflags "-s -w" -o "$CACHE/etcd" go.etcd.io/etcd/server/v3 >&2
   echo "$CACHE"
+}
+
+# build-scheduler builds upstream kube-scheduler of the same release next to
+# kube-apiserver, for side-by-side throughput comparisons (wasmsched perf).
+# Opt-in: neither build nor the tests need it (about 5 more minutes).
+build_scheduler() {
+  if [[ -x $CACHE/kube-scheduler ]]; then echo "$CACHE/kube-scheduler"; return; fi
+  mkdir -p "$CACHE"
+  local work; work=$(mktemp -d); trap 'rm -rf "$work"' RETURN
+  cd "$work"
+  local minor; minor=$(cut -d. -f2 <<<"$K8S_VERSION")
+  k8smodule
+  go get -tool "k8s.io/kubernetes/cmd/kube-scheduler@v$K8S_VERSION" >&2
+  local vpkg=k8s.io/component-base/version
+  go build -trimpath -ldflags "-s -w -X $vpkg.gitVersion=v$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean" \
+    -o "$CACHE/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler >&2
+  echo "$CACHE/kube-scheduler"
 }
 
 freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -103,7 +128,8 @@ stop() {
 
 case ${1:-} in
   build) build ;;
+  build-scheduler) build_scheduler ;;
   start) start "${2:?usage: controlplane.sh start RUNDIR}" ;;
   stop) stop "${2:?usage: controlplane.sh stop RUNDIR}" ;;
-  *) echo "usage: controlplane.sh build | start RUNDIR | stop RUNDIR" >&2; exit 2 ;;
+  *) echo "usage: controlplane.sh build | build-scheduler | start RUNDIR | stop RUNDIR" >&2; exit 2 ;;
 esac

@@ -32,5 +32,6 @@ func newRootCommand() *cobra.Command {
 		return hclog.New(&hclog.LoggerOptions{Name: "wasmsched", Level: hclog.LevelFromString(logLevel), Output: os.Stderr})
 	}
 	root.AddCommand(newSimulateCommand(logger), newServeCommand(logger))
+	root.AddCommand(newPerfCommand(logger))
 	return root
 }

@@ -1,0 +1,415 @@
+// Package perfdriver is a scheduler_perf-shaped load driver that works
+// against any kube-apiserver and any scheduler (wasmsched serve, upstream
+// kube-scheduler): it creates fake nodes from scheduler_perf's node-default
+// template, optional init pods, then the measured pods from pod-default in
+// a fresh namespace, and measures SchedulingThroughput exactly as
+// scheduler_perf does (see Sampler), so numbers from a real API server can
+// be set beside upstream's thresholds and beside kube-scheduler on the same
+// cluster.
+package perfdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+)
+
+// PodsPerNode is how many pod-default pods fit a node-default node: CPU
+// (4 / 100m) binds before memory (32Gi / 500Mi = 65) and the pod limit
+// (110). Run refuses workloads that could not all be placed, which would
+// only end in a timeout.
+const PodsPerNode = 40
+
+// DefaultParallelism is the number of creating workers: scheduler_perf
+// creates pods with 16 parallel workers too.
+const DefaultParallelism = 16
+
+// Options describe one run.
+type Options struct {
+	// Nodes is the number of nodes to create (node-default).
+	Nodes int
+	// Zones, when positive, labels nodes round-robin with zone-0..zone-(Zones-1).
+	Zones int
+	// InitPods are created before the measured pods, in their own
+	// namespace, and are not measured. By default they are left pending for
+	// the scheduler and the run waits until all are bound (scheduler_perf's
+	// SchedulingBasic); with InitPodsBound they are created already bound,
+	// round-robin over the nodes, which needs no scheduler.
+	InitPods      int
+	InitPodsBound bool
+	// Pods is the number of measured pods (pod-default).
+	Pods int
+	// SchedulerName goes into every pending pod's spec.schedulerName;
+	// empty means default-scheduler.
+	SchedulerName string
+	// Parallelism is the number of creating workers; 0 means
+	// DefaultParallelism.
+	Parallelism int
+	// CreateQPS, when positive, paces pod creation (init and measured) to
+	// that many pods per second; 0 creates as fast as the workers and the
+	// client's own QPS allow, as scheduler_perf does.
+	CreateQPS float64
+	// Timeout bounds the run before cleanup (0: none beyond ctx).
+	Timeout time.Duration
+	// Cleanup deletes the run's pods, namespaces and nodes at the end, even
+	// after a failure or an interrupt.
+	Cleanup bool
+	// Log receives progress (Info) and cleanup problems; nil discards.
+	Log hclog.Logger
+	// Clock drives sampling and timing; nil means the real clock (tests
+	// use a fake one).
+	Clock clock.WithTicker
+}
+
+// Report is the outcome of a run. It is returned, partly filled, with the
+// error of a run that failed or timed out, so what was measured is not lost.
+type Report struct {
+	// Run names the run: the measured namespace, the prefix of the node
+	// names and the value of RunLabel on the nodes.
+	Run string `json:"run"`
+	// Scheduler, Nodes, InitPods, InitPodsBound and Pods echo the options,
+	// so a saved JSON report says what was measured.
+	Scheduler     string `json:"scheduler"`
+	Nodes         int    `json:"nodes"`
+	InitPods      int    `json:"initPods"`
+	InitPodsBound bool   `json:"initPodsBound"`
+	Pods          int    `json:"pods"`
+	// Bound is how many measured pods were seen bound.
+	Bound int `json:"bound"`
+	// InitSeconds is the time to create the init pods and, unless they
+	// were created bound, to see them all bound.
+	InitSeconds float64 `json:"initSeconds"`
+	// CreateSeconds is the time to create the measured pods: if it is
+	// close to WallSeconds, creation was the bottleneck.
+	CreateSeconds float64 `json:"createSeconds"`
+	// WallSeconds runs from the first measured create to the last
+	// measured pod seen bound (to the end of the wait if not all were).
+	WallSeconds float64 `json:"wallSeconds"`
+	// Throughput is scheduler_perf's SchedulingThroughput; Samples holds
+	// its raw samples in the order taken, pods/s.
+	Throughput Throughput `json:"throughput"`
+	Samples    []float64  `json:"samples"`
+}
+
+// Run creates the nodes, the init pods and the measured pods of o through
+// client and measures how fast the scheduler binds the measured ones. The
+// client's QPS and burst should be high (scheduler_perf uses 5000/5000) so
+// that creation is not what is measured.
+func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Report, err error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.SchedulerName == "" {
+		o.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = DefaultParallelism
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	log := o.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	d := &driver{client: client, o: o, clk: clk, log: log, run: "perf-" + utilrand.String(5), namespaces: map[string]int{}}
+	if o.CreateQPS > 0 {
+		d.limit = flowcontrol.NewTokenBucketRateLimiter(float32(o.CreateQPS), o.Parallelism)
+	}
+	rep = &Report{Run: d.run, Scheduler: o.SchedulerName, Nodes: o.Nodes, InitPods: o.InitPods, InitPodsBound: o.InitPodsBound, Pods: o.Pods}
+	if o.Cleanup {
+		defer func() {
+			// Clean up after an interrupt or a timeout too.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+			defer cancel()
+			if cerr := d.cleanup(cctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up run %s: %w", d.run, cerr))
+			}
+		}()
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("run took longer than --timeout %s", o.Timeout))
+		defer cancel()
+	}
+	return rep, d.execute(ctx, rep)
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Nodes <= 0:
+		return fmt.Errorf("nodes: want at least 1, have %d", o.Nodes)
+	case o.Pods <= 0:
+		return fmt.Errorf("pods: want at least 1, have %d", o.Pods)
+	case o.InitPods < 0:
+		return fmt.Errorf("init pods: want 0 or more, have %d", o.InitPods)
+	case o.InitPods+o.Pods > PodsPerNode*o.Nodes:
+		return fmt.Errorf("%d init and %d measured pods do not fit %d nodes (%d pods of 100m CPU each)", o.InitPods, o.Pods, o.Nodes, PodsPerNode)
+	}
+	return nil
+}
+
+// driver holds the state of one run.
+type driver struct {
+	client kubernetes.Interface
+	o      Options
+	clk    clock.WithTicker
+	log    hclog.Logger
+	run    string
+	limit  flowcontrol.RateLimiter // paces pod creation; nil: unpaced
+
+	mu         sync.Mutex
+	namespaces map[string]int // created: how many pods to delete from each
+}
+
+func (d *driver) execute(ctx context.Context, rep *Report) error {
+	ns, err := d.namespace(ctx, d.run, d.o.Pods)
+	if err != nil {
+		return err
+	}
+	start := d.clk.Now()
+	if err := d.createNodes(ctx); err != nil {
+		return err
+	}
+	d.log.Info("nodes created", "run", d.run, "nodes", d.o.Nodes, "seconds", d.clk.Since(start).Seconds())
+
+	if d.o.InitPods > 0 {
+		start := d.clk.Now()
+		if err := d.initPods(ctx); err != nil {
+			return err
+		}
+		rep.InitSeconds = d.clk.Since(start).Seconds()
+		d.log.Info("init pods in place", "pods", d.o.InitPods, "seconds", rep.InitSeconds)
+	}
+	return d.measure(ctx, ns, rep)
+}
+
+// namespace creates a namespace named name and remembers it, and that it
+// will hold pods pod-0..pod-(pods-1), for cleanup.
+func (d *driver) namespace(ctx context.Context, name string, pods int) (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := d.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create namespace %q: %w", name, err)
+	}
+	d.mu.Lock()
+	d.namespaces[name] = pods
+	d.mu.Unlock()
+	return name, nil
+}
+
+// createNodes creates the nodes, then sets their status, which create
+// ignores.
+func (d *driver) createNodes(ctx context.Context) error {
+	return parallel(ctx, d.o.Nodes, d.o.Parallelism, nil, func(ctx context.Context, i int) error {
+		n := Node(d.run, i, d.o.Zones)
+		created, err := d.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create node %q: %w", n.Name, err)
+		}
+		created.Status = n.Status
+		if _, err := d.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("set the status of node %q: %w", n.Name, err)
+		}
+		return nil
+	})
+}
+
+// initPods creates the init pods in their own namespace: bound round-robin,
+// or pending, and then waits until the scheduler has bound them all.
+func (d *driver) initPods(ctx context.Context) error {
+	ns, err := d.namespace(ctx, d.run+"-init", d.o.InitPods)
+	if err != nil {
+		return err
+	}
+	if d.o.InitPodsBound {
+		return d.createPods(ctx, ns, d.o.InitPods, func(i int) string { return nodeName(d.run, i%d.o.Nodes) })
+	}
+	c := newBoundCounter(d.clk, d.o.InitPods)
+	stop, err := watchBound(ctx, d.client, ns, c)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if err := d.createPods(ctx, ns, d.o.InitPods, nil); err != nil {
+		return err
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		bound, _ := c.count()
+		return fmt.Errorf("waiting for init pods: %d of %d bound: %w", bound, d.o.InitPods, context.Cause(ctx))
+	}
+}
+
+// measure creates the measured pods with the collector running, as
+// scheduler_perf's createPods op with collectMetrics does, and waits until
+// all are bound. The collector stops as soon as the last pod is seen
+// bound; scheduler_perf polls for that every second, so it sometimes
+// records one more sample, covering a partial interval.
+func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
+	c := newBoundCounter(d.clk, d.o.Pods)
+	stop, err := watchBound(ctx, d.client, ns, c)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	sctx, stopSampling := context.WithCancel(ctx)
+	samples := make(chan []float64, 1)
+	go func() {
+		samples <- sample(sctx, d.clk, func() int { n, _ := c.count(); return n }, func(bound int) {
+			d.log.Info("measuring", "bound", bound, "want", d.o.Pods)
+		})
+	}()
+
+	start := d.clk.Now()
+	createErr := d.createPods(ctx, ns, d.o.Pods, nil)
+	rep.CreateSeconds = d.clk.Since(start).Seconds()
+	if createErr == nil {
+		d.log.Info("measured pods created", "pods", d.o.Pods, "seconds", rep.CreateSeconds)
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		}
+	}
+	stopSampling()
+	rep.Samples = <-samples
+	rep.Throughput = Summarize(rep.Samples)
+	bound, last := c.count()
+	rep.Bound = bound
+	if bound == d.o.Pods {
+		rep.WallSeconds = last.Sub(start).Seconds()
+	} else {
+		rep.WallSeconds = d.clk.Since(start).Seconds()
+	}
+	switch {
+	case createErr != nil:
+		return createErr
+	case bound < d.o.Pods:
+		return fmt.Errorf("%d of %d measured pods bound: %w", bound, d.o.Pods, context.Cause(ctx))
+	}
+	return nil
+}
+
+// createPods creates n pods in ns, paced by the driver's limiter; node, if
+// set, names the node each pod is created bound to.
+func (d *driver) createPods(ctx context.Context, ns string, n int, node func(i int) string) error {
+	return parallel(ctx, n, d.o.Parallelism, d.limit, func(ctx context.Context, i int) error {
+		nodeName := ""
+		if node != nil {
+			nodeName = node(i)
+		}
+		p := Pod(ns, i, d.o.SchedulerName, nodeName)
+		if _, err := d.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create pod %s/%s: %w", ns, p.Name, err)
+		}
+		return nil
+	})
+}
+
+// cleanup deletes the run's pods, namespaces and nodes by name, in
+// parallel, and carries on past failures. Pods are deleted at once: with
+// no kubelet, nothing would complete a graceful deletion of a bound pod.
+// One request per object rather than DeleteCollection, which the API
+// server cuts off at its request timeout (60s) when thousands of pods are
+// deleted on a busy machine. Without a namespace controller (a bare API
+// server) the emptied namespaces stay Terminating, and their Events stay
+// until they expire (1h); both are harmless.
+func (d *driver) cleanup(ctx context.Context) error {
+	d.mu.Lock()
+	namespaces := maps.Clone(d.namespaces)
+	d.mu.Unlock()
+	var (
+		mu     sync.Mutex
+		errs   []error
+		failed int
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed++; len(errs) < 5 {
+			errs = append(errs, err)
+		}
+	}
+	now := int64(0)
+	for ns, pods := range namespaces {
+		_ = parallel(ctx, pods, d.o.Parallelism, nil, func(ctx context.Context, i int) error {
+			name := fmt.Sprintf("pod-%d", i)
+			if err := d.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &now}); err != nil && !apierrors.IsNotFound(err) {
+				fail(fmt.Errorf("delete pod %s/%s: %w", ns, name, err))
+			}
+			return nil
+		})
+		if err := d.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			fail(fmt.Errorf("delete namespace %q: %w", ns, err))
+		}
+	}
+	_ = parallel(ctx, d.o.Nodes, d.o.Parallelism, nil, func(ctx context.Context, i int) error {
+		name := nodeName(d.run, i)
+		if err := d.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			fail(fmt.Errorf("delete node %q: %w", name, err))
+		}
+		return nil
+	})
+	if failed > len(errs) {
+		errs = append(errs, fmt.Errorf("and %d more failures", failed-len(errs)))
+	}
+	if ctx.Err() != nil {
+		failed++
+		errs = append(errs, fmt.Errorf("cleanup cut short: %w", context.Cause(ctx)))
+	}
+	if failed == 0 {
+		d.log.Info("cleaned up", "run", d.run)
+	}
+	return errors.Join(errs...)
+}
+
+// parallel calls f for 0..n-1 from up to workers goroutines, each call
+// first waiting for limit when it is set. The first error stops the rest
+// and is returned.
+func parallel(ctx context.Context, n, workers int, limit flowcontrol.RateLimiter, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if limit != nil {
+					if err := limit.Wait(ctx); err != nil {
+						cancel(err)
+						return
+					}
+				}
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/perfdriver"
+)
+
+// TestPerfDriverAgainstServe runs the load driver (wasmsched perf) against
+// wasmsched serve on a real API server: a small SchedulingBasic (50 nodes,
+// 50 init pods scheduled first, 200 measured pods) must be bound entirely,
+// yield at least one throughput sample, and be cleaned up.
+func TestPerfDriverAgainstServe(t *testing.T) {
+	client := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ready := make(chan struct{})
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan struct{})
+	defer func() { stopServe(); <-served }()
+	go func() {
+		defer close(served)
+		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		t.Fatal("serve did not become ready")
+	}
+
+	// Creation is paced so that binding spans a few sample intervals: an
+	// unpaced 200 pods may all be bound within the first (dropped) sample.
+	rep, err := perfdriver.Run(ctx, client, perfdriver.Options{
+		Nodes: 50, Zones: 3, InitPods: 50, Pods: 200, CreateQPS: 50,
+		Timeout: time.Minute, Cleanup: true,
+		Log: hclog.New(&hclog.LoggerOptions{Name: "perf", Level: hclog.Info, Output: testWriter{t}}),
+	})
+	if err != nil {
+		t.Fatalf("perf: %v (report %+v)", err, rep)
+	}
+	t.Logf("report: %+v", rep)
+	if rep.Bound != 200 {
+		t.Errorf("%d of 200 measured pods bound", rep.Bound)
+	}
+	if rep.Throughput.Samples < 1 || rep.Throughput.Average <= 0 {
+		t.Errorf("throughput = %+v, want at least one sample", rep.Throughput)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: perfdriver.RunLabel})
+	if err != nil || len(nodes.Items) != 0 {
+		t.Errorf("after cleanup: %d nodes of perf runs left (%v)", len(nodes.Items), err)
+	}
+	pods, err := client.CoreV1().Pods(rep.Run).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("after cleanup: %d measured pods left (%v)", len(pods.Items), err)
+	}
+}
+
+// testWriter sends log lines to t.Log, so they show with -v and on failure.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
