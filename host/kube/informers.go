@@ -105,6 +105,9 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 		return fmt.Errorf("namespace informer: %w", err)
 	}
 
+	if err := watchPolicy(f, s, log); err != nil {
+		return err
+	}
 	f.Start(ctx.Done())
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 		if !ok {

@@ -19,7 +19,10 @@ type Client struct {
 	module *Module
 	inst   Instance
 	pods   snapshot.PodsMode // which pods node records carry for this module
-	broken bool
+	// wantsPDBs: the module has a preemption plugin (ABI v1.1), so syncs
+	// carry the PodDisruptionBudget table.
+	wantsPDBs bool
+	broken    bool
 
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
@@ -46,6 +49,9 @@ func (c *Client) Sync(ctx context.Context, snap *snapshot.Snapshot) error {
 		return nil
 	}
 	snap.DeltaSince(since, &c.delta)
+	if !c.wantsPDBs {
+		c.delta.PDBsChanged, c.delta.PDBs = false, nil
+	}
 	c.enc.Reset()
 	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.pods)
 	if _, err := c.run(ctx, abi.FuncSync, moduleWide, c.enc.B); err != nil {

@@ -148,7 +148,11 @@ func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("module %q: init: %w", m.name, err)
 	}
-	return &Client{module: m, inst: inst, pods: snapshot.PodsModeFor(m.manifest.Flags)}, nil
+	wantsPDBs := false
+	for _, p := range m.manifest.Plugins {
+		wantsPDBs = wantsPDBs || p.Points.Has(abi.PointPreemption)
+	}
+	return &Client{module: m, inst: inst, pods: snapshot.PodsModeFor(m.manifest.Flags), wantsPDBs: wantsPDBs}, nil
 }
 
 // Name is the module's name.

@@ -65,6 +65,7 @@ type Scheduler struct {
 	rng      *rand.Rand
 	log      hclog.Logger
 
+	classes   classStore
 	snap      *snapshot.Snapshot
 	nextStart int
 	bindings  sync.WaitGroup

@@ -121,6 +121,10 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	pdbs, err := admitPDBs(objs)
+	if err != nil {
+		return nil, err
+	}
 	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log})
 	if err != nil {
 		return nil, err
@@ -145,6 +149,13 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 
 	for _, ns := range namespaces(objs, pods) {
 		env.Scheduler.OnNamespace(ns.Name, ns.Labels)
+	}
+	for _, pc := range objs.PriorityClasses {
+		g, _ := convert.DisruptionGuard(pc) // admit checked it
+		env.Scheduler.OnPriorityClass(pc.Name, g)
+	}
+	for _, p := range pdbs {
+		env.Scheduler.OnPDB(p)
 	}
 	for _, n := range nodes {
 		env.Scheduler.OnNodeAdd(n)
@@ -233,8 +244,14 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 		"system-node-critical":    2000001000,
 	}
 	policies := map[string]*corev1.PreemptionPolicy{}
+	guards := map[string]*int32{}
 	var globalDefault string
 	for _, pc := range objs.PriorityClasses {
+		g, err := convert.DisruptionGuard(pc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("PriorityClass %s: %w", pc.Name, err)
+		}
+		guards[pc.Name] = g
 		classes[pc.Name] = pc.Value
 		policies[pc.Name] = pc.PreemptionPolicy
 		if pc.GlobalDefault {
@@ -289,6 +306,9 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 				}
 			}
 			p.Spec.Priority = &prio
+			if p.Spec.PriorityClassName == "" {
+				p.Spec.PriorityClassName = class
+			}
 		}
 		if p.Spec.NodeName != "" && !seenNodes[p.Spec.NodeName] {
 			return nil, nil, fmt.Errorf("Pod %s: spec.nodeName: no Node %q", key, p.Spec.NodeName)
@@ -298,9 +318,30 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 			return nil, nil, fmt.Errorf("Pod %s: %w", key, err)
 		}
 		ap.ControllerSelector = controllerSelector(p, objs)
+		ap.DisruptionGuard = guards[p.Spec.PriorityClassName]
 		pods = append(pods, ap)
 	}
 	return nodes, pods, nil
+}
+
+// admitPDBs converts the PodDisruptionBudgets. The simulation has no
+// disruption controller, so a budget's status is taken as written: give
+// status.disruptionsAllowed in the manifest (it defaults to 0, which
+// protects every pod the budget selects).
+func admitPDBs(objs *Objects) ([]*abi.PDB, error) {
+	var out []*abi.PDB
+	for _, p := range objs.PDBs {
+		p = p.DeepCopy()
+		if p.Namespace == "" {
+			p.Namespace = corev1.NamespaceDefault
+		}
+		ap, err := convert.PDB(p)
+		if err != nil {
+			return nil, fmt.Errorf("PodDisruptionBudget %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		out = append(out, ap)
+	}
+	return out, nil
 }
 
 // cluster is the in-memory API: binding a pod updates it and tells the
