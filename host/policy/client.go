@@ -27,11 +27,13 @@ type Client struct {
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
 
-	enc    abi.Encoder
-	dec    abi.Decoder
-	delta  snapshot.Delta
-	filter abi.FilterReply
-	scores []int64
+	enc     abi.Encoder
+	dec     abi.Decoder
+	delta   snapshot.Delta
+	filter  abi.FilterReply
+	scores  []int64
+	victims []abi.NodeVictims
+	rank    []int
 }
 
 // Module is the module this client belongs to.
