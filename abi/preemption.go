@@ -10,7 +10,7 @@ package abi
 
 // VictimCandidate is a pod the preemptor could displace, with what a
 // policy needs to judge it. The host only offers pods of lower priority
-// than the preemptor that are not already terminating.
+// than the preemptor.
 type VictimCandidate struct {
 	UID       string
 	Namespace string

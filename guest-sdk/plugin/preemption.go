@@ -8,11 +8,10 @@ import "github.com/wasmsched/wasmsched/abi"
 // preemptor still fits — and asks the policy only what is policy:
 //
 //   - SelectVictims: of the pods on a node that have lower priority than
-//     the preemptor (the host offers no others, and none already
-//     terminating), which may be removed, in which order they are worth
+//     the preemptor (the host offers no others), which may be removed, in which order they are worth
 //     keeping (most important first: the host reprieves in this order,
 //     PDB-violating pods before the others), and which would violate a
-//     PodDisruptionBudget (Handle.PDBs). Returning no victims (or a
+//     PodDisruptionBudget (PDBHandle.PDBs). Returning no victims (or a
 //     rejection) makes the node no candidate.
 //   - RankCandidates: the nodes where the preemptor fits after removing
 //     their victims, best first. The host takes the first; with KEP-3280

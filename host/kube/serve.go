@@ -43,7 +43,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	rec := NewRecorder(o.Client, o.Config.Profiles[0].SchedulerName, log)
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: o.Config, Registry: reg, Binder: Binder{Client: o.Client}, Recorder: rec,
-		Clock: clock.RealClock{}, Log: log,
+		PreemptionAPI: PreemptionAPI{Client: o.Client, Recorder: rec},
+		Clock:         clock.RealClock{}, Log: log,
 	})
 	if err != nil {
 		return err

@@ -259,3 +259,27 @@ func call(ctx context.Context, inst Instance, fn abi.Func, arg uint32, n int) ([
 	}
 	return nil, &CallError{Func: fn, Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
 }
+
+// TryGet checks out a client only if one is idle or the pool has room for
+// a new instance; otherwise it returns nil at once. Preemption uses it to
+// fan dry runs out over spare instances without waiting for busy ones.
+func (m *Module) TryGet(ctx context.Context) *Client {
+	select {
+	case c := <-m.idle:
+		return c
+	default:
+	}
+	select {
+	case c := <-m.idle:
+		return c
+	case m.slots <- struct{}{}:
+		c, err := m.newClient(ctx)
+		if err != nil {
+			<-m.slots
+			return nil
+		}
+		return c
+	default:
+		return nil
+	}
+}

@@ -545,6 +545,13 @@ func (q *PriorityQueue) DeleteNominatedPodIfExists(pod *abi.Pod) {
 	q.nominator.delete(pod.UID)
 }
 
+// NominatedNode returns the node the pod is nominated to, or "".
+func (q *PriorityQueue) NominatedNode(uid string) string {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.nominator.byUID[uid]
+}
+
 // HasNominatedPods reports whether any pod is nominated anywhere, so a
 // cycle can skip per-node nominator lookups in the common case of none.
 func (q *PriorityQueue) HasNominatedPods() bool {

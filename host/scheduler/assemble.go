@@ -14,6 +14,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/framework"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/queue"
 )
 
@@ -24,6 +25,9 @@ type Parts struct {
 	Queue     *queue.PriorityQueue
 	Cache     *cache.Cache
 	Profiles  []*framework.Profile
+	// Preemption is DefaultPreemption (nil without a PreemptionAPI); its
+	// Wait waits for asynchronous preemptions.
+	Preemption *preemption.Plugin
 }
 
 // Close closes the queue and the profiles' pools.
@@ -43,9 +47,14 @@ type AssembleOptions struct {
 	// Binder makes bindings real (the API or the simulation).
 	Binder   framework.Binder
 	Recorder Recorder
-	Clock    clock.WithTicker
-	Rand     *rand.Rand
-	Log      hclog.Logger
+	// PreemptionAPI makes preemption's API calls; nil leaves the
+	// DefaultPreemption plugin out (profiles then cannot preempt).
+	PreemptionAPI preemption.API
+	// PreemptionMetrics records preemption (nil: nothing).
+	PreemptionMetrics preemption.Metrics
+	Clock             clock.WithTicker
+	Rand              *rand.Rand
+	Log               hclog.Logger
 }
 
 // Assemble builds every profile of the configuration against the modules,
@@ -54,20 +63,7 @@ type AssembleOptions struct {
 // simulation and for a real cluster.
 func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 	parts := &Parts{}
-	host := framework.HostPlugins{
-		"PrioritySort":              framework.PrioritySort{},
-		framework.DefaultBinderName: framework.DefaultBinder{Binder: o.Binder},
-	}
 	byName := map[string]*framework.Profile{}
-	for i := range o.Config.Profiles {
-		p, err := framework.BuildProfile(ctx, o.Config, i, o.Registry, host)
-		if err != nil {
-			parts.Close(ctx)
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		parts.Profiles = append(parts.Profiles, p)
-		byName[p.Name] = p
-	}
 	qopts := queue.Options{
 		Clock:        o.Clock,
 		PluginEvents: framework.PluginEvents,
@@ -90,6 +86,36 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 		now = o.Clock.Now
 	}
 	parts.Cache = cache.New(0, now)
+
+	host := framework.HostPlugins{
+		"PrioritySort":              framework.PrioritySort{},
+		framework.DefaultBinderName: framework.DefaultBinder{Binder: o.Binder},
+	}
+	if o.PreemptionAPI != nil {
+		var rng *rand.Rand
+		if o.Rand != nil {
+			rng = rand.New(rand.NewPCG(o.Rand.Uint64(), o.Rand.Uint64()))
+		}
+		parts.Preemption = preemption.New(preemption.Options{
+			API: o.PreemptionAPI, Queue: parts.Queue, Pods: parts.Cache, Metrics: o.PreemptionMetrics, Rand: rng, Log: o.Log,
+			Guard: func(class string) *int32 {
+				if parts.Scheduler == nil {
+					return nil
+				}
+				return parts.Scheduler.DisruptionGuard(class)
+			},
+		})
+		host[preemption.Name] = parts.Preemption
+	}
+	for i := range o.Config.Profiles {
+		p, err := framework.BuildProfile(ctx, o.Config, i, o.Registry, host)
+		if err != nil {
+			parts.Close(ctx)
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		parts.Profiles = append(parts.Profiles, p)
+		byName[p.Name] = p
+	}
 	var err error
 	parts.Scheduler, err = New(Options{Profiles: parts.Profiles, Cache: parts.Cache, Queue: parts.Queue,
 		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log})

@@ -229,7 +229,7 @@ func (s *Scheduler) handleFailure(prof *framework.Profile, qp *queue.QueuedPodIn
 		rejectors = queue.NewPluginSet(names...)
 	}
 	var nominated *framework.NominatedError
-	if errors.As(err, &nominated) {
+	if errors.As(err, &nominated) && !nominated.Recorded {
 		s.queue.AddNominatedPod(pod, nominated.Node)
 		if s.recorder != nil {
 			s.recorder.Nominated(pod, prof.Name, nominated.Node)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +26,9 @@ import (
 	"github.com/wasmsched/wasmsched/host/cache"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/memapi"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/queue"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
@@ -42,7 +45,14 @@ type Options struct {
 	CacheDir string
 	// MaxCycles stops a run that does not settle (default 100 per pod).
 	MaxCycles int
-	Log       hclog.Logger
+	// APILatency is added to every write to the in-memory API (bind,
+	// victim condition, delete, evict), to see asynchronous preemption at
+	// work; APIFailures, if set, fails calls (see memapi.Cluster.Inject).
+	APILatency  time.Duration
+	APIFailures func(op memapi.Op, pod *abi.Pod) error
+	// PreemptionMetrics receives preemption's metrics (nil: none).
+	PreemptionMetrics preemption.Metrics
+	Log               hclog.Logger
 }
 
 // Pod outcomes in a Report.
@@ -52,6 +62,7 @@ const (
 	StatusNotOurs        = "NotOurs" // no profile has its schedulerName: left alone
 	StatusUnschedulable  = scheduler.ReasonUnschedulable
 	StatusSchedulerError = scheduler.ReasonSchedulerError
+	StatusPreempted      = "Preempted" // removed as a preemption victim
 )
 
 // PodResult is what happened to one pod.
@@ -63,12 +74,29 @@ type PodResult struct {
 	Status    string `json:"status"`
 	Message   string `json:"message,omitempty"`
 	Attempts  int    `json:"attempts"`
+	// NominatedNode is where preemption last nominated the pod.
+	NominatedNode string `json:"nominatedNode,omitempty"`
+}
+
+// Preemption is one victim removed for a preemptor.
+type Preemption struct {
+	Preemptor string `json:"preemptor"` // namespace/name
+	Victim    string `json:"victim"`
+	Node      string `json:"node"`
+	// How: "delete", or "evict" through the Eviction API (KEP-3280).
+	How string `json:"how"`
 }
 
 // Report is the outcome of a run, pods in input order.
 type Report struct {
 	Pods   []PodResult `json:"pods"`
 	Cycles int         `json:"cycles"`
+	// Preemptions lists every victim removed, in order.
+	Preemptions []Preemption `json:"preemptions,omitempty"`
+	// Timeline is every call the scheduler made to the in-memory API
+	// except bindings: nominations, victim conditions, deletions,
+	// evictions, events.
+	Timeline []memapi.Entry `json:"timeline,omitempty"`
 }
 
 // Pod returns the result for namespace/name, or nil.
@@ -97,13 +125,15 @@ type Env struct {
 	Scheduler *scheduler.Scheduler
 	Queue     *queue.PriorityQueue
 	Cache     *cache.Cache
-	clock     *testingclock.FakeClock
-	registry  *modules.Registry
-	parts     *scheduler.Parts
-	cluster   *cluster
-	rec       *recorder
-	order     []string // pod UIDs in input order
-	maxCycles int
+	// Preemption is DefaultPreemption (Wait waits for its goroutines).
+	Preemption *preemption.Plugin
+	clock      *testingclock.FakeClock
+	registry   *modules.Registry
+	parts      *scheduler.Parts
+	cluster    *memapi.Cluster
+	rec        *recorder
+	order      []string // pod UIDs in input order
+	maxCycles  int
 }
 
 // Start builds the host for objs and feeds it the cluster, without
@@ -132,11 +162,16 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	env := &Env{
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		registry: reg,
-		cluster:  &cluster{pods: map[string]*abi.Pod{}},
+		cluster:  memapi.New(nil),
 		rec:      &recorder{results: map[string]*PodResult{}},
+	}
+	env.cluster.SetLatency(opts.APILatency)
+	if opts.APIFailures != nil {
+		env.cluster.Inject(opts.APIFailures)
 	}
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: cfg, Registry: reg, Binder: env.cluster, Recorder: env.rec, Clock: env.clock,
+		PreemptionAPI: env.cluster, PreemptionMetrics: opts.PreemptionMetrics,
 		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log,
 	})
 	if err != nil {
@@ -145,7 +180,8 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	}
 	env.parts = parts
 	env.Scheduler, env.Queue, env.Cache = parts.Scheduler, parts.Queue, parts.Cache
-	env.cluster.sched = env.Scheduler
+	env.Preemption = parts.Preemption
+	env.cluster.SetWatcher(env.Scheduler)
 
 	for _, ns := range namespaces(objs, pods) {
 		env.Scheduler.OnNamespace(ns.Name, ns.Labels)
@@ -155,13 +191,14 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		env.Scheduler.OnPriorityClass(pc.Name, g)
 	}
 	for _, p := range pdbs {
+		env.cluster.SetPDB(p)
 		env.Scheduler.OnPDB(p)
 	}
 	for _, n := range nodes {
 		env.Scheduler.OnNodeAdd(n)
 	}
 	for _, p := range pods {
-		env.cluster.pods[p.UID] = p
+		env.cluster.AddPod(p)
 		env.order = append(env.order, p.UID)
 		r := &PodResult{Namespace: p.Namespace, Name: p.Name}
 		switch {
@@ -190,7 +227,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 // not help and the run ends.
 func (e *Env) Settle(ctx context.Context) (*Report, error) {
 	cycles, idleRounds := 0, 0
-	bindsAtRound := e.rec.binds()
+	bindsAtRound := e.rec.binds() + e.deletions()
 	for cycles < e.maxCycles {
 		active, backoff, _ := e.Queue.PendingPods()
 		switch {
@@ -199,10 +236,11 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 			e.Scheduler.WaitBindings()
+			e.waitPreemptions()
 			cycles++
 			continue
 		case backoff > 0:
-			if b := e.rec.binds(); b == bindsAtRound {
+			if b := e.rec.binds() + e.deletions(); b == bindsAtRound {
 				if idleRounds++; idleRounds > 2 {
 					return e.report(cycles), nil
 				}
@@ -220,10 +258,68 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 	return e.report(cycles), fmt.Errorf("%w within %d cycles", ErrNotSettled, e.maxCycles)
 }
 
+// waitPreemptions lets asynchronous preemptions finish, so runs are
+// deterministic: the next cycle sees their outcome.
+func (e *Env) waitPreemptions() {
+	if e.Preemption != nil {
+		e.Preemption.Wait()
+	}
+}
+
+// deletions counts the pods preemption removed.
+func (e *Env) deletions() int {
+	n := 0
+	for _, t := range e.cluster.Timeline() {
+		if (t.Op == memapi.OpDelete || t.Op == memapi.OpEvict) && t.Err == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Cluster is the in-memory API the run writes to.
+func (e *Env) Cluster() *memapi.Cluster { return e.cluster }
+
 func (e *Env) report(cycles int) *Report {
 	rep := &Report{Cycles: cycles}
 	for _, uid := range e.order {
 		rep.Pods = append(rep.Pods, *e.rec.get(uid))
+	}
+	// Each removal is followed by a Preempted event naming the preemptor.
+	preemptor := map[string]string{} // victim -> preemptor
+	const mark = "Normal " + preemption.ReasonPreempted + ": Preempted by pod "
+	for _, t := range e.cluster.Timeline() {
+		if t.Op == memapi.OpEvent && strings.HasPrefix(t.Detail, mark) {
+			rest := strings.TrimPrefix(t.Detail, mark)
+			if i := strings.Index(rest, " on node "); i > 0 {
+				preemptor[t.Pod] = rest[:i]
+			}
+		}
+	}
+	result := func(key string) *PodResult {
+		for i := range rep.Pods {
+			if rep.Pods[i].Namespace+"/"+rep.Pods[i].Name == key {
+				return &rep.Pods[i]
+			}
+		}
+		return nil
+	}
+	for _, t := range e.cluster.Timeline() {
+		if t.Op == memapi.OpBind {
+			continue
+		}
+		rep.Timeline = append(rep.Timeline, t)
+		switch {
+		case t.Op == memapi.OpNominate && t.Err == "":
+			if r := result(t.Pod); r != nil {
+				r.NominatedNode = t.Node
+			}
+		case (t.Op == memapi.OpDelete || t.Op == memapi.OpEvict) && t.Err == "":
+			rep.Preemptions = append(rep.Preemptions, Preemption{Preemptor: preemptor[t.Pod], Victim: t.Pod, Node: t.Node, How: string(t.Op)})
+			if r := result(t.Pod); r != nil {
+				r.Status, r.Message = StatusPreempted, "preempted by "+preemptor[t.Pod]+" on "+t.Node
+			}
+		}
 	}
 	return rep
 }
@@ -342,31 +438,6 @@ func admitPDBs(objs *Objects) ([]*abi.PDB, error) {
 		out = append(out, ap)
 	}
 	return out, nil
-}
-
-// cluster is the in-memory API: binding a pod updates it and tells the
-// scheduler, as an informer would.
-type cluster struct {
-	mu    sync.Mutex
-	pods  map[string]*abi.Pod
-	sched *scheduler.Scheduler
-}
-
-// Bind implements framework.Binder.
-func (c *cluster) Bind(_ context.Context, pod *abi.Pod, node string) error {
-	c.mu.Lock()
-	old := c.pods[pod.UID]
-	if old == nil || old.NodeName != "" {
-		c.mu.Unlock()
-		return fmt.Errorf("bind %s/%s: %w", pod.Namespace, pod.Name, scheduler.ErrPodGone)
-	}
-	bound := *old
-	bound.NodeName = node
-	bound.NominatedNodeName = ""
-	c.pods[pod.UID] = &bound
-	c.mu.Unlock()
-	c.sched.OnPodUpdate(old, &bound)
-	return nil
 }
 
 // recorder keeps each pod's latest outcome.

@@ -1,0 +1,116 @@
+package preemption_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/host/preemption"
+	"github.com/wasmsched/wasmsched/host/sim"
+)
+
+func TestHighPriorityPodPreemptsTheCheapestNode(t *testing.T) {
+	for _, mode := range []string{"{asyncPreemption: false}", ""} {
+		t.Run("args "+mode, func(t *testing.T) {
+			o := objects(t, nodeYAML("n1", "2"), nodeYAML("n2", "2"),
+				podYAML("low-1", "low", "n1", "1500m", "", ""),
+				podYAML("low-2", "low", "n2", "1", "", ""), podYAML("low-3", "low", "n2", "900m", "", ""),
+				podYAML("big", "high", "", "1500m", "", ""))
+			m := &metrics{}
+			rep := run(t, profileConfig(t, mode), o, sim.Options{PreemptionMetrics: m})
+			if p := rep.Pod("default", "big"); p.Status != sim.StatusScheduled || p.Node != "n1" || p.NominatedNode != "n1" {
+				t.Fatalf("big = %+v", p)
+			}
+			if got := victims(rep); !reflect.DeepEqual(got, []string{"default/low-1@n1/delete"}) {
+				t.Fatalf("victims %v (one victim of sum 10 beats two)", got)
+			}
+			if rep.Preemptions[0].Preemptor != "default/big" {
+				t.Fatalf("preemptor %q", rep.Preemptions[0].Preemptor)
+			}
+			// The victim was marked before it was deleted.
+			var ops []string
+			for _, e := range rep.Timeline {
+				ops = append(ops, string(e.Op)+" "+e.Pod)
+			}
+			if !strings.Contains(strings.Join(ops, ","), "mark-victim default/low-1,delete default/low-1") {
+				t.Fatalf("timeline %v", ops)
+			}
+			if m.attempts["default-scheduler"] != 1 || !reflect.DeepEqual(m.victims, []int{1}) {
+				t.Fatalf("metrics %+v", m)
+			}
+			wantGoroutines := []string{"success"}
+			if mode != "" {
+				wantGoroutines = nil
+			}
+			if !reflect.DeepEqual(m.results, wantGoroutines) {
+				t.Fatalf("goroutine results %v, want %v", m.results, wantGoroutines)
+			}
+		})
+	}
+}
+
+func TestPreemptNeverIsNotEligible(t *testing.T) {
+	o := objects(t, nodeYAML("n1", "1"), podYAML("low", "low", "n1", "1", "", ""),
+		podYAML("polite", "high", "", "1", "", "preemptionPolicy: Never"))
+	rep := run(t, profileConfig(t, ""), o, sim.Options{})
+	p := rep.Pod("default", "polite")
+	if p.Status != sim.StatusUnschedulable || !strings.HasSuffix(p.Message, "preemption: not eligible due to preemptionPolicy=Never.") || len(rep.Preemptions) != 0 {
+		t.Fatalf("polite = %+v, preemptions %v", p, rep.Preemptions)
+	}
+}
+
+func TestNoCandidatesSaysWhyPerNode(t *testing.T) {
+	// n1: only an equal-priority pod; n2: removing the low pod is not
+	// enough; n3: tainted (unresolvable: preemption cannot help).
+	o := objects(t, nodeYAML("n1", "1"), nodeYAML("n2", "1"),
+		"---\napiVersion: v1\nkind: Node\nmetadata: {name: n3}\nspec: {taints: [{key: k, effect: NoSchedule}]}\nstatus: {allocatable: {cpu: \"8\", pods: \"20\"}}\n",
+		podYAML("peer", "high", "n1", "1", "", ""), podYAML("low", "low", "n2", "500m", "", ""),
+		podYAML("peer2", "high", "n2", "500m", "", ""), podYAML("huge", "high", "", "1", "", ""))
+	rep := run(t, profileConfig(t, ""), o, sim.Options{})
+	p := rep.Pod("default", "huge")
+	want := "preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+	if p.Status != sim.StatusUnschedulable || !strings.HasSuffix(p.Message, want) || len(rep.Preemptions) != 0 {
+		t.Fatalf("huge = %+v\nwant suffix %q", p, want)
+	}
+}
+
+func TestArgsValidation(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{`{"minCandidateNodesPercentage": 101}`, "minCandidateNodesPercentage: 101 is outside 0..100"},
+		{`{"minCandidateNodesAbsolute": -1}`, "minCandidateNodesAbsolute: -1 must not be negative"},
+		{`{"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}`, "must not both be 0"},
+		{`{"victimPolicy": ""}`, "victimPolicy: must not be empty"},
+		{`{"asyncPreemptoin": true}`, `unknown field "asyncPreemptoin"`},
+	} {
+		if _, err := preemption.ParseArgs([]byte(tc.args)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	a, err := preemption.ParseArgs(nil)
+	if err != nil || a != preemption.DefaultArgs() || !a.AsyncPreemption {
+		t.Fatalf("defaults %+v %v", a, err)
+	}
+	for _, tc := range []struct {
+		pct, abs int32
+		n, want  int
+	}{{10, 100, 5000, 500}, {10, 100, 300, 100}, {10, 100, 50, 50}, {0, 3, 10, 3}, {50, 0, 9, 4}} {
+		a := preemption.Args{MinCandidateNodesPercentage: tc.pct, MinCandidateNodesAbsolute: tc.abs}
+		if got := a.NumCandidates(tc.n); got != tc.want {
+			t.Errorf("NumCandidates(%d) with %d%%/%d = %d, want %d", tc.n, tc.pct, tc.abs, got, tc.want)
+		}
+	}
+}
+
+func TestBadVictimPolicyInAProfileIsAClearError(t *testing.T) {
+	o := objects(t, nodeYAML("n1", "1"))
+	for _, tc := range []struct{ args, want string }{
+		{`{victimPolicy: Nope}`, `profiles[0]: plugin "DefaultPreemption": preemption policy "Nope": no module serves it`},
+		{`{victimPolicy: NodeResourcesFit}`, `preemption policy "NodeResourcesFit" does not implement the Preemption point`},
+		{`{minCandidateNodesAbsolute: -2}`, `profiles[0].pluginConfig[0].args: plugin "DefaultPreemption": minCandidateNodesAbsolute`},
+	} {
+		_, err := sim.Run(t.Context(), o, sim.Options{Config: profileConfig(t, tc.args), NativeBuiltin: true, CacheDir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
