@@ -114,3 +114,25 @@ func TestBadVictimPolicyInAProfileIsAClearError(t *testing.T) {
 		}
 	}
 }
+
+func TestNominatedNodeWithATerminatingVictimIsNotPreemptedAgain(t *testing.T) {
+	o := objects(t, nodeYAML("n1", "1"), nodeYAML("n2", "1"), `---
+apiVersion: v1
+kind: Pod
+metadata: {name: leaving, deletionTimestamp: "2026-01-01T00:00:00Z"}
+spec: {nodeName: n1, priorityClassName: low, containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}
+status:
+  conditions: [{type: DisruptionTarget, status: "True", reason: PreemptionByScheduler}]
+`, podYAML("other", "low", "n2", "1", "", ""), `---
+apiVersion: v1
+kind: Pod
+metadata: {name: waiting}
+spec: {priorityClassName: high, containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}
+status: {nominatedNodeName: n1}
+`)
+	rep := run(t, profileConfig(t, ""), o, sim.Options{})
+	p := rep.Pod("default", "waiting")
+	if p.Status != sim.StatusUnschedulable || !strings.HasSuffix(p.Message, "preemption: not eligible due to a terminating pod on the nominated node.") || len(rep.Preemptions) != 0 {
+		t.Fatalf("waiting = %+v, preemptions %v", p, rep.Preemptions)
+	}
+}

@@ -133,6 +133,7 @@ type Env struct {
 	cluster    *memapi.Cluster
 	rec        *recorder
 	order      []string // pod UIDs in input order
+	objs       *Objects
 	maxCycles  int
 }
 
@@ -179,6 +180,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		return nil, err
 	}
 	env.parts = parts
+	env.objs = objs
 	env.Scheduler, env.Queue, env.Cache = parts.Scheduler, parts.Queue, parts.Cache
 	env.Preemption = parts.Preemption
 	env.cluster.SetWatcher(env.Scheduler)
@@ -197,6 +199,29 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	for _, n := range nodes {
 		env.Scheduler.OnNodeAdd(n)
 	}
+	env.addPods(pods)
+	env.maxCycles = opts.MaxCycles
+	if env.maxCycles <= 0 {
+		env.maxCycles = 100 * (len(pods) + 1)
+	}
+	return env, nil
+}
+
+// AddPods admits more pods into a running simulation (with the
+// PriorityClasses and Nodes it started with) and hands them to the
+// scheduler, as pods created later would be. Tests and benchmarks use it
+// to make pods arrive in a given order.
+func (e *Env) AddPods(pods ...*corev1.Pod) error {
+	_, aps, err := admit(&Objects{Nodes: e.objs.Nodes, PriorityClasses: e.objs.PriorityClasses, Pods: pods})
+	if err != nil {
+		return err
+	}
+	e.addPods(aps)
+	return nil
+}
+
+func (e *Env) addPods(pods []*abi.Pod) {
+	env := e
 	for _, p := range pods {
 		env.cluster.AddPod(p)
 		env.order = append(env.order, p.UID)
@@ -210,14 +235,11 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 			r.Status = StatusNotOurs
 			r.Message = fmt.Sprintf("no profile has schedulerName %q; left alone", p.SchedulerName)
 		}
+		env.rec.mu.Lock()
 		env.rec.results[p.UID] = r
+		env.rec.mu.Unlock()
 		env.Scheduler.OnPodAdd(p)
 	}
-	env.maxCycles = opts.MaxCycles
-	if env.maxCycles <= 0 {
-		env.maxCycles = 100 * (len(pods) + 1)
-	}
-	return env, nil
 }
 
 // Settle schedules until no pod can move any more: the active queue is
@@ -483,3 +505,7 @@ func (r *recorder) Nominated(pod *abi.Pod, profile, node string) {}
 
 // ErrNotSettled is returned when a run hits MaxCycles.
 var ErrNotSettled = errors.New("simulation did not settle")
+
+// Report is the outcome so far (cycles not counted), for callers that
+// drive the scheduler themselves.
+func (e *Env) Report() *Report { return e.report(0) }
