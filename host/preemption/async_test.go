@@ -257,9 +257,10 @@ func TestFailedPreemptionRevertsTheNominationAndSkipsTheLastVictim(t *testing.T)
 	if !reflect.DeepEqual(r.m.results, []string{preemption.ResultError}) {
 		t.Fatalf("goroutine results %v", r.m.results)
 	}
-	// Always re-activated: straight back to activeQ, no backoff or event.
-	if active, _, _ := r.env.Queue.PendingPods(); active != 1 {
-		t.Fatalf("active = %d, want pod1 re-activated", active)
+	// Always re-activated: out of unschedulablePods without an event,
+	// through its backoff (a failing API must not be retried in a loop).
+	if active, backoff, parked := r.env.Queue.PendingPods(); active+backoff != 1 || parked != 0 {
+		t.Fatalf("active=%d backoff=%d unschedulable=%d, want pod1 requeued", active, backoff, parked)
 	}
 	var warned bool
 	for _, e := range r.env.Cluster().Timeline() {

@@ -64,7 +64,10 @@ func (p *Plugin) prepare(ctx context.Context, pod *abi.Pod, ranked []*candidate,
 
 // runAsync is the preemption goroutine (KEP-4832). Whatever happens, it
 // ends by re-activating the preemptor, so the pod never waits for the
-// five-minute flush (kubernetes issue #141694).
+// five-minute flush (kubernetes issue #141694): after a success straight
+// to activeQ (the room is made), after a failure through its backoff
+// (upstream activates at once, which spins against an API that keeps
+// failing).
 func (p *Plugin) runAsync(pod *abi.Pod, ranked []*candidate, log hclog.Logger) {
 	defer p.wg.Done()
 	start := time.Now()
@@ -78,7 +81,11 @@ func (p *Plugin) runAsync(pod *abi.Pod, ranked []*candidate, log hclog.Logger) {
 	}
 	p.endRun(pod.UID)
 	p.opts.Metrics.GoroutineDone(result, time.Since(start))
-	p.opts.Queue.Activate([]*abi.Pod{pod})
+	if err != nil {
+		p.opts.Queue.Requeue([]*abi.Pod{pod})
+	} else {
+		p.opts.Queue.Activate([]*abi.Pod{pod})
+	}
 }
 
 // noneLeft says every candidate was refused under KEP-3280.

@@ -43,6 +43,8 @@ type Queue interface {
 	// NominatedNode is the node the pod is nominated to, or "".
 	NominatedNode(uid string) string
 	Activate(pods []*abi.Pod)
+	// Requeue retries the pods after their backoff.
+	Requeue(pods []*abi.Pod)
 }
 
 // Pods looks up the cache's current view of a pod (nil when gone).
