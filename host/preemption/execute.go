@@ -209,22 +209,25 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 		}
 	}
 	var err error
+	how := "deleted"
 	switch {
 	case guard == nil:
 		err = p.opts.API.DeletePod(ctx, v)
 	default:
+		how = "evicted through the Eviction API"
 		err = p.opts.API.EvictPod(ctx, v)
 		if errors.Is(err, ErrTooManyRequests) {
 			if protected {
 				return fmt.Errorf("victim %s/%s on %s: %w", v.Namespace, v.Name, node, errRefused)
 			}
+			how = "deleted after the Eviction API refused (429)"
 			err = p.opts.API.DeletePod(ctx, v)
 		}
 	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("remove victim %s/%s: %w", v.Namespace, v.Name, err)
 	}
-	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s", pod.Namespace, pod.Name, node))
+	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how))
 	return nil
 }
 
