@@ -467,6 +467,14 @@ type recorder struct {
 	mu      sync.Mutex
 	results map[string]*PodResult
 	bound   int
+	boundIn map[string]int // bindings per namespace
+}
+
+// boundInNamespace counts the bindings of pods of a namespace.
+func (r *recorder) boundInNamespace(ns string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.boundIn[ns]
 }
 
 // binds counts the bindings so far.
@@ -486,6 +494,10 @@ func (r *recorder) Scheduled(pod *abi.Pod, profile, node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.bound++
+	if r.boundIn == nil {
+		r.boundIn = map[string]int{}
+	}
+	r.boundIn[pod.Namespace]++
 	if res := r.results[pod.UID]; res != nil {
 		res.Status, res.Node, res.Message = StatusScheduled, node, ""
 		res.Attempts++
