@@ -188,10 +188,16 @@ const (
 	// PointPreemption (ABI v1.1): the plugin chooses preemption victims
 	// and ranks candidate nodes (FuncSelectVictims, FuncRankCandidates).
 	PointPreemption
+	// PointPreFilterExtensions (ABI v1.1): the plugin keeps cycle state
+	// that add_pod/remove_pod update (spread counts, affinity matches),
+	// so a what-if on one node can change its verdict on another. Without
+	// it, and from v1.1 modules, the host may evaluate several nodes'
+	// what-ifs in one view and filter them in one batched call.
+	PointPreFilterExtensions
 
 	// PointsKnown are the points ABI v1 defines; a manifest naming
 	// others is refused.
-	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption
+	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption | PointPreFilterExtensions
 )
 
 // Has reports whether all points in q are set in p.
@@ -199,7 +205,7 @@ func (p Point) Has(q Point) bool { return p&q == q }
 
 // String lists the points, e.g. "Filter|Score".
 func (p Point) String() string {
-	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption"}
+	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption", "PreFilterExtensions"}
 	s := ""
 	for i, n := range names {
 		if p&(1<<i) != 0 {

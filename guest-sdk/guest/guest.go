@@ -175,6 +175,9 @@ func pointsOf(p plugin.Plugin) abi.Point {
 	if _, ok := p.(plugin.PreemptionPlugin); ok {
 		pts |= abi.PointPreemption
 	}
+	if _, ok := p.(plugin.PreFilterExtensions); ok {
+		pts |= abi.PointPreFilterExtensions
+	}
 	if _, ok := p.(plugin.ScorePlugin); ok {
 		pts |= abi.PointScore
 		if _, ok := p.(plugin.ScoreNormalizer); ok {

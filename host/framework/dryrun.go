@@ -232,3 +232,88 @@ func (s *Session) RankCandidates(ctx context.Context, policyName string, cands [
 	}
 	return s.clients[mi].RankCandidates(ctx, pi, cands)
 }
+
+// Batchable reports whether what-ifs on different nodes are independent
+// for this pod, so several nodes can be evaluated in one view with
+// batched filter calls (Session.FitsMany): true unless a PreFilter plugin
+// that ran for the pod keeps state that add_pod/remove_pod update
+// (abi.PointPreFilterExtensions; a v1.0 module cannot say, so its
+// PreFilter plugins count as such).
+func (d *DryRun) Batchable() bool {
+	for _, p := range d.c.prof.preFilter {
+		if d.skip != nil && d.skip[p.name] {
+			continue // skipped for this pod: its state is never updated
+		}
+		if p.points.Has(abi.PointPreFilterExtensions) || d.c.prof.modules[p.module].mod.Manifest.VersionMinor < 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// FitsMany is Fits for several nodes of the current view at once: nodes
+// with nominated pods of equal or higher priority are checked one by one
+// (Fits), the others with one filter call per plugin over all of them.
+// Only valid when Batchable. sts[i] is slots[i]'s first rejection, nil
+// when the pod fits.
+func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, nom Nominator) ([]*Status, error) {
+	sts := make([]*Status, len(slots))
+	var plain []uint32
+	var at []int
+	for i, slot := range slots {
+		if nom != nil && nom.HasNominatedPods() && hasNominatedPeers(pod, nom, s.snap.Slot(slot).Info.Node.Name) {
+			st, err := s.Fits(ctx, pod, slot, nom)
+			if err != nil {
+				return nil, err
+			}
+			sts[i] = st
+			continue
+		}
+		plain = append(plain, slot)
+		at = append(at, i)
+	}
+	if len(plain) == 0 {
+		return sts, nil
+	}
+	remaining := append([]uint32(nil), plain...)
+	pos := append([]int(nil), at...)
+	for _, p := range s.prof.filter {
+		if s.skip[p.name] || len(remaining) == 0 {
+			continue
+		}
+		reply, err := s.clients[p.module].Filter(ctx, p.index, remaining)
+		if err != nil {
+			if p.ignore {
+				continue
+			}
+			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
+		}
+		keptSlots, keptPos := remaining[:0], pos[:0]
+		for i, ix := range reply.Indexes {
+			if ix == 0 {
+				keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i])
+				continue
+			}
+			e := reply.Entries[ix-1]
+			if e.Code == abi.Error {
+				if p.ignore {
+					keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i])
+					continue
+				}
+				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %s", p.name, joinReasons(e.Reasons))
+			}
+			sts[pos[i]] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
+		}
+		remaining, pos = keptSlots, keptPos
+	}
+	return sts, nil
+}
+
+func hasNominatedPeers(pod *abi.Pod, nom Nominator, node string) bool {
+	for _, np := range nom.NominatedPodsForNode(node) {
+		if np.UID != pod.UID && np.Priority >= pod.Priority {
+			return true
+		}
+	}
+	return false
+}

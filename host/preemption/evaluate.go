@@ -253,6 +253,44 @@ func (p *Plugin) dryRunChunk(ctx context.Context, pod *abi.Pod, nodes []*snapsho
 		jobs = append(jobs, j)
 	}
 	results := make([]dryResult, len(answers))
+	if debugBatch != nil {
+		debugBatch(dr.Batchable())
+	}
+	if dr.Batchable() {
+		// What-ifs on different nodes are independent for this pod: each
+		// session evaluates a share of the nodes in one view, filtering
+		// them together.
+		var wg sync.WaitGroup
+		errs := make([]error, len(sessions))
+		per := (len(jobs) + len(sessions) - 1) / len(sessions)
+		for si, s := range sessions {
+			lo, hi := si*per, min((si+1)*per, len(jobs))
+			if lo >= hi {
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var bj []batchJob
+				for _, j := range jobs[lo:hi] {
+					bj = append(bj, batchJob{ni: reqNodes[j.i], victims: j.victims, viol: j.viol})
+				}
+				cands, sts, err := p.evalBatch(ctx, s, pod, bj, dr.Nominator())
+				if err != nil {
+					errs[si] = err
+					return
+				}
+				for k, j := range jobs[lo:hi] {
+					p.recordEval(results, j.i, cands[k], sts[k], reqNodes[j.i], pod, req[j.i].Pods, answers[j.i].Victims, diag)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return results, nil
+	}
 	next := make(chan job)
 	var wg sync.WaitGroup
 	var fatalMu sync.Mutex
@@ -271,17 +309,8 @@ func (p *Plugin) dryRunChunk(ctx context.Context, pod *abi.Pod, nodes []*snapsho
 						fatal = err
 					}
 					fatalMu.Unlock()
-				case st != nil:
-					reasons := st.Reasons
-					if st.Code == abi.Error {
-						results[j.i].err = fmt.Errorf("node %s: %s", ni.Info.Node.Name, st.Message())
-					}
-					if p.hasGuardedLeftOver(pod, req[j.i].Pods, answers[j.i].Victims) {
-						reasons = append(append([]string(nil), reasons...), msgGuarded)
-					}
-					diag.set(ni.Info.Node.Name, reasons...)
 				default:
-					results[j.i].cand = cand
+					p.recordEval(results, j.i, cand, st, ni, pod, req[j.i].Pods, answers[j.i].Victims, diag)
 				}
 			}
 		}(s)
@@ -295,6 +324,133 @@ func (p *Plugin) dryRunChunk(ctx context.Context, pod *abi.Pod, nodes []*snapsho
 		return nil, fatal
 	}
 	return results, nil
+}
+
+// recordEval files one node's dry-run outcome: a candidate, or the
+// reasons it is none.
+func (p *Plugin) recordEval(results []dryResult, i int, cand *candidate, st *framework.Status, ni *snapshot.NodeInfo, pod *abi.Pod, offered []abi.VictimCandidate, chosen []abi.VictimChoice, diag *diagnosis) {
+	if st == nil {
+		results[i].cand = cand
+		return
+	}
+	reasons := st.Reasons
+	if st.Code == abi.Error {
+		results[i].err = fmt.Errorf("node %s: %s", ni.Info.Node.Name, st.Message())
+	}
+	if p.hasGuardedLeftOver(pod, offered, chosen) {
+		reasons = append(append([]string(nil), reasons...), msgGuarded)
+	}
+	diag.set(ni.Info.Node.Name, reasons...)
+}
+
+// batchJob is one node of evalBatch.
+type batchJob struct {
+	ni      *snapshot.NodeInfo
+	victims []*abi.Pod
+	viol    []bool
+}
+
+// evalBatch is evalNode for many nodes in one view, in lockstep: remove
+// every node's chosen pods, check them all in one batched filter pass,
+// then reprieve the k-th pod (in each node's reprieve order: violating
+// first, then the others) on every node still in play and check those
+// together, for k = 0, 1, ... Only valid when what-ifs on different nodes
+// are independent (DryRun.Batchable).
+func (p *Plugin) evalBatch(ctx context.Context, s *framework.Session, pod *abi.Pod, jobs []batchJob, nom framework.Nominator) ([]*candidate, []*framework.Status, error) {
+	if err := s.Push(ctx); err != nil {
+		return nil, nil, err
+	}
+	cands, sts, err := p.evalBatchInView(ctx, s, pod, jobs, nom)
+	if perr := s.Pop(ctx); err == nil && perr != nil {
+		err = perr
+	}
+	return cands, sts, err
+}
+
+func (p *Plugin) evalBatchInView(ctx context.Context, s *framework.Session, pod *abi.Pod, jobs []batchJob, nom framework.Nominator) ([]*candidate, []*framework.Status, error) {
+	cands := make([]*candidate, len(jobs))
+	sts := make([]*framework.Status, len(jobs))
+	slots := make([]uint32, len(jobs))
+	for i, j := range jobs {
+		slots[i] = j.ni.Slot
+		for _, v := range j.victims {
+			if err := s.RemovePod(ctx, j.ni.Slot, v); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	first, err := s.FitsMany(ctx, pod, slots, nom)
+	if err != nil {
+		return nil, nil, err
+	}
+	victim := make([][]bool, len(jobs))
+	order := make([][]int, len(jobs))
+	numViolations := make([]int32, len(jobs))
+	var active []int
+	for i, j := range jobs {
+		if first[i] != nil {
+			sts[i] = first[i]
+			continue
+		}
+		victim[i] = make([]bool, len(j.victims))
+		for _, violatingPass := range []bool{true, false} {
+			for k := range j.victims {
+				if j.viol[k] == violatingPass {
+					order[i] = append(order[i], k)
+				}
+			}
+		}
+		active = append(active, i)
+	}
+	for k := 0; ; k++ {
+		var step []int
+		var stepSlots []uint32
+		for _, i := range active {
+			if k < len(order[i]) {
+				step = append(step, i)
+				stepSlots = append(stepSlots, jobs[i].ni.Slot)
+				if err := s.AddPod(ctx, jobs[i].ni.Slot, jobs[i].victims[order[i][k]]); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		if len(step) == 0 {
+			break
+		}
+		res, err := s.FitsMany(ctx, pod, stepSlots, nom)
+		if err != nil {
+			return nil, nil, err
+		}
+		for n, i := range step {
+			if res[n] == nil {
+				continue // it fits with this pod back: reprieved
+			}
+			v := order[i][k]
+			victim[i][v] = true
+			if jobs[i].viol[v] {
+				numViolations[i]++
+			}
+			if err := s.RemovePod(ctx, jobs[i].ni.Slot, jobs[i].victims[v]); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	for _, i := range active {
+		j := jobs[i]
+		c := &candidate{node: j.ni.Info.Node.Name, slot: j.ni.Slot, numViolations: numViolations[i]}
+		for k, v := range j.victims {
+			if victim[i][k] {
+				c.victims = append(c.victims, v)
+				c.violating = append(c.violating, j.viol[k])
+			}
+		}
+		if len(c.victims) == 0 {
+			sts[i] = &framework.Status{Code: abi.Error, Reasons: []string{"expected at least one victim"}}
+			continue
+		}
+		cands[i] = c
+	}
+	return cands, sts, nil
 }
 
 // hasGuardedLeftOver reports whether the policy left out a pod whose
@@ -413,3 +569,6 @@ func (p *Plugin) rank(ctx context.Context, dr *framework.DryRun, cands []*candid
 	}
 	return out, nil
 }
+
+// debugBatch, when set by tests, is told which dry-run path each chunk takes.
+var debugBatch func(batched bool)

@@ -44,7 +44,7 @@ value: 10
 `
 
 func nodeYAML(name string, cpu string) string {
-	return fmt.Sprintf("---\napiVersion: v1\nkind: Node\nmetadata: {name: %s}\nstatus: {allocatable: {cpu: %q, memory: 8Gi, pods: \"20\"}}\n", name, cpu)
+	return fmt.Sprintf("---\napiVersion: v1\nkind: Node\nmetadata: {name: %s, labels: {kubernetes.io/hostname: %s}}\nstatus: {allocatable: {cpu: %q, memory: 8Gi, pods: \"20\"}}\n", name, name, cpu)
 }
 
 // podYAML: node "" means pending; extra is put into spec.

@@ -1,6 +1,7 @@
 package preemption_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -134,5 +135,37 @@ status: {nominatedNodeName: n1}
 	p := rep.Pod("default", "waiting")
 	if p.Status != sim.StatusUnschedulable || !strings.HasSuffix(p.Message, "preemption: not eligible due to a terminating pod on the nominated node.") || len(rep.Preemptions) != 0 {
 		t.Fatalf("waiting = %+v, preemptions %v", p, rep.Preemptions)
+	}
+}
+
+// The dry runs batch nodes in one view when what-ifs on different nodes
+// are independent, and go node by node when a plugin with PreFilter
+// extensions runs for the pod (here PodTopologySpread, for a spread
+// constraint): both must choose the same victims.
+func TestBatchedAndPerNodeDryRunsAgree(t *testing.T) {
+	docs := []string{nodeYAML("n1", "2"), nodeYAML("n2", "2"), nodeYAML("n3", "2")}
+	for i, n := range []string{"n1", "n2", "n3"} {
+		docs = append(docs, podYAML("a-"+n, "low", n, "900m", "", ""), podYAML("b-"+n, "mid", n, fmt.Sprintf("%dm", 500+100*i), "", ""))
+	}
+	plain := podYAML("big", "high", "", "1500m", "app: big", "")
+	spread := podYAML("big", "high", "", "1500m", "app: big",
+		"topologySpreadConstraints: [{maxSkew: 5, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: big}}}]")
+	var got [][]string
+	var paths []bool
+	preemption.SetDebugBatch(func(b bool) { paths = append(paths, b) })
+	defer preemption.SetDebugBatch(nil)
+	for _, p := range []string{plain, spread} {
+		paths = nil
+		rep := run(t, profileConfig(t, ""), objects(t, append(append([]string{}, docs...), p)...), sim.Options{})
+		got = append(got, victims(rep))
+		if want := p == plain; len(paths) == 0 || paths[0] != want {
+			t.Fatalf("dry-run paths %v, want batched=%v", paths, want)
+		}
+	}
+	// n1 (0.9 + 0.5 used) fits the 1.5-CPU pod once its low pod goes, the
+	// mid pod reprieved; n2 and n3 would lose both pods.
+	want := []string{"default/a-n1@n1/delete"}
+	if !reflect.DeepEqual(got[0], want) || !reflect.DeepEqual(got[1], want) {
+		t.Fatalf("batched %v, per node %v, want %v", got[0], got[1], want)
 	}
 }
