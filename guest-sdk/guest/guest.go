@@ -53,7 +53,9 @@ type Guest struct {
 	current string // the plugin being run, for log lines
 
 	overlay map[uint32]*plugin.NodeInfo // the cycle's what-if view (whatif.go)
+	fresh   map[uint32]bool             // overlay nodes no saved view holds
 	saved   []savedView
+	scratch abi.Pod // a removed pod, decoded in place
 
 	in  []byte
 	enc abi.Encoder
