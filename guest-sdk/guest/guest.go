@@ -278,7 +278,7 @@ func (g *Guest) sync(in []byte) error {
 		g.ns = map[string]abi.Labels{}
 	}
 	if len(in) > 0 && in[0]&abi.SyncPDBs != 0 {
-		g.pdbs = g.pdbs[:0]
+		g.pdbs = nil // a new array: policies may cache what they derived from the old one
 	}
 	_, _, err := abi.ParseSyncTables(in, g.upsertNode, g.deleteNode, g.setNamespace, g.addPDB)
 	return err

@@ -32,6 +32,7 @@ type PreemptionPlugin interface {
 // plugin. A plugin type-asserts its Handle to reach it.
 type PDBHandle interface {
 	// PDBs lists every budget, sorted by namespace and name. Do not
-	// modify them.
+	// modify them. A sync that changes the table returns a new slice, so a
+	// policy may cache what it derives from one (keyed by &PDBs()[0]).
 	PDBs() []abi.PDB
 }

@@ -46,6 +46,7 @@ var Registration = plugin.Registration{Name: Name, New: New}
 type Policy struct {
 	h      plugin.Handle
 	budget Budgets
+	order  []int
 }
 
 var _ plugin.PreemptionPlugin = (*Policy)(nil)
@@ -69,10 +70,10 @@ func (*Policy) Name() string { return Name }
 
 // SelectVictims implements plugin.PreemptionPlugin.
 func (p *Policy) SelectVictims(_ *plugin.CycleState, preemptor *abi.Pod, _ *plugin.NodeInfo, cands []abi.VictimCandidate, out []abi.VictimChoice) ([]abi.VictimChoice, *plugin.Status) {
-	order := LowerPriority(preemptor, cands, nil)
-	SortByImportance(cands, order, MoreImportant)
+	p.order = LowerPriority(preemptor, cands, p.order[:0])
+	SortByImportance(cands, p.order, MoreImportant)
 	p.budget.Reset(PDBsOf(p.h))
-	out = p.budget.Split(preemptor, cands, order, out)
+	out = p.budget.Split(preemptor, cands, p.order, out)
 	if len(out) == 0 {
 		return out, statusNoVictims
 	}
@@ -144,8 +145,15 @@ type Budgets struct {
 	hits    []int
 }
 
-// Reset loads the budgets for a new node.
+// Reset loads the budgets for a new node. Selectors are compiled again
+// only when the table changed (a sync replaced it), not per node.
 func (b *Budgets) Reset(pdbs []abi.PDB) {
+	if len(pdbs) == len(b.pdbs) && (len(pdbs) == 0 || &pdbs[0] == &b.pdbs[0]) && len(b.allowed) == len(pdbs) {
+		for i := range pdbs {
+			b.allowed[i] = pdbs[i].DisruptionsAllowed
+		}
+		return
+	}
 	b.pdbs = pdbs
 	b.sels = b.sels[:0]
 	b.valid = b.valid[:0]

@@ -14,7 +14,7 @@ type handle struct {
 	pdbs []abi.PDB
 }
 
-func (h handle) PDBs() []abi.PDB { return h.pdbs }
+func (h *handle) PDBs() []abi.PDB { return h.pdbs }
 
 func vc(name string, prio int32, start int64, labels ...string) abi.VictimCandidate {
 	c := abi.VictimCandidate{UID: name, Namespace: "ns", Name: name, Priority: prio, StartTime: start}
@@ -90,7 +90,7 @@ func TestSelectVictims(t *testing.T) {
 			wantCode:  abi.UnschedulableAndUnresolvable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pl, err := New(nil, handle{pdbs: tc.pdbs})
+			pl, err := New(nil, &handle{pdbs: tc.pdbs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestRankCandidates(t *testing.T) {
 		{"ties keep the host's order", []abi.Candidate{cand(0, vc("a", 3, 100)), cand(0, vc("b", 3, 100)), cand(0, vc("c", 3, 100))}, []int{0, 1, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pl, _ := New(nil, handle{})
+			pl, _ := New(nil, &handle{})
 			got, st := pl.(*Policy).RankCandidates(nil, &abi.Pod{Priority: 100}, tc.cands, nil)
 			if !st.IsSuccess() || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("rank %v (%v), want %v", got, st.Message(), tc.want)
@@ -140,7 +140,24 @@ func TestRankCandidates(t *testing.T) {
 }
 
 func TestArgsAreRefused(t *testing.T) {
-	if _, err := New(&abi.Value{Kind: abi.KindMap, Map: []abi.Field{{Key: "x"}}}, handle{}); err == nil {
+	if _, err := New(&abi.Value{Kind: abi.KindMap, Map: []abi.Field{{Key: "x"}}}, &handle{}); err == nil {
 		t.Fatal("args accepted")
+	}
+}
+
+// The compiled selectors follow a new table (a sync), not a stale one.
+func TestBudgetsFollowANewTable(t *testing.T) {
+	h := &handle{pdbs: []abi.PDB{pdb("db", 0, "db")}}
+	pl, _ := New(nil, h)
+	p := pl.(*Policy)
+	pods := []abi.VictimCandidate{vc("a", 1, 1, "app", "web")}
+	got, _ := p.SelectVictims(nil, &abi.Pod{Priority: 10}, nil, pods, nil)
+	if len(got) != 1 || got[0].Violating {
+		t.Fatalf("first table: %+v", got)
+	}
+	h.pdbs = []abi.PDB{pdb("web", 0, "web")}
+	got, _ = p.SelectVictims(nil, &abi.Pod{Priority: 10}, nil, pods, nil)
+	if len(got) != 1 || !got[0].Violating {
+		t.Fatalf("second table not applied: %+v", got)
 	}
 }
