@@ -320,3 +320,56 @@ func TestSyncModeFailureKeepsTheNominationAndRetriesAfterBackoff(t *testing.T) {
 
 var _ = errors.Is
 var _ = corev1.PodSpec{}
+
+// The gate opens once the last victim is gone, even while the goroutine
+// is still busy (here clearing a lower-priority nomination, held by the
+// API), so the final delete event can requeue the preemptor at once
+// (kube-scheduler PR #134294).
+func TestGateOpensWhenTheLastVictimIsGone(t *testing.T) {
+	release := make(chan struct{})
+	reached := make(chan struct{})
+	var once sync.Once
+	hold := func(op memapi.Op, pod *abi.Pod) error {
+		if op == memapi.OpNominate && pod.Name == "small" && pod.NominatedNodeName == "n1" {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+		return nil
+	}
+	o := objects(t, nodeYAML("n1", "2"), podYAML("v1", "low", "n1", "1", "", ""), podYAML("v2", "low", "n1", "1", "", ""),
+		podYAML("pod1", "mid", "", "2", "", ""), `---
+apiVersion: v1
+kind: Pod
+metadata: {name: small}
+spec: {priorityClassName: low, containers: [{name: c, image: i, resources: {requests: {cpu: "3"}}}]}
+status: {nominatedNodeName: n1}
+`)
+	r := startRace(t, "", o, hold)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	r.cycle() // pod1 preempts v1 and v2, then clears small's nomination: held
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the goroutine never cleared the lower-priority nomination")
+	}
+	if r.env.Cache.GetPod(r.uid("v2")) != nil {
+		t.Fatal("the last victim is still there")
+	}
+	if r.env.Preemption.IsPodRunningPreemption(r.uid("pod1")) {
+		t.Fatal("the gate still holds pod1 although its last victim is gone")
+	}
+	if got := r.nominated("small"); got != "" {
+		t.Fatalf("small still nominated to %q in memory", got)
+	}
+	close(release)
+	rep := r.settle()
+	if p := rep.Pod("default", "pod1"); p.Status != sim.StatusScheduled || p.Node != "n1" {
+		t.Fatalf("pod1 = %+v", p)
+	}
+}
