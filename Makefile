@@ -22,7 +22,8 @@ TINYGO_FLAGS   = -target=$(TINYGO_PREFIX)/targets-local/wasip1-plugin.json -buil
 # guest main package (under plugins-wasm/) => committed TinyGo build (repo-relative)
 WASM_BUILDS = \
 	./cmd/default=plugins-wasm/dist/default.tinygo.wasm \
-	./testguests/misbehave=plugins-wasm/testguests/misbehave/misbehave.tinygo.wasm
+	./testguests/misbehave=plugins-wasm/testguests/misbehave/misbehave.tinygo.wasm \
+	./cmd/batchpreemption=plugins-wasm/dist/batchpreemption.tinygo.wasm
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 

@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 0
+	VersionMinor = 1
 )
 
 // PackVersion packs a major and minor version into the u32 that
@@ -90,6 +90,17 @@ const (
 	// reverse of FuncAddPod. The whole pod travels so a guest that does not
 	// mirror pods can still subtract its requests and ports.
 	FuncRemovePod Func = 12
+	// FuncSelectVictims (ABI v1.1): arg = plugin index of a preemption
+	// plugin; input = a SelectVictimsRequest (nodes with the pods of lower
+	// priority than the cycle's pod); replies a SelectVictimsReply: per
+	// node, which of those pods to remove, most important first, each
+	// flagged as violating a PodDisruptionBudget or not.
+	FuncSelectVictims Func = 13
+	// FuncRankCandidates (ABI v1.1): arg = plugin index of a preemption
+	// plugin; input = a RankCandidatesRequest (the nodes where removing
+	// victims lets the pod fit); replies a RankCandidatesReply: candidate
+	// indexes, best first.
+	FuncRankCandidates Func = 14
 )
 
 // String names the function for error messages.
@@ -119,6 +130,10 @@ func (f Func) String() string {
 		return "add_pod"
 	case FuncRemovePod:
 		return "remove_pod"
+	case FuncSelectVictims:
+		return "select_victims"
+	case FuncRankCandidates:
+		return "rank_candidates"
 	}
 	return "func(" + itoa(int64(f)) + ")"
 }
@@ -170,10 +185,19 @@ const (
 	// PointNormalizeScore: the plugin normalises its own scores inside
 	// FuncScore; informational for the host.
 	PointNormalizeScore
+	// PointPreemption (ABI v1.1): the plugin chooses preemption victims
+	// and ranks candidate nodes (FuncSelectVictims, FuncRankCandidates).
+	PointPreemption
+	// PointPreFilterExtensions (ABI v1.1): the plugin keeps cycle state
+	// that add_pod/remove_pod update (spread counts, affinity matches),
+	// so a what-if on one node can change its verdict on another. Without
+	// it, and from v1.1 modules, the host may evaluate several nodes'
+	// what-ifs in one view and filter them in one batched call.
+	PointPreFilterExtensions
 
 	// PointsKnown are the points ABI v1 defines; a manifest naming
 	// others is refused.
-	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore
+	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption | PointPreFilterExtensions
 )
 
 // Has reports whether all points in q are set in p.
@@ -181,7 +205,7 @@ func (p Point) Has(q Point) bool { return p&q == q }
 
 // String lists the points, e.g. "Filter|Score".
 func (p Point) String() string {
-	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore"}
+	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption", "PreFilterExtensions"}
 	s := ""
 	for i, n := range names {
 		if p&(1<<i) != 0 {

@@ -16,6 +16,12 @@ func (e *Encoder) SyncHeader(flags uint8, numNodes int) {
 // to skip them). It returns the flags and the cluster size, or the first
 // error.
 func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func(slot uint32) error, ns func(Namespace) error) (flags uint8, numNodes int, err error) {
+	return ParseSyncTables(b, upsert, del, ns, nil)
+}
+
+// ParseSyncTables is ParseSync that also hands each PodDisruptionBudget of
+// a SyncPDBs table (ABI v1.1) to pdb; pdb may be nil to skip them.
+func ParseSyncTables(b []byte, upsert func(slot uint32, record []byte) error, del func(slot uint32) error, ns func(Namespace) error, pdb func(*PDB) error) (flags uint8, numNodes int, err error) {
 	d := NewDecoder(b)
 	flags = d.U8()
 	numNodes = int(d.Uvarint())
@@ -48,6 +54,18 @@ func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func
 			n.Labels = d.Labels()
 			if d.Err() == nil && ns != nil {
 				if err := ns(n); err != nil {
+					return flags, numNodes, err
+				}
+			}
+		}
+	}
+	if flags&SyncPDBs != 0 {
+		k := d.Count(5)
+		for i := 0; i < k && d.Err() == nil; i++ {
+			var p PDB
+			d.PDB(&p)
+			if d.Err() == nil && pdb != nil {
+				if err := pdb(&p); err != nil {
 					return flags, numNodes, err
 				}
 			}

@@ -113,6 +113,11 @@ const (
 	// SyncNamespaces: the request ends with the complete namespace table
 	// (list of name and labels), which replaces the guest's.
 	SyncNamespaces uint8 = 1 << 1
+	// SyncPDBs (ABI v1.1): the request ends, after the namespaces if
+	// any, with the complete PodDisruptionBudget table (list of PDB),
+	// which replaces the guest's. Sent only to modules with a preemption
+	// plugin, and only when a budget changed.
+	SyncPDBs uint8 = 1 << 2
 )
 
 // Namespace is a namespace's name and labels, for namespaceSelector.

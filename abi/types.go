@@ -383,6 +383,23 @@ type Pod struct {
 	// topology spread constraints use; nil when nothing selects it. The
 	// host computes it, since guests see no such objects.
 	ControllerSelector *LabelSelector
+
+	// The fields below are host bookkeeping for preemption. They are not
+	// part of the ABI v1 Pod encoding (a v1.0 guest decoding node records
+	// would be thrown off by new fields inside a list of pods); preemption
+	// policies receive what they need of them in VictimCandidate records.
+
+	// PriorityClassName is spec.priorityClassName.
+	PriorityClassName string `abi:"host"`
+	// PreemptedByScheduler is set while the pod carries the condition
+	// DisruptionTarget=True with reason PreemptionByScheduler: a scheduler
+	// has chosen it as a preemption victim and its deletion is under way.
+	PreemptedByScheduler bool `abi:"host"`
+	// DisruptionGuard is the KEP-3280 value copied from the pod's
+	// PriorityClass (annotation AnnotationAllowDisruptionByPriority): only
+	// a preemptor of at least this priority may violate the pod's
+	// PodDisruptionBudgets. nil: no guarantee, any higher priority may.
+	DisruptionGuard *int32 `abi:"host"`
 }
 
 // ImageState is an image present on a node: all its names (tags and

@@ -108,3 +108,32 @@ func TestTopologyExample(t *testing.T) {
 		}
 	}
 }
+
+func TestPreemptionExample(t *testing.T) {
+	objs, err := sim.LoadFiles("preemption.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), objs, sim.Options{Seed: 1, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"jobs/batch-1": sim.StatusBound, "jobs/batch-2": sim.StatusPreempted, "shop/db-0": sim.StatusPreempted,
+		"shop/db-1": sim.StatusBound, "jobs/report": sim.StatusScheduled, "jobs/rebuild": sim.StatusScheduled,
+		"jobs/rebuild-2": sim.StatusUnschedulable,
+	}
+	for key, status := range want {
+		ns, name, _ := strings.Cut(key, "/")
+		if got := rep.Pod(ns, name); got == nil || got.Status != status {
+			t.Errorf("%s: %+v, want %s", key, got, status)
+		}
+	}
+	if len(rep.Preemptions) != 2 || rep.Preemptions[0] != (sim.Preemption{Preemptor: "jobs/report", Victim: "jobs/batch-2", Node: "node-1", How: "delete"}) ||
+		rep.Preemptions[1] != (sim.Preemption{Preemptor: "jobs/rebuild", Victim: "shop/db-0", Node: "node-2", How: "evict"}) {
+		t.Errorf("preemptions %+v", rep.Preemptions)
+	}
+	if m := rep.Pod("jobs", "rebuild-2").Message; !strings.Contains(m, "preemption would violate a PodDisruptionBudget its PriorityClass guards against this priority") {
+		t.Errorf("rebuild-2 message %q does not say why", m)
+	}
+}

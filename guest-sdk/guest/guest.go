@@ -37,6 +37,7 @@ type Guest struct {
 	affList  []*plugin.NodeInfo // nodes with affinity pods, for Handle.NodesWithAffinityPods
 	affOK    bool
 	ns       map[string]abi.Labels // namespace labels, for Handle.NamespaceLabels
+	pdbs     []abi.PDB             // PodDisruptionBudgets, for PDBHandle
 	images   map[string]int
 
 	pod      abi.Pod
@@ -52,7 +53,9 @@ type Guest struct {
 	current string // the plugin being run, for log lines
 
 	overlay map[uint32]*plugin.NodeInfo // the cycle's what-if view (whatif.go)
+	fresh   map[uint32]bool             // overlay nodes no saved view holds
 	saved   []savedView
+	scratch abi.Pod // a removed pod, decoded in place
 
 	in  []byte
 	enc abi.Encoder
@@ -115,6 +118,8 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 		err = g.popState()
 	case abi.FuncAddPod, abi.FuncRemovePod:
 		err = g.changePod(arg, in, fn == abi.FuncAddPod)
+	case abi.FuncSelectVictims, abi.FuncRankCandidates:
+		err = g.preemptionCall(fn, arg, in)
 	default:
 		err = errors.New("unknown ABI function " + fn.String())
 	}
@@ -168,6 +173,12 @@ func pointsOf(p plugin.Plugin) abi.Point {
 	}
 	if _, ok := p.(plugin.PreScorePlugin); ok {
 		pts |= abi.PointPreScore
+	}
+	if _, ok := p.(plugin.PreemptionPlugin); ok {
+		pts |= abi.PointPreemption
+	}
+	if _, ok := p.(plugin.PreFilterExtensions); ok {
+		pts |= abi.PointPreFilterExtensions
 	}
 	if _, ok := p.(plugin.ScorePlugin); ok {
 		pts |= abi.PointScore
@@ -266,9 +277,20 @@ func (g *Guest) sync(in []byte) error {
 	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
 		g.ns = map[string]abi.Labels{}
 	}
-	_, _, err := abi.ParseSync(in, g.upsertNode, g.deleteNode, g.setNamespace)
+	if len(in) > 0 && in[0]&abi.SyncPDBs != 0 {
+		g.pdbs = nil // a new array: policies may cache what they derived from the old one
+	}
+	_, _, err := abi.ParseSyncTables(in, g.upsertNode, g.deleteNode, g.setNamespace, g.addPDB)
 	return err
 }
+
+func (g *Guest) addPDB(p *abi.PDB) error {
+	g.pdbs = append(g.pdbs, *p)
+	return nil
+}
+
+// PDBs implements plugin.PDBHandle.
+func (g *Guest) PDBs() []abi.PDB { return g.pdbs }
 
 func (g *Guest) setNamespace(n abi.Namespace) error {
 	g.ns[n.Name] = n.Labels

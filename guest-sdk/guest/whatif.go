@@ -11,8 +11,11 @@ import (
 // copies with pods added or removed (nominated pods, preemption victims),
 // without touching the mirror. push_state saves the view and the cycle
 // state; pop_state restores them. Overlay nodes are never changed after
-// they are made (a further change makes a new copy), so saving the view
-// is a shallow copy of the overlay map.
+// they are made while a saved view may hold them (a further change makes a
+// new copy), so saving the view is a shallow copy of the overlay map.
+// Copies made since the last push_state belong to no saved view and are
+// changed in place: preemption's dry runs change a node many times between
+// one push and its pop, and a copy per change would be most of their cost.
 
 type savedView struct {
 	overlay map[uint32]*plugin.NodeInfo
@@ -42,6 +45,7 @@ func (g *Guest) pushState() error {
 		ov[k] = v
 	}
 	g.saved = append(g.saved, savedView{overlay: ov, state: g.state.Clone()})
+	clear(g.fresh) // every overlay node is now held by the saved view too
 	return nil
 }
 
@@ -54,6 +58,7 @@ func (g *Guest) popState() error {
 	g.saved = g.saved[:n-1]
 	g.overlay = sv.overlay
 	g.state = *sv.state
+	clear(g.fresh) // restored nodes may be held by shallower saved views
 	return nil
 }
 
@@ -61,6 +66,7 @@ func (g *Guest) popState() error {
 func (g *Guest) resetView() {
 	g.overlay = nil
 	g.saved = g.saved[:0]
+	clear(g.fresh)
 }
 
 // changePod applies add_pod (add true) or remove_pod to the node in slot.
@@ -75,23 +81,39 @@ func (g *Guest) changePod(slot uint32, in []byte, add bool) error {
 	if base == nil {
 		return errUnknownSlot
 	}
-	p := new(abi.Pod)
-	d := abi.NewDecoder(in)
+	// A removed pod is only read during this call: decode it into scratch
+	// space with strings aliasing the input. An added pod is kept.
+	var p *abi.Pod
+	var d abi.Decoder
+	if add {
+		p = new(abi.Pod)
+		d.Reset(in, false)
+	} else {
+		p = &g.scratch
+		d.Reset(in, true)
+	}
 	d.Pod(p)
 	if d.Err() != nil {
 		return d.Err()
 	}
-	n := &plugin.NodeInfo{NodeInfo: base.NodeInfo.Clone(), Slot: slot}
+	n := base
+	if !g.fresh[slot] {
+		n = &plugin.NodeInfo{NodeInfo: base.NodeInfo.Clone(), Slot: slot}
+		if g.overlay == nil {
+			g.overlay = map[uint32]*plugin.NodeInfo{}
+		}
+		if g.fresh == nil {
+			g.fresh = map[uint32]bool{}
+		}
+		g.overlay[slot] = n
+		g.fresh[slot] = true
+	}
 	if add {
 		n.AddPod(p)
 	} else {
 		n.RemovePod(p)
 	}
 	n.IndexPods()
-	if g.overlay == nil {
-		g.overlay = map[uint32]*plugin.NodeInfo{}
-	}
-	g.overlay[slot] = n
 	for _, pl := range g.plugins {
 		ext, ok := pl.(plugin.PreFilterExtensions)
 		if !ok {

@@ -105,6 +105,20 @@ func (c *Cache) SetNamespace(name string, labels abi.Labels) {
 	c.live.SetNamespace(name, labels)
 }
 
+// SetPDB adds or replaces a PodDisruptionBudget, for preemption.
+func (c *Cache) SetPDB(p *abi.PDB) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live.SetPDB(p)
+}
+
+// RemovePDB forgets a PodDisruptionBudget.
+func (c *Cache) RemovePDB(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live.RemovePDB(namespace, name)
+}
+
 // RemoveNamespace forgets a namespace.
 func (c *Cache) RemoveNamespace(name string) {
 	c.mu.Lock()

@@ -21,17 +21,19 @@ import (
 // Priority admission sets it from the priority class).
 func Pod(p *corev1.Pod) (*abi.Pod, error) {
 	out := &abi.Pod{
-		UID:               string(p.UID),
-		Namespace:         p.Namespace,
-		Name:              p.Name,
-		Labels:            labels(p.Labels),
-		NodeName:          p.Spec.NodeName,
-		NominatedNodeName: p.Status.NominatedNodeName,
-		SchedulerName:     p.Spec.SchedulerName,
-		PreemptNever:      p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == corev1.PreemptNever,
-		Terminating:       p.DeletionTimestamp != nil,
-		NodeSelector:      labels(p.Spec.NodeSelector),
-		Overhead:          resources(p.Spec.Overhead),
+		UID:                  string(p.UID),
+		Namespace:            p.Namespace,
+		Name:                 p.Name,
+		Labels:               labels(p.Labels),
+		NodeName:             p.Spec.NodeName,
+		NominatedNodeName:    p.Status.NominatedNodeName,
+		SchedulerName:        p.Spec.SchedulerName,
+		PreemptNever:         p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == corev1.PreemptNever,
+		Terminating:          p.DeletionTimestamp != nil,
+		PriorityClassName:    p.Spec.PriorityClassName,
+		PreemptedByScheduler: PreemptedByScheduler(p),
+		NodeSelector:         labels(p.Spec.NodeSelector),
+		Overhead:             resources(p.Spec.Overhead),
 	}
 	if out.SchedulerName == "" {
 		out.SchedulerName = config.DefaultSchedulerName

@@ -168,7 +168,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		for _, ni := range snap.Nodes() {
 			fit.Diagnosis.AddRejection(ni.Info.Node.Name, st)
 		}
-		return Result{}, prof.runPostFilter(ctx, state, pod, fit)
+		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: skip, nom: nom})
 	}
 
 	feasible, processed, err := c.findFeasible(ctx, pod, start, skip, nom, &fit.Diagnosis)
@@ -176,7 +176,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		return Result{}, err
 	}
 	if len(feasible) == 0 {
-		return Result{}, prof.runPostFilter(ctx, state, pod, fit)
+		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: skip, nom: nom})
 	}
 	res := Result{EvaluatedNodes: len(feasible) + len(fit.Diagnosis.NodeToStatus), FeasibleNodes: len(feasible), Processed: processed}
 	if len(feasible) == 1 {
@@ -385,14 +385,22 @@ func selectHost(totals []int64, rng *rand.Rand) int {
 	return best
 }
 
-func (prof *Profile) runPostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError) error {
+// runPostFilter runs the PostFilter plugins (preemption) after a cycle
+// found no node. The first that nominates a node ends the point; an Error
+// status makes the cycle's failure an error (retried after backoff)
+// rather than unschedulable, as in kube-scheduler.
+func (prof *Profile) runPostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError, dr *DryRun) error {
 	for _, p := range prof.postFilter {
-		node, st := p.PostFilter(ctx, state, pod, fit)
+		node, st := p.PostFilter(ctx, state, pod, fit, dr)
 		if st != nil && st.Message() != "" {
 			fit.Diagnosis.PostFilterMsg = st.Message()
 		}
+		if st != nil && st.Code == abi.Error {
+			return fmt.Errorf("running PostFilter plugin %q: %w", p.Name(), st.AsError())
+		}
 		if st.IsSuccess() && node != "" {
-			return &NominatedError{FitError: fit, Node: node}
+			sn, ok := p.(SelfNominating)
+			return &NominatedError{FitError: fit, Node: node, Recorded: ok && sn.NominatesItself()}
 		}
 	}
 	return fit
@@ -403,6 +411,9 @@ func (prof *Profile) runPostFilter(ctx context.Context, state *CycleState, pod *
 type NominatedError struct {
 	*FitError
 	Node string
+	// Recorded: the plugin already put the nomination in the nominator
+	// and on the pod (async preemption must, before its goroutine starts).
+	Recorded bool
 }
 
 func (e *NominatedError) Unwrap() error { return e.FitError }

@@ -18,6 +18,9 @@ var PluginEvents = map[string][]queue.ClusterEvent{
 		{Resource: queue.AssignedPod, Action: queue.Delete | queue.UpdatePodScaleDown}},
 	"PodTopologySpread": {{Resource: queue.Node, Action: queue.Add | queue.Delete | queue.UpdateNodeLabel | queue.UpdateNodeTaint},
 		{Resource: queue.AssignedPod, Action: queue.Add | queue.Delete | queue.UpdatePodLabel}},
+	// DefaultPreemption gates a preemptor while its victims are removed:
+	// an assigned pod's deletion may be the last victim leaving.
+	"DefaultPreemption": {{Resource: queue.AssignedPod, Action: queue.Delete}},
 	"InterPodAffinity": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeLabel},
 		{Resource: queue.AssignedPod, Action: queue.Add | queue.Delete | queue.UpdatePodLabel},
 		{Resource: "Namespace", Action: queue.Add | queue.UpdateOther}},

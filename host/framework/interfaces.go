@@ -19,10 +19,42 @@ type Plugin interface {
 
 // PostFilterPlugin runs when no node fits; DefaultPreemption is one. It
 // may return a node to nominate the pod to (a later cycle retries it
-// there once room is made).
+// there once room is made). dr evaluates what-ifs with the cycle's
+// modules (preemption's dry runs).
 type PostFilterPlugin interface {
 	Plugin
-	PostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError) (nominatedNode string, st *Status)
+	PostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError, dr *DryRun) (nominatedNode string, st *Status)
+}
+
+// SelfNominating is a PostFilter plugin that records its nominations
+// itself (in the nominator and on the pod) before returning, so the
+// scheduler must not repeat them after the cycle.
+type SelfNominating interface {
+	NominatesItself() bool
+}
+
+// ProfileInfo is what a Configurable host plugin learns of the profile it
+// is built for.
+type ProfileInfo struct {
+	// Name is the profile's schedulerName.
+	Name string
+}
+
+// Configurable is a host plugin built per profile from its args
+// (pluginConfig[].args, nil when the profile gives none), e.g.
+// DefaultPreemption with its candidate-search and async settings. The
+// error names the bad field of args.
+type Configurable interface {
+	Plugin
+	ForProfile(p ProfileInfo, args []byte) (Plugin, error)
+}
+
+// PreemptionPolicyUser is a host plugin that calls a Wasm preemption
+// policy plugin (ABI v1.1); the profile loads that plugin's module so
+// DryRun sessions can reach it.
+type PreemptionPolicyUser interface {
+	Plugin
+	PreemptionPolicy() string
 }
 
 // ReservePlugin claims resources for the pod on the chosen node before

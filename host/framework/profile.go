@@ -95,6 +95,10 @@ type Profile struct {
 	bind       []BindPlugin
 	postBind   []PostBindPlugin
 	preEnqueue []queue.PreEnqueuePlugin
+
+	// policies maps a preemption policy plugin's name to its module and
+	// manifest index.
+	policies map[string][2]int
 }
 
 // BuildProfile resolves profile idx of cfg against the modules and host
@@ -128,6 +132,11 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 	}
 	unknown := func(f, name string) error {
 		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, host), ", "))
+	}
+
+	host, err := configureHostPlugins(pc, field, host)
+	if err != nil {
+		return nil, err
 	}
 
 	var plugins config.Plugins
@@ -175,6 +184,9 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 		if err := prof.enable(pt, list, reg, host); err != nil {
 			return nil, err
 		}
+	}
+	if err := prof.resolvePolicies(field, reg); err != nil {
+		return nil, err
 	}
 	if err := prof.initModules(ctx, pc, field, reg, known, unknown); err != nil {
 		prof.Close(ctx)
@@ -263,11 +275,80 @@ func (prof *Profile) enable(pt point, list []config.Plugin, reg *modules.Registr
 		case "postBind":
 			prof.postBind = append(prof.postBind, hp.(PostBindPlugin))
 		}
-		if pe, ok := hp.(queue.PreEnqueuePlugin); ok && pt.name == "queueSort" {
+		if pe, ok := hp.(queue.PreEnqueuePlugin); ok && !prof.hasPreEnqueue(pe.Name()) {
 			prof.preEnqueue = append(prof.preEnqueue, pe)
 		}
 	}
 	return nil
+}
+
+func (prof *Profile) hasPreEnqueue(name string) bool {
+	for _, pe := range prof.preEnqueue {
+		if pe.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// configureHostPlugins builds this profile's instances of the
+// Configurable host plugins from its pluginConfig.
+func configureHostPlugins(pc *config.Profile, field string, host HostPlugins) (HostPlugins, error) {
+	out := make(HostPlugins, len(host))
+	for name, hp := range host {
+		out[name] = hp
+		c, ok := hp.(Configurable)
+		if !ok {
+			continue
+		}
+		var args []byte
+		f := field + ".pluginConfig"
+		for k, cfg := range pc.PluginConfig {
+			if cfg.Name == name {
+				args, f = cfg.Args, fmt.Sprintf("%s.pluginConfig[%d].args", field, k)
+			}
+		}
+		p, err := c.ForProfile(ProfileInfo{Name: pc.SchedulerName}, args)
+		if err != nil {
+			return nil, fmt.Errorf("%s: plugin %q: %w", f, name, err)
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+// resolvePolicies finds the module of every preemption policy an enabled
+// host plugin uses and adds it to the profile.
+func (prof *Profile) resolvePolicies(field string, reg *modules.Registry) error {
+	for _, p := range prof.postFilter {
+		u, ok := p.(PreemptionPolicyUser)
+		if !ok {
+			continue
+		}
+		name := u.PreemptionPolicy()
+		m := reg.PluginModule(name)
+		if m == nil {
+			return fmt.Errorf("%s: plugin %q: preemption policy %q: no module serves it (known: %s)", field, p.Name(), name, strings.Join(reg.PluginNames(), ", "))
+		}
+		idx := m.Manifest.Plugin(name)
+		if !m.Manifest.Plugins[idx].Points.Has(abi.PointPreemption) {
+			return fmt.Errorf("%s: plugin %q: preemption policy %q does not implement the Preemption point (it implements %s)", field, p.Name(), name, m.Manifest.Plugins[idx].Points)
+		}
+		if prof.policies == nil {
+			prof.policies = map[string][2]int{}
+		}
+		prof.policies[name] = [2]int{prof.moduleIndex(m), idx}
+	}
+	return nil
+}
+
+// preemptionPolicy returns the module and manifest index of a policy.
+func (prof *Profile) preemptionPolicy(name string) (module, plugin int, err error) {
+	ref, ok := prof.policies[name]
+	if !ok {
+		return 0, 0, fmt.Errorf("preemption policy %q is not loaded in profile %q", name, prof.Name)
+	}
+	return ref[0], ref[1], nil
 }
 
 func (prof *Profile) moduleIndex(m *modules.Module) int {
@@ -293,7 +374,7 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 		}
 		m := reg.PluginModule(c.Name)
 		if m == nil {
-			continue // host plugins take no args yet
+			continue // a host plugin: configureHostPlugins took its args
 		}
 		v, err := config.ArgsValue(c.Args)
 		if err != nil {

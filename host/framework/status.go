@@ -123,8 +123,11 @@ func (f *FitError) Error() string {
 			msg += " " + strings.Join(hist, ", ") + "."
 		}
 	}
-	if f.Diagnosis.PostFilterMsg != "" {
-		msg += " " + f.Diagnosis.PostFilterMsg + "."
+	if m := f.Diagnosis.PostFilterMsg; m != "" {
+		msg += " " + m
+		if !strings.HasSuffix(m, ".") {
+			msg += "."
+		}
 	}
 	return msg
 }

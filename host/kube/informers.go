@@ -126,6 +126,9 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 		return fmt.Errorf("namespace informer: %w", err)
 	}
 
+	if err := watchPolicy(f, s, log); err != nil {
+		return err
+	}
 	f.Start(ctx.Done())
 	return waitSynced(ctx, f)
 }

@@ -77,6 +77,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: o.Config, Registry: reg, Binder: binder, Recorder: rec,
+		PreemptionAPI: PreemptionAPI{Client: o.Client, Recorder: rec}, PreemptionMetrics: o.Metrics.Preemption(),
 		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics,
 	})
 	if err != nil {

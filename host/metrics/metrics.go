@@ -111,6 +111,8 @@ type Metrics struct {
 	deadlines   *prometheus.CounterVec
 	instances   *prometheus.GaugeVec
 
+	preemption *PreemptionMetrics
+
 	samplePercent int
 }
 
@@ -175,6 +177,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			Name:      "module_instances",
 			Help:      "Number of live instances of a policy module (idle or in use), over all profiles' pools.",
 		}, []string{"module"}),
+		preemption:    newPreemptionMetrics(),
 		samplePercent: DefaultPluginSamplePercent,
 	}
 	for _, o := range opts {
@@ -183,8 +186,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances} {
+	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
+		m.moduleLoads, m.traps, m.deadlines, m.instances}, m.preemption.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}

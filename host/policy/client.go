@@ -19,16 +19,21 @@ type Client struct {
 	module *Module
 	inst   Instance
 	pods   snapshot.PodsMode // which pods node records carry for this module
-	broken bool
+	// wantsPDBs: the module has a preemption plugin (ABI v1.1), so syncs
+	// carry the PodDisruptionBudget table.
+	wantsPDBs bool
+	broken    bool
 
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
 
-	enc    abi.Encoder
-	dec    abi.Decoder
-	delta  snapshot.Delta
-	filter abi.FilterReply
-	scores []int64
+	enc     abi.Encoder
+	dec     abi.Decoder
+	delta   snapshot.Delta
+	filter  abi.FilterReply
+	scores  []int64
+	victims []abi.NodeVictims
+	rank    []int
 }
 
 // Module is the module this client belongs to.
@@ -46,6 +51,9 @@ func (c *Client) Sync(ctx context.Context, snap *snapshot.Snapshot) error {
 		return nil
 	}
 	snap.DeltaSince(since, &c.delta)
+	if !c.wantsPDBs {
+		c.delta.PDBsChanged, c.delta.PDBs = false, nil
+	}
 	c.enc.Reset()
 	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.pods)
 	if _, err := c.run(ctx, abi.FuncSync, moduleWide, c.enc.B); err != nil {

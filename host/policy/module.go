@@ -159,7 +159,11 @@ func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("module %q: init: %w", m.name, err)
 	}
-	return &Client{module: m, inst: inst, pods: snapshot.PodsModeFor(m.manifest.Flags)}, nil
+	wantsPDBs := false
+	for _, p := range m.manifest.Plugins {
+		wantsPDBs = wantsPDBs || p.Points.Has(abi.PointPreemption)
+	}
+	return &Client{module: m, inst: inst, pods: snapshot.PodsModeFor(m.manifest.Flags), wantsPDBs: wantsPDBs}, nil
 }
 
 // Name is the module's name.
@@ -293,4 +297,28 @@ func (m *Module) call(ctx context.Context, inst Instance, fn abi.Func, arg uint3
 		return nil, &CallError{Func: fn, Err: errors.New(msg)}
 	}
 	return nil, &CallError{Func: fn, Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
+}
+
+// TryGet checks out a client only if one is idle or the pool has room for
+// a new instance; otherwise it returns nil at once. Preemption uses it to
+// fan dry runs out over spare instances without waiting for busy ones.
+func (m *Module) TryGet(ctx context.Context) *Client {
+	select {
+	case c := <-m.idle:
+		return c
+	default:
+	}
+	select {
+	case c := <-m.idle:
+		return c
+	case m.slots <- struct{}{}:
+		c, err := m.newClient(ctx)
+		if err != nil {
+			<-m.slots
+			return nil
+		}
+		return c
+	default:
+		return nil
+	}
 }

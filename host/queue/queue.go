@@ -30,6 +30,7 @@ type flight struct {
 	updated  bool     // its spec changed in flight: worth another try
 	deleted  bool     // deleted in flight: drop it when it comes back
 	activate bool     // Activate was called in flight: straight to activeQ
+	requeue  bool     // Requeue was called in flight: to backoffQ or activeQ
 }
 
 // flightEvent is a cluster event that arrived while some pod was in flight.
@@ -381,7 +382,7 @@ func (q *PriorityQueue) AddUnschedulableIfNotPresent(p *QueuedPodInfo, rejectors
 	switch {
 	case f != nil && f.activate:
 		q.toActive(p)
-	case isError || len(rejectors) == 0 || f == nil || f.updated || q.eventInFlight(p, f):
+	case isError || len(rejectors) == 0 || f == nil || f.updated || f.requeue || q.eventInFlight(p, f):
 		q.requeueAfterBackoff(p)
 	default:
 		q.unschedulable[uid] = p
@@ -509,6 +510,30 @@ func (q *PriorityQueue) Activate(pods []*abi.Pod) {
 	}
 }
 
+// Requeue takes the given pods out of unschedulablePods towards activeQ,
+// through backoffQ while their backoff runs (re-running their gates), as
+// an event that concerns only them would. A pod in flight is flagged so
+// that AddUnschedulableIfNotPresent does the same instead of parking it.
+// Pods in activeQ or backoffQ, and unknown pods, are left alone. A failed
+// asynchronous preemption uses it: the preemptor must not wait minutes
+// for an event, nor retry at once against a failing API.
+func (q *PriorityQueue) Requeue(pods []*abi.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, pod := range pods {
+		if pod == nil {
+			continue
+		}
+		uid := pod.UID
+		switch {
+		case q.inFlight[uid] != nil:
+			q.inFlight[uid].requeue = true
+		case q.unschedulable[uid] != nil:
+			q.moveUnschedulable(q.unschedulable[uid])
+		}
+	}
+}
+
 // PendingPods returns the sizes of the three queues, for the pending_pods
 // metric. Gated pods count as unschedulable; pods in flight are not
 // pending.
@@ -572,6 +597,13 @@ func (q *PriorityQueue) DeleteNominatedPodIfExists(pod *abi.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.nominator.delete(pod.UID)
+}
+
+// NominatedNode returns the node the pod is nominated to, or "".
+func (q *PriorityQueue) NominatedNode(uid string) string {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.nominator.byUID[uid]
 }
 
 // HasNominatedPods reports whether any pod is nominated anywhere, so a

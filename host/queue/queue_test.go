@@ -890,3 +890,27 @@ func TestNextBackoffExpiryAndManualFlush(t *testing.T) {
 		t.Fatalf("not flushed at expiry: active %d backoff %d", a, b)
 	}
 }
+
+// TestRequeueRespectsBackoff: a failed asynchronous preemption requeues
+// its preemptor without an event, in flight or parked, but through its
+// backoff (no hot loop against a failing API).
+func TestRequeueRespectsBackoff(t *testing.T) {
+	q, clk := newTestQueue(Options{PluginEvents: fitEvents})
+	pod := mkPod("preemptor", 100)
+	_ = q.Add(pod)
+	p := popNow(t, q)
+	q.Requeue([]*abi.Pod{pod}) // in flight
+	if err := q.AddUnschedulableIfNotPresent(p, NewPluginSet("NodeResourcesFit"), false); err != nil {
+		t.Fatal(err)
+	}
+	expectWhere(t, q, pod, "backoff")
+	clk.Step(2 * DefaultInitialBackoff)
+	q.FlushBackoffCompleted()
+	p = popNow(t, q)
+	_ = q.AddUnschedulableIfNotPresent(p, NewPluginSet("NodeResourcesFit"), false)
+	expectWhere(t, q, pod, "unschedulable")
+	q.Requeue([]*abi.Pod{pod, mkPod("unknown", 0), nil}) // parked
+	expectWhere(t, q, pod, "backoff")
+	expectWhere(t, q, mkPod("unknown", 0), "none")
+	checkInvariants(t, q)
+}

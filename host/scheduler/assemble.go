@@ -15,6 +15,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/framework"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/queue"
 )
 
@@ -25,6 +26,9 @@ type Parts struct {
 	Queue     *queue.PriorityQueue
 	Cache     *cache.Cache
 	Profiles  []*framework.Profile
+	// Preemption is DefaultPreemption (nil without a PreemptionAPI); its
+	// Wait waits for asynchronous preemptions.
+	Preemption *preemption.Plugin
 }
 
 // Close closes the queue and the profiles' pools.
@@ -44,9 +48,14 @@ type AssembleOptions struct {
 	// Binder makes bindings real (the API or the simulation).
 	Binder   framework.Binder
 	Recorder Recorder
-	Clock    clock.WithTicker
-	Rand     *rand.Rand
-	Log      hclog.Logger
+	// PreemptionAPI makes preemption's API calls; nil leaves the
+	// DefaultPreemption plugin out (profiles then cannot preempt).
+	PreemptionAPI preemption.API
+	// PreemptionMetrics records preemption (nil: nothing).
+	PreemptionMetrics preemption.Metrics
+	Clock             clock.WithTicker
+	Rand              *rand.Rand
+	Log               hclog.Logger
 	// Metrics records the scheduler's metrics (see Options.Metrics). Load
 	// the Registry with the same value (modules.Options.Metrics) so the
 	// guests' traps and deadlines land in it too. Nil records nothing.
@@ -59,20 +68,7 @@ type AssembleOptions struct {
 // simulation and for a real cluster.
 func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 	parts := &Parts{}
-	host := framework.HostPlugins{
-		"PrioritySort":              framework.PrioritySort{},
-		framework.DefaultBinderName: framework.DefaultBinder{Binder: o.Binder},
-	}
 	byName := map[string]*framework.Profile{}
-	for i := range o.Config.Profiles {
-		p, err := framework.BuildProfile(ctx, o.Config, i, o.Registry, host)
-		if err != nil {
-			parts.Close(ctx)
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		parts.Profiles = append(parts.Profiles, p)
-		byName[p.Name] = p
-	}
 	qopts := queue.Options{
 		Clock:        o.Clock,
 		PluginEvents: framework.PluginEvents,
@@ -95,6 +91,36 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 		now = o.Clock.Now
 	}
 	parts.Cache = cache.New(0, now)
+
+	host := framework.HostPlugins{
+		"PrioritySort":              framework.PrioritySort{},
+		framework.DefaultBinderName: framework.DefaultBinder{Binder: o.Binder},
+	}
+	if o.PreemptionAPI != nil {
+		var rng *rand.Rand
+		if o.Rand != nil {
+			rng = rand.New(rand.NewPCG(o.Rand.Uint64(), o.Rand.Uint64()))
+		}
+		parts.Preemption = preemption.New(preemption.Options{
+			API: o.PreemptionAPI, Queue: parts.Queue, Pods: parts.Cache, Metrics: o.PreemptionMetrics, Rand: rng, Log: o.Log,
+			Guard: func(class string) *int32 {
+				if parts.Scheduler == nil {
+					return nil
+				}
+				return parts.Scheduler.DisruptionGuard(class)
+			},
+		})
+		host[preemption.Name] = parts.Preemption
+	}
+	for i := range o.Config.Profiles {
+		p, err := framework.BuildProfile(ctx, o.Config, i, o.Registry, host)
+		if err != nil {
+			parts.Close(ctx)
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		parts.Profiles = append(parts.Profiles, p)
+		byName[p.Name] = p
+	}
 	var err error
 	parts.Scheduler, err = New(Options{Profiles: parts.Profiles, Cache: parts.Cache, Queue: parts.Queue,
 		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics})

@@ -51,6 +51,7 @@ func (s *Scheduler) Responsible(pod *abi.Pod) bool { return s.profiles[pod.Sched
 // OnPodAdd records a pod: a bound one in the cache, a pending one of our
 // profiles in the queue. Pending pods of other schedulers are left alone.
 func (s *Scheduler) OnPodAdd(pod *abi.Pod) {
+	pod = s.withGuard(pod)
 	if pod.NodeName != "" {
 		if err := s.cache.AddPod(pod); err != nil {
 			s.log.Debug("pod add", "pod", pod.Namespace+"/"+pod.Name, "error", err)
@@ -69,6 +70,7 @@ func (s *Scheduler) OnPodAdd(pod *abi.Pod) {
 // OnPodUpdate records a changed pod. A pod that just got bound confirms
 // its assumption (or is added to the cache) and leaves the queue.
 func (s *Scheduler) OnPodUpdate(old, pod *abi.Pod) {
+	old, pod = s.withGuard(old), s.withGuard(pod)
 	switch {
 	case pod.NodeName != "" && old.NodeName == "":
 		s.queue.Delete(pod)

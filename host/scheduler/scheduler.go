@@ -79,6 +79,7 @@ type Scheduler struct {
 	rng      *rand.Rand
 	log      hclog.Logger
 
+	classes   classStore
 	snap      *snapshot.Snapshot
 	nextStart int
 	bindings  sync.WaitGroup
@@ -273,7 +274,7 @@ func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err er
 		rejectors = queue.NewPluginSet(names...)
 	}
 	var nominated *framework.NominatedError
-	if errors.As(err, &nominated) {
+	if errors.As(err, &nominated) && !nominated.Recorded {
 		s.queue.AddNominatedPod(pod, nominated.Node)
 		if s.recorder != nil {
 			s.recorder.Nominated(pod, prof.Name, nominated.Node)

@@ -232,3 +232,29 @@ func TestNominatedPodsOfEqualOrHigherPriorityAreCounted(t *testing.T) {
 		})
 	}
 }
+
+func TestPodsCopyTheDisruptionGuardOfTheirPriorityClass(t *testing.T) {
+	e := newEnv(t)
+	g := int32(500)
+	e.sched.OnPriorityClass("guarded", &g)
+	e.sched.OnNodeAdd(node("n1", 4000))
+	v := pod("v", 100)
+	v.NodeName, v.PriorityClassName = "n1", "guarded"
+	e.sched.OnPodAdd(v)
+	got := e.cache.GetPod("v")
+	if got == nil || got.DisruptionGuard == nil || *got.DisruptionGuard != 500 {
+		t.Fatalf("cached pod guard = %+v", got)
+	}
+	if v.DisruptionGuard != nil {
+		t.Fatal("the caller's pod was modified")
+	}
+	// Like admission, a later change of the class leaves known pods alone;
+	// a deleted class gives new pods no guard.
+	e.sched.OnPriorityClassDelete("guarded")
+	if e.sched.DisruptionGuard("guarded") != nil {
+		t.Fatal("deleted class still has a guard")
+	}
+	if got := e.cache.GetPod("v"); got.DisruptionGuard == nil {
+		t.Fatal("deleting the class rewrote a known pod")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +26,10 @@ import (
 	"github.com/wasmsched/wasmsched/host/cache"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/memapi"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/queue"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
@@ -43,7 +46,14 @@ type Options struct {
 	CacheDir string
 	// MaxCycles stops a run that does not settle (default 100 per pod).
 	MaxCycles int
-	Log       hclog.Logger
+	// APILatency is added to every write to the in-memory API (bind,
+	// victim condition, delete, evict), to see asynchronous preemption at
+	// work; APIFailures, if set, fails calls (see memapi.Cluster.Inject).
+	APILatency  time.Duration
+	APIFailures func(op memapi.Op, pod *abi.Pod) error
+	// PreemptionMetrics receives preemption's metrics (nil: none).
+	PreemptionMetrics preemption.Metrics
+	Log               hclog.Logger
 	// Metrics records what the run did, as on a real cluster (attempt
 	// durations are wall-clock time, not the simulated clock); nil
 	// records nothing.
@@ -57,6 +67,7 @@ const (
 	StatusNotOurs        = "NotOurs" // no profile has its schedulerName: left alone
 	StatusUnschedulable  = scheduler.ReasonUnschedulable
 	StatusSchedulerError = scheduler.ReasonSchedulerError
+	StatusPreempted      = "Preempted" // removed as a preemption victim
 )
 
 // PodResult is what happened to one pod.
@@ -68,12 +79,29 @@ type PodResult struct {
 	Status    string `json:"status"`
 	Message   string `json:"message,omitempty"`
 	Attempts  int    `json:"attempts"`
+	// NominatedNode is where preemption last nominated the pod.
+	NominatedNode string `json:"nominatedNode,omitempty"`
+}
+
+// Preemption is one victim removed for a preemptor.
+type Preemption struct {
+	Preemptor string `json:"preemptor"` // namespace/name
+	Victim    string `json:"victim"`
+	Node      string `json:"node"`
+	// How: "delete", or "evict" through the Eviction API (KEP-3280).
+	How string `json:"how"`
 }
 
 // Report is the outcome of a run, pods in input order.
 type Report struct {
 	Pods   []PodResult `json:"pods"`
 	Cycles int         `json:"cycles"`
+	// Preemptions lists every victim removed, in order.
+	Preemptions []Preemption `json:"preemptions,omitempty"`
+	// Timeline is every call the scheduler made to the in-memory API
+	// except bindings: nominations, victim conditions, deletions,
+	// evictions, events.
+	Timeline []memapi.Entry `json:"timeline,omitempty"`
 }
 
 // Pod returns the result for namespace/name, or nil.
@@ -102,13 +130,16 @@ type Env struct {
 	Scheduler *scheduler.Scheduler
 	Queue     *queue.PriorityQueue
 	Cache     *cache.Cache
-	clock     *testingclock.FakeClock
-	registry  *modules.Registry
-	parts     *scheduler.Parts
-	cluster   *cluster
-	rec       *recorder
-	order     []string // pod UIDs in input order
-	maxCycles int
+	// Preemption is DefaultPreemption (Wait waits for its goroutines).
+	Preemption *preemption.Plugin
+	clock      *testingclock.FakeClock
+	registry   *modules.Registry
+	parts      *scheduler.Parts
+	cluster    *memapi.Cluster
+	rec        *recorder
+	order      []string // pod UIDs in input order
+	objs       *Objects
+	maxCycles  int
 }
 
 // Start builds the host for objs and feeds it the cluster, without
@@ -126,6 +157,10 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	pdbs, err := admitPDBs(objs)
+	if err != nil {
+		return nil, err
+	}
 	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log,
 		Metrics: opts.Metrics})
 	if err != nil {
@@ -134,11 +169,16 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	env := &Env{
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		registry: reg,
-		cluster:  &cluster{pods: map[string]*abi.Pod{}},
+		cluster:  memapi.New(nil),
 		rec:      &recorder{results: map[string]*PodResult{}},
+	}
+	env.cluster.SetLatency(opts.APILatency)
+	if opts.APIFailures != nil {
+		env.cluster.Inject(opts.APIFailures)
 	}
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: cfg, Registry: reg, Binder: env.cluster, Recorder: env.rec, Clock: env.clock,
+		PreemptionAPI: env.cluster, PreemptionMetrics: opts.PreemptionMetrics,
 		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log, Metrics: opts.Metrics,
 	})
 	if err != nil {
@@ -146,17 +186,50 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		return nil, err
 	}
 	env.parts = parts
+	env.objs = objs
 	env.Scheduler, env.Queue, env.Cache = parts.Scheduler, parts.Queue, parts.Cache
-	env.cluster.sched = env.Scheduler
+	env.Preemption = parts.Preemption
+	env.cluster.SetWatcher(env.Scheduler)
 
 	for _, ns := range namespaces(objs, pods) {
 		env.Scheduler.OnNamespace(ns.Name, ns.Labels)
 	}
+	for _, pc := range objs.PriorityClasses {
+		g, _ := convert.DisruptionGuard(pc) // admit checked it
+		env.Scheduler.OnPriorityClass(pc.Name, g)
+	}
+	for _, p := range pdbs {
+		env.cluster.SetPDB(p)
+		env.Scheduler.OnPDB(p)
+	}
 	for _, n := range nodes {
 		env.Scheduler.OnNodeAdd(n)
 	}
+	env.addPods(pods)
+	env.maxCycles = opts.MaxCycles
+	if env.maxCycles <= 0 {
+		env.maxCycles = 100 * (len(pods) + 1)
+	}
+	return env, nil
+}
+
+// AddPods admits more pods into a running simulation (with the
+// PriorityClasses and Nodes it started with) and hands them to the
+// scheduler, as pods created later would be. Tests and benchmarks use it
+// to make pods arrive in a given order.
+func (e *Env) AddPods(pods ...*corev1.Pod) error {
+	_, aps, err := admit(&Objects{Nodes: e.objs.Nodes, PriorityClasses: e.objs.PriorityClasses, Pods: pods})
+	if err != nil {
+		return err
+	}
+	e.addPods(aps)
+	return nil
+}
+
+func (e *Env) addPods(pods []*abi.Pod) {
+	env := e
 	for _, p := range pods {
-		env.cluster.pods[p.UID] = p
+		env.cluster.AddPod(p)
 		env.order = append(env.order, p.UID)
 		r := &PodResult{Namespace: p.Namespace, Name: p.Name}
 		switch {
@@ -168,14 +241,11 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 			r.Status = StatusNotOurs
 			r.Message = fmt.Sprintf("no profile has schedulerName %q; left alone", p.SchedulerName)
 		}
+		env.rec.mu.Lock()
 		env.rec.results[p.UID] = r
+		env.rec.mu.Unlock()
 		env.Scheduler.OnPodAdd(p)
 	}
-	env.maxCycles = opts.MaxCycles
-	if env.maxCycles <= 0 {
-		env.maxCycles = 100 * (len(pods) + 1)
-	}
-	return env, nil
 }
 
 // Settle schedules until no pod can move any more: the active queue is
@@ -185,7 +255,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 // not help and the run ends.
 func (e *Env) Settle(ctx context.Context) (*Report, error) {
 	cycles, idleRounds := 0, 0
-	bindsAtRound := e.rec.binds()
+	bindsAtRound := e.rec.binds() + e.deletions()
 	for cycles < e.maxCycles {
 		active, backoff, _ := e.Queue.PendingPods()
 		switch {
@@ -194,10 +264,11 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 			e.Scheduler.WaitBindings()
+			e.waitPreemptions()
 			cycles++
 			continue
 		case backoff > 0:
-			if b := e.rec.binds(); b == bindsAtRound {
+			if b := e.rec.binds() + e.deletions(); b == bindsAtRound {
 				if idleRounds++; idleRounds > 2 {
 					return e.report(cycles), nil
 				}
@@ -215,10 +286,68 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 	return e.report(cycles), fmt.Errorf("%w within %d cycles", ErrNotSettled, e.maxCycles)
 }
 
+// waitPreemptions lets asynchronous preemptions finish, so runs are
+// deterministic: the next cycle sees their outcome.
+func (e *Env) waitPreemptions() {
+	if e.Preemption != nil {
+		e.Preemption.Wait()
+	}
+}
+
+// deletions counts the pods preemption removed.
+func (e *Env) deletions() int {
+	n := 0
+	for _, t := range e.cluster.Timeline() {
+		if (t.Op == memapi.OpDelete || t.Op == memapi.OpEvict) && t.Err == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Cluster is the in-memory API the run writes to.
+func (e *Env) Cluster() *memapi.Cluster { return e.cluster }
+
 func (e *Env) report(cycles int) *Report {
 	rep := &Report{Cycles: cycles}
 	for _, uid := range e.order {
 		rep.Pods = append(rep.Pods, *e.rec.get(uid))
+	}
+	// Each removal is followed by a Preempted event naming the preemptor.
+	preemptor := map[string]string{} // victim -> preemptor
+	const mark = "Normal " + preemption.ReasonPreempted + ": Preempted by pod "
+	for _, t := range e.cluster.Timeline() {
+		if t.Op == memapi.OpEvent && strings.HasPrefix(t.Detail, mark) {
+			rest := strings.TrimPrefix(t.Detail, mark)
+			if i := strings.Index(rest, " on node "); i > 0 {
+				preemptor[t.Pod] = rest[:i]
+			}
+		}
+	}
+	result := func(key string) *PodResult {
+		for i := range rep.Pods {
+			if rep.Pods[i].Namespace+"/"+rep.Pods[i].Name == key {
+				return &rep.Pods[i]
+			}
+		}
+		return nil
+	}
+	for _, t := range e.cluster.Timeline() {
+		if t.Op == memapi.OpBind {
+			continue
+		}
+		rep.Timeline = append(rep.Timeline, t)
+		switch {
+		case t.Op == memapi.OpNominate && t.Err == "":
+			if r := result(t.Pod); r != nil {
+				r.NominatedNode = t.Node
+			}
+		case (t.Op == memapi.OpDelete || t.Op == memapi.OpEvict) && t.Err == "":
+			rep.Preemptions = append(rep.Preemptions, Preemption{Preemptor: preemptor[t.Pod], Victim: t.Pod, Node: t.Node, How: string(t.Op)})
+			if r := result(t.Pod); r != nil {
+				r.Status, r.Message = StatusPreempted, "preempted by "+preemptor[t.Pod]+" on "+t.Node
+			}
+		}
 	}
 	return rep
 }
@@ -239,8 +368,14 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 		"system-node-critical":    2000001000,
 	}
 	policies := map[string]*corev1.PreemptionPolicy{}
+	guards := map[string]*int32{}
 	var globalDefault string
 	for _, pc := range objs.PriorityClasses {
+		g, err := convert.DisruptionGuard(pc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("PriorityClass %s: %w", pc.Name, err)
+		}
+		guards[pc.Name] = g
 		classes[pc.Name] = pc.Value
 		policies[pc.Name] = pc.PreemptionPolicy
 		if pc.GlobalDefault {
@@ -295,6 +430,9 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 				}
 			}
 			p.Spec.Priority = &prio
+			if p.Spec.PriorityClassName == "" {
+				p.Spec.PriorityClassName = class
+			}
 		}
 		if p.Spec.NodeName != "" && !seenNodes[p.Spec.NodeName] {
 			return nil, nil, fmt.Errorf("Pod %s: spec.nodeName: no Node %q", key, p.Spec.NodeName)
@@ -304,34 +442,30 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 			return nil, nil, fmt.Errorf("Pod %s: %w", key, err)
 		}
 		ap.ControllerSelector = convert.ControllerSelector(p, convert.Controllers{Services: objs.Services, ReplicaSets: objs.ReplicaSets, StatefulSets: objs.StatefulSets})
+		ap.DisruptionGuard = guards[p.Spec.PriorityClassName]
 		pods = append(pods, ap)
 	}
 	return nodes, pods, nil
 }
 
-// cluster is the in-memory API: binding a pod updates it and tells the
-// scheduler, as an informer would.
-type cluster struct {
-	mu    sync.Mutex
-	pods  map[string]*abi.Pod
-	sched *scheduler.Scheduler
-}
-
-// Bind implements framework.Binder.
-func (c *cluster) Bind(_ context.Context, pod *abi.Pod, node string) error {
-	c.mu.Lock()
-	old := c.pods[pod.UID]
-	if old == nil || old.NodeName != "" {
-		c.mu.Unlock()
-		return fmt.Errorf("bind %s/%s: %w", pod.Namespace, pod.Name, scheduler.ErrPodGone)
+// admitPDBs converts the PodDisruptionBudgets. The simulation has no
+// disruption controller, so a budget's status is taken as written: give
+// status.disruptionsAllowed in the manifest (it defaults to 0, which
+// protects every pod the budget selects).
+func admitPDBs(objs *Objects) ([]*abi.PDB, error) {
+	var out []*abi.PDB
+	for _, p := range objs.PDBs {
+		p = p.DeepCopy()
+		if p.Namespace == "" {
+			p.Namespace = corev1.NamespaceDefault
+		}
+		ap, err := convert.PDB(p)
+		if err != nil {
+			return nil, fmt.Errorf("PodDisruptionBudget %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		out = append(out, ap)
 	}
-	bound := *old
-	bound.NodeName = node
-	bound.NominatedNodeName = ""
-	c.pods[pod.UID] = &bound
-	c.mu.Unlock()
-	c.sched.OnPodUpdate(old, &bound)
-	return nil
+	return out, nil
 }
 
 // recorder keeps each pod's latest outcome.
@@ -339,6 +473,14 @@ type recorder struct {
 	mu      sync.Mutex
 	results map[string]*PodResult
 	bound   int
+	boundIn map[string]int // bindings per namespace
+}
+
+// boundInNamespace counts the bindings of pods of a namespace.
+func (r *recorder) boundInNamespace(ns string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.boundIn[ns]
 }
 
 // binds counts the bindings so far.
@@ -358,6 +500,10 @@ func (r *recorder) Scheduled(pod *abi.Pod, profile, node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.bound++
+	if r.boundIn == nil {
+		r.boundIn = map[string]int{}
+	}
+	r.boundIn[pod.Namespace]++
 	if res := r.results[pod.UID]; res != nil {
 		res.Status, res.Node, res.Message = StatusScheduled, node, ""
 		res.Attempts++
@@ -377,3 +523,7 @@ func (r *recorder) Nominated(pod *abi.Pod, profile, node string) {}
 
 // ErrNotSettled is returned when a run hits MaxCycles.
 var ErrNotSettled = errors.New("simulation did not settle")
+
+// Report is the outcome so far (cycles not counted), for callers that
+// drive the scheduler themselves.
+func (e *Env) Report() *Report { return e.report(0) }

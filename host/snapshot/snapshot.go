@@ -106,6 +106,10 @@ type Snapshot struct {
 	// whole (small, rarely changing) table when it changed.
 	namespaces map[string]abi.Labels
 	nsGen      uint64
+	// pdbs (by namespace/name) and the generation of their last change,
+	// sent whole to preemption policies when it changed, like namespaces.
+	pdbs   map[string]*abi.PDB
+	pdbGen uint64
 	// changes logs every node change in generation order, so "what
 	// changed since G" walks only the changes, not every node (a cycle
 	// does this per module instance). A node changed twice has two
@@ -175,6 +179,43 @@ func (s *Snapshot) RemoveNamespace(name string) {
 	s.generation++
 	delete(s.namespaces, name)
 	s.nsGen = s.generation
+}
+
+// SetPDB adds or replaces a PodDisruptionBudget.
+func (s *Snapshot) SetPDB(p *abi.PDB) {
+	if s.pdbs == nil {
+		s.pdbs = map[string]*abi.PDB{}
+	}
+	s.generation++
+	s.pdbs[p.Namespace+"/"+p.Name] = p
+	s.pdbGen = s.generation
+}
+
+// RemovePDB deletes a PodDisruptionBudget.
+func (s *Snapshot) RemovePDB(namespace, name string) {
+	key := namespace + "/" + name
+	if _, ok := s.pdbs[key]; !ok {
+		return
+	}
+	s.generation++
+	delete(s.pdbs, key)
+	s.pdbGen = s.generation
+}
+
+// PDBs returns the budget table sorted by namespace and name. The
+// budgets are shared: do not modify them.
+func (s *Snapshot) PDBs() []*abi.PDB {
+	out := make([]*abi.PDB, 0, len(s.pdbs))
+	for _, p := range s.pdbs {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *abi.PDB) int {
+		if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
 }
 
 // Namespaces returns the namespace table sorted by name.
@@ -296,15 +337,22 @@ type Delta struct {
 	Deleted []uint32
 	// Namespaces is the whole namespace table when it changed since, else nil.
 	Namespaces []abi.Namespace
+	// PDBsChanged says the budget table changed since; PDBs is then all of it.
+	PDBsChanged bool
+	PDBs        []*abi.PDB
 }
 
 // DeltaSince collects the changes after generation since into d (reusing
 // its slices). A guest that has seen nothing passes 0.
 func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
 	d.Changed, d.Deleted, d.Namespaces = d.Changed[:0], d.Deleted[:0], nil
+	d.PDBsChanged, d.PDBs = false, nil
 	d.Reset = since == 0 || since < s.floor
 	if s.nsGen > 0 && (d.Reset || s.nsGen > since) {
 		d.Namespaces = s.Namespaces()
+	}
+	if s.pdbGen > 0 && (d.Reset || s.pdbGen > since) {
+		d.PDBsChanged, d.PDBs = true, s.PDBs()
 	}
 	if d.Reset {
 		d.Changed = append(d.Changed, s.order...)
@@ -329,6 +377,9 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode) {
 	if d.Namespaces != nil {
 		flags |= abi.SyncNamespaces
 	}
+	if d.PDBsChanged {
+		flags |= abi.SyncPDBs
+	}
 	e.SyncHeader(flags, numNodes)
 	e.Uvarint(uint64(len(d.Changed)))
 	for _, ni := range d.Changed {
@@ -345,6 +396,12 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode) {
 		for _, n := range d.Namespaces {
 			e.String(n.Name)
 			e.Labels(n.Labels)
+		}
+	}
+	if d.PDBsChanged {
+		e.Uvarint(uint64(len(d.PDBs)))
+		for _, p := range d.PDBs {
+			e.PDB(p)
 		}
 	}
 }
@@ -420,6 +477,13 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 			s.namespaces[n] = l
 		}
 		s.nsGen = src.nsGen
+	}
+	if full || src.pdbGen > s.generation {
+		s.pdbs = make(map[string]*abi.PDB, len(src.pdbs))
+		for k, p := range src.pdbs {
+			s.pdbs[k] = p // budgets are replaced, never modified in place
+		}
+		s.pdbGen = src.pdbGen
 	}
 	s.generation = src.generation
 	if len(s.changes) > 2*len(s.order)+64 {

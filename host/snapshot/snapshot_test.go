@@ -308,3 +308,43 @@ func TestNamespacesSyncOnlyWhenChanged(t *testing.T) {
 		t.Fatalf("relabelled namespace not synced: %v", got)
 	}
 }
+
+func TestPDBTableIsSentWhenItChangesAndFollowsCopies(t *testing.T) {
+	live := New()
+	live.SetNode(abi.Node{Name: "n1"})
+	cyc := New()
+	cyc.UpdateFrom(live)
+	var d Delta
+	cyc.DeltaSince(0, &d)
+	if d.PDBsChanged {
+		t.Fatal("a snapshot that never had budgets sent a table")
+	}
+	gen := cyc.Generation()
+	live.SetPDB(&abi.PDB{Namespace: "b", Name: "x", DisruptionsAllowed: 1})
+	live.SetPDB(&abi.PDB{Namespace: "a", Name: "y"})
+	cyc.UpdateFrom(live)
+	cyc.DeltaSince(gen, &d)
+	if !d.PDBsChanged || len(d.PDBs) != 2 || d.PDBs[0].Namespace != "a" || len(d.Changed) != 0 {
+		t.Fatalf("after adding budgets: changed=%v pdbs=%v nodes=%d", d.PDBsChanged, d.PDBs, len(d.Changed))
+	}
+	var e abi.Encoder
+	EncodeSync(&e, &d, cyc.NumNodes(), NoPods)
+	var got []string
+	if _, _, err := abi.ParseSyncTables(e.B, func(uint32, []byte) error { return nil }, func(uint32) error { return nil }, nil,
+		func(p *abi.PDB) error { got = append(got, p.Namespace+"/"+p.Name); return nil }); err != nil || len(got) != 2 {
+		t.Fatalf("parsed %v, %v", got, err)
+	}
+	gen = cyc.Generation()
+	cyc.DeltaSince(gen, &d)
+	if d.PDBsChanged {
+		t.Fatal("an unchanged table was sent again")
+	}
+	live.RemovePDB("a", "y")
+	live.RemovePDB("a", "y") // unknown: no change
+	live.RemovePDB("b", "x")
+	cyc.UpdateFrom(live)
+	cyc.DeltaSince(gen, &d)
+	if !d.PDBsChanged || len(d.PDBs) != 0 {
+		t.Fatalf("after deleting every budget the guest must get an empty table: %v %v", d.PDBsChanged, d.PDBs)
+	}
+}

@@ -6,6 +6,7 @@ package defaults
 
 import (
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/plugins-wasm/defaultpreemption"
 	"github.com/wasmsched/wasmsched/plugins-wasm/imagelocality"
 	"github.com/wasmsched/wasmsched/plugins-wasm/interpodaffinity"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodeaffinity"
@@ -31,5 +32,6 @@ func Plugins() []plugin.Registration {
 		interpodaffinity.Registration,
 		noderesources.BalancedAllocationRegistration,
 		imagelocality.Registration,
+		defaultpreemption.Registration,
 	}
 }

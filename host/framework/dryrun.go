@@ -1,0 +1,319 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+)
+
+// DryRun gives a PostFilter plugin what-if access to the failed cycle:
+// sessions of module instances that have this pod's cycle state, in
+// which pods can be removed from and added back to nodes and the filters
+// re-run, as preemption's dry runs need (kube-scheduler clones the cycle
+// state for each node; here every session is an instance with its own
+// state, and push/pop isolates the nodes it evaluates in turn).
+type DryRun struct {
+	c    *cycle
+	pod  *abi.Pod
+	skip map[string]bool
+	nom  Nominator
+}
+
+// Pod is the pod being scheduled.
+func (d *DryRun) Pod() *abi.Pod { return d.pod }
+
+// Snapshot is the cycle's snapshot.
+func (d *DryRun) Snapshot() *snapshot.Snapshot { return d.c.snap }
+
+// Nominator lists the pods nominated to nodes (may be nil).
+func (d *DryRun) Nominator() Nominator { return d.nom }
+
+// Sessions returns up to n sessions: the cycle's own instances first,
+// then more from the profile's pools where an instance is free at once
+// (synced, started on the pod and past PreFilter like the cycle's). A
+// session that cannot be readied is left out; there is always at least
+// the first. release gives the extra instances back.
+func (d *DryRun) Sessions(ctx context.Context, n int) (sessions []*Session, release func()) {
+	first := &Session{prof: d.c.prof, snap: d.c.snap, clients: d.c.clients, skip: d.skip}
+	sessions = []*Session{first}
+	var extra [][]*policy.Client
+	for len(sessions) < n {
+		clients, ok := d.extraClients(ctx)
+		if !ok {
+			break
+		}
+		extra = append(extra, clients)
+		sessions = append(sessions, &Session{prof: d.c.prof, snap: d.c.snap, clients: clients, skip: d.skip})
+	}
+	return sessions, func() {
+		for _, cs := range extra {
+			for i, cl := range cs {
+				d.c.prof.modules[i].pool.Put(ctx, cl)
+			}
+		}
+	}
+}
+
+// extraClients checks out one free instance per module and brings it to
+// the state the cycle's instances are in; false if any is busy or fails.
+func (d *DryRun) extraClients(ctx context.Context) ([]*policy.Client, bool) {
+	clients := make([]*policy.Client, len(d.c.prof.modules))
+	ok := true
+	for i, pm := range d.c.prof.modules {
+		cl := pm.pool.TryGet(ctx)
+		if cl == nil {
+			ok = false
+			break
+		}
+		clients[i] = cl
+		if cl.Sync(ctx, d.c.snap) != nil || cl.StartCycle(ctx, d.pod) != nil {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		for _, p := range d.c.prof.preFilter {
+			if d.skip[p.name] {
+				continue
+			}
+			if st, err := clients[p.module].PreFilter(ctx, p.index); err != nil || st.Code != abi.Success {
+				ok = false // the cycle's run passed; a differing one is not trusted
+				break
+			}
+		}
+	}
+	if !ok {
+		for i, cl := range clients {
+			if cl != nil {
+				d.c.prof.modules[i].pool.Put(ctx, cl)
+			}
+		}
+		return nil, false
+	}
+	return clients, true
+}
+
+// Session is one set of instances (one per module of the profile) with
+// the pod's cycle state. Not safe for concurrent use; use one goroutine
+// per session.
+type Session struct {
+	prof    *Profile
+	snap    *snapshot.Snapshot
+	clients []*policy.Client
+	skip    map[string]bool
+}
+
+// Push saves every module's what-if view; Pop restores it.
+func (s *Session) Push(ctx context.Context) error {
+	for _, cl := range s.clients {
+		if err := cl.PushState(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pop restores the views saved by the matching Push.
+func (s *Session) Pop(ctx context.Context) error {
+	var first error
+	for _, cl := range s.clients {
+		if err := cl.PopState(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// RemovePod takes pod off the node in slot in every module's view.
+func (s *Session) RemovePod(ctx context.Context, slot uint32, pod *abi.Pod) error {
+	for _, cl := range s.clients {
+		if err := cl.RemovePod(ctx, slot, pod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddPod puts pod on the node in slot in every module's view.
+func (s *Session) AddPod(ctx context.Context, slot uint32, pod *abi.Pod) error {
+	for _, cl := range s.clients {
+		if err := cl.AddPod(ctx, slot, pod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fits runs the filters for pod on one node of the current view, with
+// kube-scheduler's rule for nominated pods: those nominated to the node
+// with equal or higher priority are added first, and if any were, the
+// filters must pass without them too. It returns the first rejection, or
+// nil when the pod fits.
+func (s *Session) Fits(ctx context.Context, pod *abi.Pod, slot uint32, nom Nominator) (*Status, error) {
+	var add []*abi.Pod
+	if nom != nil && nom.HasNominatedPods() {
+		for _, np := range nom.NominatedPodsForNode(s.snap.Slot(slot).Info.Node.Name) {
+			if np.UID != pod.UID && np.Priority >= pod.Priority {
+				add = append(add, np)
+			}
+		}
+	}
+	if len(add) > 0 {
+		if err := s.Push(ctx); err != nil {
+			return nil, err
+		}
+		st, err := s.withPods(ctx, slot, add)
+		if perr := s.Pop(ctx); err == nil && perr != nil {
+			err = perr
+		}
+		if err != nil || st != nil {
+			return st, err
+		}
+	}
+	return s.filterOne(ctx, slot)
+}
+
+func (s *Session) withPods(ctx context.Context, slot uint32, pods []*abi.Pod) (*Status, error) {
+	for _, p := range pods {
+		if err := s.AddPod(ctx, slot, p); err != nil {
+			return nil, err
+		}
+	}
+	return s.filterOne(ctx, slot)
+}
+
+// filterOne runs the profile's filter plugins on one node.
+func (s *Session) filterOne(ctx context.Context, slot uint32) (*Status, error) {
+	one := []uint32{slot}
+	for _, p := range s.prof.filter {
+		if s.skip[p.name] {
+			continue
+		}
+		reply, err := s.clients[p.module].Filter(ctx, p.index, one)
+		if err != nil {
+			if p.ignore {
+				continue
+			}
+			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
+		}
+		if ix := reply.Indexes[0]; ix != 0 {
+			e := reply.Entries[ix-1]
+			if e.Code == abi.Error {
+				if p.ignore {
+					continue
+				}
+				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %s", p.name, joinReasons(e.Reasons))
+			}
+			return &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}, nil
+		}
+	}
+	return nil, nil
+}
+
+// SelectVictims asks the profile's preemption policy plugin which pods to
+// remove on each node.
+func (s *Session) SelectVictims(ctx context.Context, policyName string, nodes []abi.NodeCandidates) ([]abi.NodeVictims, error) {
+	mi, pi, err := s.prof.preemptionPolicy(policyName)
+	if err != nil {
+		return nil, err
+	}
+	return s.clients[mi].SelectVictims(ctx, pi, nodes)
+}
+
+// RankCandidates asks the profile's preemption policy plugin to order the
+// candidate nodes, best first.
+func (s *Session) RankCandidates(ctx context.Context, policyName string, cands []abi.Candidate) ([]int, error) {
+	mi, pi, err := s.prof.preemptionPolicy(policyName)
+	if err != nil {
+		return nil, err
+	}
+	return s.clients[mi].RankCandidates(ctx, pi, cands)
+}
+
+// Batchable reports whether what-ifs on different nodes are independent
+// for this pod, so several nodes can be evaluated in one view with
+// batched filter calls (Session.FitsMany): true unless a PreFilter plugin
+// that ran for the pod keeps state that add_pod/remove_pod update
+// (abi.PointPreFilterExtensions; a v1.0 module cannot say, so its
+// PreFilter plugins count as such).
+func (d *DryRun) Batchable() bool {
+	for _, p := range d.c.prof.preFilter {
+		if d.skip != nil && d.skip[p.name] {
+			continue // skipped for this pod: its state is never updated
+		}
+		if p.points.Has(abi.PointPreFilterExtensions) || d.c.prof.modules[p.module].mod.Manifest.VersionMinor < 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// FitsMany is Fits for several nodes of the current view at once: nodes
+// with nominated pods of equal or higher priority are checked one by one
+// (Fits), the others with one filter call per plugin over all of them.
+// Only valid when Batchable. sts[i] is slots[i]'s first rejection, nil
+// when the pod fits.
+func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, nom Nominator) ([]*Status, error) {
+	sts := make([]*Status, len(slots))
+	var plain []uint32
+	var at []int
+	for i, slot := range slots {
+		if nom != nil && nom.HasNominatedPods() && hasNominatedPeers(pod, nom, s.snap.Slot(slot).Info.Node.Name) {
+			st, err := s.Fits(ctx, pod, slot, nom)
+			if err != nil {
+				return nil, err
+			}
+			sts[i] = st
+			continue
+		}
+		plain = append(plain, slot)
+		at = append(at, i)
+	}
+	if len(plain) == 0 {
+		return sts, nil
+	}
+	remaining := append([]uint32(nil), plain...)
+	pos := append([]int(nil), at...)
+	for _, p := range s.prof.filter {
+		if s.skip[p.name] || len(remaining) == 0 {
+			continue
+		}
+		reply, err := s.clients[p.module].Filter(ctx, p.index, remaining)
+		if err != nil {
+			if p.ignore {
+				continue
+			}
+			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
+		}
+		keptSlots, keptPos := remaining[:0], pos[:0]
+		for i, ix := range reply.Indexes {
+			if ix == 0 {
+				keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i])
+				continue
+			}
+			e := reply.Entries[ix-1]
+			if e.Code == abi.Error {
+				if p.ignore {
+					keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i])
+					continue
+				}
+				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %s", p.name, joinReasons(e.Reasons))
+			}
+			sts[pos[i]] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
+		}
+		remaining, pos = keptSlots, keptPos
+	}
+	return sts, nil
+}
+
+func hasNominatedPeers(pod *abi.Pod, nom Nominator, node string) bool {
+	for _, np := range nom.NominatedPodsForNode(node) {
+		if np.UID != pod.UID && np.Priority >= pod.Priority {
+			return true
+		}
+	}
+	return false
+}

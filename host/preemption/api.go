@@ -1,0 +1,38 @@
+package preemption
+
+import (
+	"context"
+	"errors"
+
+	"github.com/wasmsched/wasmsched/abi"
+)
+
+// API is every call preemption makes on the cluster: the Kubernetes API
+// for a real cluster (host/kube), an in-memory one for the simulation and
+// tests (host/memapi). Calls may be slow; in async mode they run off the
+// scheduling cycle.
+type API interface {
+	// MarkVictim sets the condition DisruptionTarget=True with reason
+	// PreemptionByScheduler and the message on the victim (a no-op if it
+	// is already set).
+	MarkVictim(ctx context.Context, victim *abi.Pod, message string) error
+	// DeletePod deletes the victim (with its UID as a precondition).
+	DeletePod(ctx context.Context, victim *abi.Pod) error
+	// EvictPod asks the Eviction API to evict the victim, which honours
+	// PodDisruptionBudgets: ErrTooManyRequests (HTTP 429) when a budget
+	// does not allow it now.
+	EvictPod(ctx context.Context, victim *abi.Pod) error
+	// SetNomination patches the pod's status.nominatedNodeName ("" clears).
+	SetNomination(ctx context.Context, pod *abi.Pod, node string) error
+	// Event records an Event on a pod (Normal unless warning).
+	Event(pod *abi.Pod, warning bool, reason, message string)
+}
+
+// Errors an API implementation wraps so preemption can tell them apart.
+var (
+	// ErrTooManyRequests is HTTP 429: the Eviction API refused because a
+	// PodDisruptionBudget allows no disruption now.
+	ErrTooManyRequests = errors.New("too many requests (429)")
+	// ErrNotFound: the pod is already gone, which preemption counts as done.
+	ErrNotFound = errors.New("not found (404)")
+)

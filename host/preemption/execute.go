@@ -1,0 +1,268 @@
+package preemption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/framework"
+)
+
+// Event reasons.
+const (
+	// ReasonPreempted is the Event on a victim, as kube-scheduler's.
+	ReasonPreempted = "Preempted"
+	// ReasonPreemptionFailed is the Event on a preemptor whose preemption
+	// could not be carried out (API failure, or every candidate refused
+	// by the Eviction API under KEP-3280).
+	ReasonPreemptionFailed = "FailedPreemption"
+)
+
+// errRefused marks a KEP-3280 victim the Eviction API refused (429) while
+// the preemptor's priority is below the victim's guard: this candidate
+// cannot be used; the next one may.
+var errRefused = errors.New("eviction refused by a PodDisruptionBudget the victim's PriorityClass guards (429)")
+
+// prepare carries out the preemption on the best candidate: in the cycle
+// (sync) or in a goroutine after nominating the pod (async).
+func (p *Plugin) prepare(ctx context.Context, pod *abi.Pod, ranked []*candidate, log hclog.Logger) (string, *framework.Status) {
+	best := ranked[0]
+	p.opts.Metrics.Victims(len(best.victims))
+	if !p.args.AsyncPreemption {
+		node, err := p.execute(ctx, pod, ranked, false, log)
+		if err != nil {
+			var nl *noneLeft
+			if errors.As(err, &nl) {
+				p.clearNomination(pod)
+				p.opts.API.Event(pod, true, ReasonPreemptionFailed, err.Error())
+				return "", unschedulable(err.Error())
+			}
+			return "", framework.AsStatus(fmt.Errorf("preemption: %w", err))
+		}
+		p.nominate(pod, node)
+		return node, nil
+	}
+	// Async: nominate now, so the next cycles keep the room; the API calls
+	// follow in a goroutine while the gate holds the pod back.
+	p.nominate(pod, best.node)
+	if len(p.live(best.victims)) == 0 {
+		return best.node, nil // every victim is already leaving
+	}
+	if !p.startRun(pod.UID) {
+		return best.node, nil // one is already running (cannot pass the gate; defensive)
+	}
+	preemptor := *pod
+	p.wg.Add(1)
+	go p.runAsync(&preemptor, ranked, log)
+	return best.node, nil
+}
+
+// runAsync is the preemption goroutine (KEP-4832). Whatever happens, it
+// ends by re-activating the preemptor, so the pod never waits for the
+// five-minute flush (kubernetes issue #141694): after a success straight
+// to activeQ (the room is made), after a failure through its backoff
+// (upstream activates at once, which spins against an API that keeps
+// failing).
+func (p *Plugin) runAsync(pod *abi.Pod, ranked []*candidate, log hclog.Logger) {
+	defer p.wg.Done()
+	start := time.Now()
+	result := ResultSuccess
+	_, err := p.execute(background(), pod, ranked, true, log)
+	if err != nil {
+		result = ResultError
+		log.Warn("asynchronous preemption failed; clearing the nomination", "error", err)
+		p.clearNomination(pod)
+		p.opts.API.Event(pod, true, ReasonPreemptionFailed, "preemption: "+err.Error())
+	}
+	p.endRun(pod.UID)
+	p.opts.Metrics.GoroutineDone(result, time.Since(start))
+	if err != nil {
+		p.opts.Queue.Requeue([]*abi.Pod{pod})
+	} else {
+		p.opts.Queue.Activate([]*abi.Pod{pod})
+	}
+}
+
+// noneLeft says every candidate was refused under KEP-3280.
+type noneLeft struct{ tried []string }
+
+func (e *noneLeft) Error() string {
+	return fmt.Sprintf("no candidate node left: the Eviction API refused victims whose PriorityClass guards their PodDisruptionBudget against this priority on %d node(s) %v", len(e.tried), e.tried)
+}
+
+// execute removes the victims of the first candidate that works, moving
+// to the next when a guarded victim's eviction is refused (KEP-3280),
+// and returns the node used. Other failures end it.
+func (p *Plugin) execute(ctx context.Context, pod *abi.Pod, ranked []*candidate, async bool, log hclog.Logger) (string, error) {
+	var tried []string
+	for i, c := range ranked {
+		if i > 0 {
+			log.Info("moving preemption to the next candidate", "node", c.node, "refused", tried[len(tried)-1])
+			p.nominate(pod, c.node)
+		}
+		err := p.preemptOn(ctx, pod, c, async)
+		if errors.Is(err, errRefused) {
+			log.Info("eviction refused (429) for a PDB-guarded victim", "node", c.node, "error", err)
+			tried = append(tried, c.node)
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := p.clearLowerNominations(ctx, pod, c.node); err != nil && async {
+			return c.node, err
+		}
+		return c.node, nil
+	}
+	return "", &noneLeft{tried: tried}
+}
+
+// live are the victims not already terminating.
+func (p *Plugin) live(victims []*abi.Pod) []*abi.Pod {
+	var out []*abi.Pod
+	for _, v := range victims {
+		cur := p.opts.Pods.GetPod(v.UID)
+		if cur == nil || cur.Terminating || v.Terminating {
+			continue
+		}
+		out = append(out, cur)
+	}
+	return out
+}
+
+// preemptOn removes one candidate's victims. Sync: all in parallel, the
+// first error cancels the rest. Async: all but the last in parallel, then
+// the last (recorded first, for the gate), skipped if any other failed.
+func (p *Plugin) preemptOn(ctx context.Context, pod *abi.Pod, c *candidate, async bool) error {
+	victims := p.live(c.victims)
+	if len(victims) == 0 {
+		return nil
+	}
+	if !async {
+		return p.preemptAll(ctx, pod, c.node, victims)
+	}
+	last := victims[len(victims)-1]
+	if err := p.preemptAll(ctx, pod, c.node, victims[:len(victims)-1]); err != nil {
+		return err
+	}
+	p.setLastVictim(pod.UID, last)
+	return p.preemptVictim(ctx, pod, c.node, last)
+}
+
+func (p *Plugin) preemptAll(ctx context.Context, pod *abi.Pod, node string, victims []*abi.Pod) error {
+	if len(victims) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(victims))
+	var wg sync.WaitGroup
+	for i, v := range victims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = p.preemptVictim(ctx, pod, node, v); errs[i] != nil && !errors.Is(errs[i], errRefused) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// A refusal says "try the next candidate"; any other error wins.
+	var refused error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, errRefused):
+			refused = err
+		default:
+			return err
+		}
+	}
+	return refused
+}
+
+// preemptVictim removes one victim. Without a KEP-3280 guard: mark it
+// (DisruptionTarget, PreemptionByScheduler), then delete it, as
+// kube-scheduler does. With a guard the preemptor reaches: mark, then
+// evict, falling back to delete on 429 (best effort, as the KEP says).
+// With a guard above the preemptor's priority: evict without marking
+// first (the Eviction API sets the condition itself when it agrees); a
+// 429 is errRefused. NotFound counts as done.
+func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v *abi.Pod) error {
+	guard := v.DisruptionGuard
+	if guard == nil && v.PriorityClassName != "" {
+		guard = p.opts.Guard(v.PriorityClassName)
+	}
+	protected := guard != nil && pod.Priority < *guard
+	if !protected {
+		msg := fmt.Sprintf("%s: preempting to accommodate a higher priority pod", p.profile)
+		if err := p.opts.API.MarkVictim(ctx, v, msg); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			return fmt.Errorf("mark victim %s/%s: %w", v.Namespace, v.Name, err)
+		}
+	}
+	var err error
+	how := "deleted"
+	switch {
+	case guard == nil:
+		err = p.opts.API.DeletePod(ctx, v)
+	default:
+		how = "evicted through the Eviction API"
+		err = p.opts.API.EvictPod(ctx, v)
+		if errors.Is(err, ErrTooManyRequests) {
+			if protected {
+				return fmt.Errorf("victim %s/%s on %s: %w", v.Namespace, v.Name, node, errRefused)
+			}
+			how = "deleted after the Eviction API refused (429)"
+			err = p.opts.API.DeletePod(ctx, v)
+		}
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("remove victim %s/%s: %w", v.Namespace, v.Name, err)
+	}
+	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how))
+	return nil
+}
+
+// nominate records the nomination in the nominator at once (the next
+// cycles respect it) and patches it onto the pod.
+func (p *Plugin) nominate(pod *abi.Pod, node string) {
+	p.opts.Queue.AddNominatedPod(pod, node)
+	if err := p.opts.API.SetNomination(background(), pod, node); err != nil {
+		p.opts.Log.Debug("patch nominatedNodeName", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+	}
+}
+
+// clearNomination drops the pod's nomination, in memory and on the pod.
+func (p *Plugin) clearNomination(pod *abi.Pod) {
+	had := p.opts.Queue.NominatedNode(pod.UID) != "" || pod.NominatedNodeName != ""
+	p.opts.Queue.DeleteNominatedPodIfExists(pod)
+	if had {
+		if err := p.opts.API.SetNomination(background(), pod, ""); err != nil {
+			p.opts.Log.Debug("clear nominatedNodeName", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+		}
+	}
+}
+
+// clearLowerNominations drops the nominations of lower-priority pods to
+// node: this preemption takes the room made for them. They are not refit.
+func (p *Plugin) clearLowerNominations(ctx context.Context, pod *abi.Pod, node string) error {
+	var errs []error
+	for _, np := range p.opts.Queue.NominatedPodsForNode(node) {
+		if np.Priority >= pod.Priority || np.UID == pod.UID {
+			continue
+		}
+		p.opts.Queue.DeleteNominatedPodIfExists(np)
+		if err := p.opts.API.SetNomination(ctx, np, ""); err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, fmt.Errorf("clear nomination of %s/%s: %w", np.Namespace, np.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
