@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
@@ -75,6 +76,9 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 	pods := f.Core().V1().Pods().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			if gated(obj) {
+				return
+			}
 			if p, err := podOf(obj); err == nil {
 				s.OnPodAdd(p)
 			} else {
@@ -82,7 +86,13 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			if gated(newObj) {
+				return
+			}
 			o, err1 := podOf(oldObj)
+			if err1 == nil && gated(oldObj) {
+				err1 = errors.New("was gated") // its last gate is gone: new to us
+			}
 			if np, ok := newObj.(*corev1.Pod); ok && finished(np) {
 				if err1 == nil {
 					s.OnPodDelete(o) // a finished pod frees its node
@@ -172,6 +182,17 @@ func (c *controllerListers) selector(p *corev1.Pod) *abi.LabelSelector {
 		return nil
 	}
 	return convert.ControllerSelector(p, objs)
+}
+
+// gated reports whether obj is a pending pod that still has scheduling
+// gates (spec.schedulingGates). kube-scheduler's SchedulingGates plugin
+// keeps such pods out of its active queue; wasmsched does not hand them to
+// its queue at all until the last gate is removed (gates can only be
+// removed, never added, after creation). So they are not counted in
+// pending_pods{queue="gated"}, which counts pods held by PreEnqueue plugins.
+func gated(obj any) bool {
+	p, ok := obj.(*corev1.Pod)
+	return ok && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) > 0
 }
 
 // unwrap returns the object inside a delete tombstone.

@@ -134,3 +134,44 @@ func TestBindConflictAndDeletedPodAreNotLostOrRetried(t *testing.T) {
 		t.Fatalf("raced was rebound to %q", got)
 	}
 }
+
+// TestSchedulingGatesHoldAPodUntilTheLastIsRemoved: a pod with
+// spec.schedulingGates is not scheduled (nor reported unschedulable)
+// until its gates are removed, then it is bound.
+func TestSchedulingGatesHoldAPodUntilTheLastIsRemoved(t *testing.T) {
+	client := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createNode(t, ctx, client, node("n1", "4"))
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
+	p := pod("gated", "", "1")
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/a"}, {Name: "example.com/b"}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod("free", "", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "free to be bound", func() bool { return boundTo(ctx, client, "free") == "n1" })
+	removeGate := func(keep []corev1.PodSchedulingGate) {
+		t.Helper()
+		cur, err := client.CoreV1().Pods("default").Get(ctx, "gated", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.SchedulingGates = keep
+		if _, err := client.CoreV1().Pods("default").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeGate(p.Spec.SchedulingGates[1:]) // one gate left: still held
+	time.Sleep(2 * time.Second)
+	if n := boundTo(ctx, client, "gated"); n != "" {
+		t.Fatalf("a pod with a scheduling gate left was bound to %s", n)
+	}
+	for _, e := range events(ctx, client, "gated") {
+		t.Errorf("a gated pod got an Event: %s %q", e.Reason, e.Message)
+	}
+	removeGate(nil)
+	waitFor(t, ctx, "gated to be bound once its gates are gone", func() bool { return boundTo(ctx, client, "gated") == "n1" })
+}
