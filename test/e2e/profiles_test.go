@@ -14,6 +14,7 @@ import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
 // TestTwoProfilesShareOneCluster runs the example's two profiles in one
@@ -143,7 +144,27 @@ func TestSchedulingGatesHoldAPodUntilTheLastIsRemoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	createNode(t, ctx, client, node("n1", "4"))
-	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
+	reg := metrics.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default(), Metrics: met})
+	attempts := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() == "scheduler_schedule_attempts_total" {
+				for _, m := range mf.GetMetric() {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return sum
+	}
 	p := pod("gated", "", "1")
 	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/a"}, {Name: "example.com/b"}}
 	if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -171,6 +192,11 @@ func TestSchedulingGatesHoldAPodUntilTheLastIsRemoved(t *testing.T) {
 	}
 	for _, e := range events(ctx, client, "gated") {
 		t.Errorf("a gated pod got an Event: %s %q", e.Reason, e.Message)
+	}
+	// The API server refuses to bind a gated pod (as a Conflict, which
+	// would drop it quietly), so count attempts: only free's may exist.
+	if n := attempts(); n != 1 {
+		t.Errorf("%v scheduling attempts while the pod was gated, want 1 (free's)", n)
 	}
 	removeGate(nil)
 	waitFor(t, ctx, "gated to be bound once its gates are gone", func() bool { return boundTo(ctx, client, "gated") == "n1" })
