@@ -11,7 +11,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -26,20 +25,10 @@ import (
 // otherwise stay Terminating for ever).
 func serve(t *testing.T, ctx context.Context, client kubernetes.Interface) {
 	t.Helper()
-	ready := make(chan struct{})
-	serveCtx, stop := context.WithCancel(ctx)
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
+	kubeletCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
-	go func() {
-		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	go fakeKubelet(serveCtx, client)
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("serve did not become ready")
-	}
+	go fakeKubelet(kubeletCtx, client)
 }
 
 func fakeKubelet(ctx context.Context, client kubernetes.Interface) {
@@ -57,19 +46,6 @@ func fakeKubelet(ctx context.Context, client kubernetes.Interface) {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-}
-
-func addNode(t *testing.T, ctx context.Context, client kubernetes.Interface, name, cpu string) {
-	t.Helper()
-	n := node(name, cpu)
-	created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status = n.Status
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -100,10 +76,7 @@ func createPod(t *testing.T, ctx context.Context, client kubernetes.Interface, p
 
 func waitBound(t *testing.T, ctx context.Context, client kubernetes.Interface, name, node string) {
 	t.Helper()
-	waitFor(t, ctx, name+" to be bound to "+node, func() bool {
-		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		return err == nil && p.Spec.NodeName == node
-	})
+	waitFor(t, ctx, name+" to be bound to "+node, func() bool { return boundTo(ctx, client, name) == node })
 }
 
 func waitGone(t *testing.T, ctx context.Context, client kubernetes.Interface, name string) {
@@ -115,16 +88,32 @@ func waitGone(t *testing.T, ctx context.Context, client kubernetes.Interface, na
 }
 
 func eventMessage(ctx context.Context, client kubernetes.Interface, pod, reason string) string {
-	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
-	if err != nil {
-		return ""
-	}
-	for _, e := range evs.Items {
+	for _, e := range events(ctx, client, pod) {
 		if e.Reason == reason {
 			return e.Message
 		}
 	}
 	return ""
+}
+
+// addDBBudget creates the budget "db" over app=db pods with minAvailable,
+// and gives it the status the disruption controller would write (none
+// runs here): one healthy pod, allowed disruptions as given.
+func addDBBudget(t *testing.T, ctx context.Context, client kubernetes.Interface, minAvailable, allowed int32) {
+	t.Helper()
+	budget := intstr.FromInt32(minAvailable)
+	pdb, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &budget, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed,
+		CurrentHealthy: 1, DesiredHealthy: minAvailable, ExpectedPods: 1}
+	if _, err := client.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // markRunning makes a bound pod Running and Ready, as a kubelet would;
@@ -148,7 +137,7 @@ func TestServePreemptsLowerPriorityPods(t *testing.T) {
 	client := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addNode(t, ctx, client, "n1", "2")
+	createNode(t, ctx, client, node("n1", "2"))
 	addClass(t, ctx, client, "low", 10, "")
 	addClass(t, ctx, client, "high", 1000, "")
 	serve(t, ctx, client)
@@ -170,25 +159,12 @@ func TestServeKEP3280GuardBlocksALowPreemptorAndLetsAHighOneThrough(t *testing.T
 	client := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addNode(t, ctx, client, "n1", "1")
+	createNode(t, ctx, client, node("n1", "1"))
 	addClass(t, ctx, client, "guarded", 10, "2000")
 	addClass(t, ctx, client, "mid", 500, "")
 	addClass(t, ctx, client, "top", 5000, "")
-	// A budget that allows no disruption, with the status the disruption
-	// controller would write (none runs here).
-	one := intstr.FromInt32(1)
-	pdb, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "db"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
-		CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
-	if _, err := client.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// A budget that allows no disruption.
+	addDBBudget(t, ctx, client, 1, 0)
 	serve(t, ctx, client)
 	createPod(t, ctx, client, classPod("db", "guarded", "1", map[string]string{"app": "db"}))
 	waitBound(t, ctx, client, "db", "n1")
@@ -221,22 +197,10 @@ func TestServeKEP3280BelowTheGuardEvictsWhenTheBudgetAllows(t *testing.T) {
 	client := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addNode(t, ctx, client, "n1", "1")
+	createNode(t, ctx, client, node("n1", "1"))
 	addClass(t, ctx, client, "guarded", 10, "2000")
 	addClass(t, ctx, client, "mid", 500, "")
-	zero := intstr.FromInt32(0)
-	pdb, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "db"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1,
-		CurrentHealthy: 1, DesiredHealthy: 0, ExpectedPods: 1}
-	if _, err := client.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	addDBBudget(t, ctx, client, 0, 1)
 	serve(t, ctx, client)
 	createPod(t, ctx, client, classPod("db", "guarded", "1", map[string]string{"app": "db"}))
 	waitBound(t, ctx, client, "db", "n1")
