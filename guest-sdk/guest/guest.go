@@ -380,17 +380,26 @@ func (g *Guest) cycle(in []byte) error {
 	return nil
 }
 
-func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
+// cyclePlugin checks that a per-plugin call fn may run now (after init,
+// inside a cycle) and returns the plugin it addresses.
+func (g *Guest) cyclePlugin(fn abi.Func, arg uint32) (plugin.Plugin, error) {
 	if !g.inited {
-		return errors.New(fn.String() + " before init")
+		return nil, errors.New(fn.String() + " before init")
 	}
 	if !g.havePod {
-		return errors.New(fn.String() + " outside a cycle")
+		return nil, errors.New(fn.String() + " outside a cycle")
 	}
 	if int(arg) >= len(g.plugins) {
-		return errors.New("plugin index out of range")
+		return nil, errors.New("plugin index out of range")
 	}
-	p := g.plugins[arg]
+	return g.plugins[arg], nil
+}
+
+func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
+	p, err := g.cyclePlugin(fn, arg)
+	if err != nil {
+		return err
+	}
 	g.current = p.Name()
 	defer func() { g.current = "" }()
 	var st *plugin.Status

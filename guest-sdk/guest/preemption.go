@@ -10,18 +10,13 @@ import (
 // preemptionCall runs FuncSelectVictims or FuncRankCandidates on a
 // preemption plugin for the cycle's pod.
 func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
-	if !g.inited {
-		return errors.New(fn.String() + " before init")
+	pl, err := g.cyclePlugin(fn, arg)
+	if err != nil {
+		return err
 	}
-	if !g.havePod {
-		return errors.New(fn.String() + " outside a cycle")
-	}
-	if int(arg) >= len(g.plugins) {
-		return errors.New("plugin index out of range")
-	}
-	p, ok := g.plugins[arg].(plugin.PreemptionPlugin)
+	p, ok := pl.(plugin.PreemptionPlugin)
 	if !ok {
-		return errors.New(g.plugins[arg].Name() + " is not a preemption plugin")
+		return errors.New(pl.Name() + " is not a preemption plugin")
 	}
 	g.current = p.Name()
 	defer func() { g.current = "" }()
