@@ -23,15 +23,20 @@ import (
 // the scheduler, and waits until their caches have synced. An object that
 // cannot be converted is logged and skipped, never fatal.
 //
-// Services, ReplicaSets and StatefulSets are watched too, and synced
-// first, because a pending pod's default spread selector is made of the
-// ones that select it (convert.ControllerSelector).
+// Services, ReplicaSets and StatefulSets, PodDisruptionBudgets and
+// PriorityClasses are watched too, and synced first, because a pod is
+// converted with what they say: its default spread selector is made of
+// the controllers that select it (convert.ControllerSelector), and it
+// carries its PriorityClass's disruption guard.
 func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger) error {
 	f := informers.NewSharedInformerFactory(client, 0)
 	skip := func(what string, err error) {
 		log.Warn("skipping object the scheduler cannot represent", "object", what, "error", err)
 	}
 	ctrl := newControllerListers(f)
+	if err := watchPolicy(f, s, log); err != nil {
+		return err
+	}
 	f.Start(ctx.Done())
 	if err := waitSynced(ctx, f); err != nil {
 		return err
@@ -136,9 +141,6 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 		return fmt.Errorf("namespace informer: %w", err)
 	}
 
-	if err := watchPolicy(f, s, log); err != nil {
-		return err
-	}
 	f.Start(ctx.Done())
 	return waitSynced(ctx, f)
 }
