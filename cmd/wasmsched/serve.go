@@ -38,6 +38,11 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 					return err
 				}
 			}
+			if leaderElect {
+				if err := election.Validate(); err != nil {
+					return err
+				}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			client, err := kube.Client(kubeconfig, qps, burst)

@@ -55,7 +55,10 @@ func uniqueIdentity() string {
 	return host + "_" + string(uuid.NewUUID())
 }
 
-func (le LeaderElection) validate() error {
+// Validate checks the Lease name and that the timings nest as client-go
+// requires (retry < renew deadline < lease duration); serve checks its
+// flags with it before contacting the API server.
+func (le LeaderElection) Validate() error {
 	switch {
 	case le.LeaseName == "" || le.LeaseNamespace == "":
 		return fmt.Errorf("leader election: lease name and namespace must be set (got %q/%q)", le.LeaseNamespace, le.LeaseName)
@@ -69,14 +72,11 @@ func (le LeaderElection) validate() error {
 	return nil
 }
 
-// runAsLeader waits to acquire the Lease, runs lead while holding it, and
-// returns when ctx ends (nil, after releasing the Lease so a standby takes
+// runAsLeader waits to acquire the Lease (le is valid: Serve checked it),
+// runs lead while holding it, and returns when ctx ends (nil, after releasing the Lease so a standby takes
 // over at once) or when leadership is lost (ErrLeadershipLost). Either
 // way lead has returned before runAsLeader does.
 func runAsLeader(ctx context.Context, client kubernetes.Interface, le LeaderElection, log hclog.Logger, lead func(context.Context)) error {
-	if err := le.validate(); err != nil {
-		return err
-	}
 	id := le.Identity
 	if id == "" {
 		id = uniqueIdentity()

@@ -118,12 +118,12 @@ func TestLeaderElectionTimingsAreValidated(t *testing.T) {
 	} {
 		le := DefaultLeaderElection()
 		tc.mutate(&le)
-		err := le.validate()
+		err := le.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("validate(%+v) = %v, want an error about %s", le, err, tc.want)
 		}
 	}
-	if err := DefaultLeaderElection().validate(); err != nil {
+	if err := DefaultLeaderElection().Validate(); err != nil {
 		t.Errorf("defaults rejected: %v", err)
 	}
 }

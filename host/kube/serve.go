@@ -49,7 +49,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		log = hclog.NewNullLogger()
 	}
 	if o.LeaderElection != nil {
-		if err := o.LeaderElection.validate(); err != nil {
+		if err := o.LeaderElection.Validate(); err != nil {
 			return err
 		}
 		le := *o.LeaderElection
