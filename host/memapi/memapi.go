@@ -203,12 +203,9 @@ func (c *Cluster) MarkVictim(ctx context.Context, victim *abi.Pod, message strin
 	if err := c.call(ctx, OpMark, victim, true); err != nil {
 		return c.fail(OpMark, victim, victim.NodeName, err)
 	}
-	c.mu.Lock()
-	old := c.pods[victim.UID]
-	if old == nil {
-		c.logLocked(OpMark, victim, victim.NodeName, "", ErrNotFound)
-		c.mu.Unlock()
-		return ErrNotFound
+	old, err := c.lockVictim(OpMark, victim)
+	if err != nil {
+		return err
 	}
 	c.logLocked(OpMark, victim, old.NodeName, message, nil)
 	if old.PreemptedByScheduler {
@@ -226,17 +223,27 @@ func (c *Cluster) MarkVictim(ctx context.Context, victim *abi.Pod, message strin
 	return nil
 }
 
+// lockVictim takes the cluster's lock and returns the stored victim; if
+// it is gone, it logs op as NotFound, unlocks and returns ErrNotFound.
+func (c *Cluster) lockVictim(op Op, victim *abi.Pod) (*abi.Pod, error) {
+	c.mu.Lock()
+	old := c.pods[victim.UID]
+	if old == nil {
+		c.logLocked(op, victim, victim.NodeName, "", ErrNotFound)
+		c.mu.Unlock()
+		return nil, ErrNotFound
+	}
+	return old, nil
+}
+
 // DeletePod implements preemption.API.
 func (c *Cluster) DeletePod(ctx context.Context, victim *abi.Pod) error {
 	if err := c.call(ctx, OpDelete, victim, true); err != nil {
 		return c.fail(OpDelete, victim, victim.NodeName, err)
 	}
-	c.mu.Lock()
-	old := c.pods[victim.UID]
-	if old == nil {
-		c.logLocked(OpDelete, victim, victim.NodeName, "", ErrNotFound)
-		c.mu.Unlock()
-		return ErrNotFound
+	old, err := c.lockVictim(OpDelete, victim)
+	if err != nil {
+		return err
 	}
 	delete(c.pods, victim.UID)
 	c.logLocked(OpDelete, victim, old.NodeName, "", nil)
@@ -257,12 +264,9 @@ func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod) error {
 	if err := c.call(ctx, OpEvict, victim, true); err != nil {
 		return c.fail(OpEvict, victim, victim.NodeName, err)
 	}
-	c.mu.Lock()
-	old := c.pods[victim.UID]
-	if old == nil {
-		c.logLocked(OpEvict, victim, victim.NodeName, "", ErrNotFound)
-		c.mu.Unlock()
-		return ErrNotFound
+	old, err := c.lockVictim(OpEvict, victim)
+	if err != nil {
+		return err
 	}
 	var spend []*abi.PDB
 	for _, p := range c.pdbs {
