@@ -16,7 +16,11 @@ TINYGO_VERSION=${TINYGO_VERSION:-v0.40.1}
 GO_FOR_TINYGO=${GO_FOR_TINYGO:-go1.25.9} # TinyGo 0.40.x compiles against a Go <= 1.25 standard library
 stamp="$TINYGO_VERSION/$GO_FOR_TINYGO/llvm19"
 
-if [[ -f "$PREFIX/.wasmsched-stamp" && "$(cat "$PREFIX/.wasmsched-stamp")" == "$stamp" && -x "$PREFIX/build/tinygo" ]]; then
+# The stamp alone is not enough: a system package (binaryen's wasm-opt) can
+# be removed after TinyGo was built, so its tools are checked too.
+if [[ -f "$PREFIX/.wasmsched-stamp" && "$(cat "$PREFIX/.wasmsched-stamp")" == "$stamp" && -x "$PREFIX/build/tinygo" ]] \
+   && command -v wasm-opt >/dev/null && [[ -f /usr/lib/wasm32-wasi/libc.a ]] \
+   && [[ -f /usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a ]]; then
   echo "tinygo $TINYGO_VERSION already installed in $PREFIX"
   exit 0
 fi
@@ -27,10 +31,12 @@ if [[ $(id -u) -ne 0 ]]; then
   SUDO=sudo
 fi
 
-echo "install-tinygo: apt packages (LLVM 19, wasi-libc, compiler-rt for wasm32)"
+# binaryen: TinyGo runs its wasm-opt on every wasm build with -opt=s/z/2;
+# without it a build stops with "could not find wasm-opt".
+APT_PACKAGES=(llvm-19-dev libclang-19-dev clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32 binaryen)
+echo "install-tinygo: apt packages (LLVM 19, wasi-libc, compiler-rt for wasm32, binaryen)"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-  llvm-19-dev libclang-19-dev clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32 >/dev/null
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
 
 echo "install-tinygo: TinyGo $TINYGO_VERSION source from the Go module proxy"
 # 'go install pkg@version' needs the proxy's version list, which is refused for
@@ -52,31 +58,10 @@ echo "install-tinygo: fetching the $GO_FOR_TINYGO standard library"
 GOTOOLCHAIN=$GO_FOR_TINYGO go version >/dev/null
 GO_STD_BIN=$(GOTOOLCHAIN=$GO_FOR_TINYGO go env GOROOT)/bin
 
-# Targets that link Debian's prebuilt wasi-libc and compiler-rt (their sources
-# are git submodules the module zip lacks) and default to -scheduler=none:
-# the asyncify scheduler costs 0.2-0.5 ms per exported call.
-mkdir -p "$PREFIX/targets-local"
-cat > "$PREFIX/targets-local/wasip1-plugin.json" <<'JSON'
-{
-	"llvm-target":   "wasm32-unknown-wasi",
-	"cpu":           "generic",
-	"features":      "+bulk-memory,+mutable-globals,+nontrapping-fptoint,+sign-ext,-multivalue,-reference-types",
-	"build-tags":    ["tinygo.wasm"],
-	"goos":          "wasip1",
-	"goarch":        "wasm",
-	"linker":        "wasm-ld",
-	"libc":          "",
-	"rtlib":         "",
-	"gc":            "precise",
-	"scheduler":     "none",
-	"default-stack-size": 65536,
-	"cflags": ["-isystem", "/usr/include/wasm32-wasi", "-mbulk-memory", "-mnontrapping-fptoint",
-	           "-mno-multivalue", "-mno-reference-types", "-msign-ext"],
-	"ldflags": ["--stack-first", "--no-demangle", "/usr/lib/wasm32-wasi/libc.a",
-	            "/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a"],
-	"extra-files": ["src/runtime/asm_tinygowasm.S", "src/runtime/gc_boehm.c"]
-}
-JSON
+# The build target (Debian's prebuilt wasi-libc and compiler-rt, whose
+# sources are git submodules the module zip lacks; -scheduler=none) is not
+# installed here: it lives in the repository, host/pluginbuild/wasip1-plugin.json,
+# and `wasmsched plugin build` carries its own copy of it.
 
 cat > "$PREFIX/env.sh" <<ENV
 export TINYGOROOT=$PREFIX

@@ -20,18 +20,51 @@ func main() {
 }
 
 func newRootCommand() *cobra.Command {
-	var logLevel string
+	var (
+		logLevel  string
+		verbosity int
+		level     hclog.Level
+	)
 	root := &cobra.Command{
 		Use:           "wasmsched",
 		Short:         "A Kubernetes scheduler with WebAssembly policies",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			var err error
+			level, err = logLevelOf(logLevel, verbosity)
+			return err
+		},
 	}
-	root.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, off")
+	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity as kube-scheduler takes it: 1-2 info, 3-4 debug, 5 and up trace (the more verbose of --v and --log-level wins)")
 	logger := func() hclog.Logger {
-		return hclog.New(&hclog.LoggerOptions{Name: "wasmsched", Level: hclog.LevelFromString(logLevel), Output: os.Stderr})
+		return hclog.New(&hclog.LoggerOptions{Name: "wasmsched", Level: level, Output: os.Stderr})
 	}
 	root.AddCommand(newSimulateCommand(logger), newServeCommand(logger))
-	root.AddCommand(newPerfCommand(logger))
+	root.AddCommand(newPerfCommand(logger), newPluginCommand(), newVersionCommand())
 	return root
+}
+
+// logLevelOf combines --log-level with kube-scheduler's -v: an unknown
+// level name is refused (hclog would silently fall back to info).
+func logLevelOf(name string, v int) (hclog.Level, error) {
+	level := hclog.LevelFromString(name)
+	if level == hclog.NoLevel {
+		return hclog.NoLevel, fmt.Errorf("--log-level %q: want trace, debug, info, warn, error or off", name)
+	}
+	var fromV hclog.Level
+	switch {
+	case v < 0:
+		return hclog.NoLevel, fmt.Errorf("--v %d: verbosity cannot be negative", v)
+	case v == 0:
+		return level, nil
+	case v <= 2:
+		fromV = hclog.Info
+	case v <= 4:
+		fromV = hclog.Debug
+	default:
+		fromV = hclog.Trace
+	}
+	return min(level, fromV), nil
 }

@@ -15,8 +15,6 @@
 package guest
 
 import (
-	"errors"
-
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
@@ -36,9 +34,15 @@ type Guest struct {
 	listOK   bool
 	affList  []*plugin.NodeInfo // nodes with affinity pods, for Handle.NodesWithAffinityPods
 	affOK    bool
-	ns       map[string]abi.Labels // namespace labels, for Handle.NamespaceLabels
+	nsList   []abi.Namespace       // the namespace table as last synced
+	ns       map[string]abi.Labels // nsList by name, made by Handle.NamespaceLabels
 	pdbs     []abi.PDB             // PodDisruptionBudgets, for PDBHandle
-	images   map[string]int
+
+	// Nodes per image name, for Handle.ImageNumNodes: counted on its first
+	// call, then kept up to date by syncs through countImages, a func value
+	// so that modules whose plugins never ask do not link the counting.
+	images      map[string]int
+	countImages func(ni *plugin.NodeInfo, delta int)
 
 	pod      abi.Pod
 	havePod  bool
@@ -66,18 +70,18 @@ type Guest struct {
 // or factory-less registration is a bug in the module: every call then
 // replies with an error saying so, and the host refuses the module at load.
 func New(regs ...plugin.Registration) *Guest {
-	g := &Guest{regs: regs, images: map[string]int{}}
-	seen := map[string]bool{}
-	for _, r := range regs {
-		if r.Name == "" || seen[r.Name] || r.New == nil {
-			g.regErr = errors.New("bad plugin registration " + strconvQuote(r.Name) + ": empty name, duplicate name or no factory")
+	g := &Guest{regs: regs}
+	for i, r := range regs {
+		dup := false
+		for _, o := range regs[:i] {
+			dup = dup || o.Name == r.Name
 		}
-		seen[r.Name] = true
+		if r.Name == "" || dup || r.New == nil {
+			g.regErr = newError("bad plugin registration \"" + r.Name + "\": empty name, duplicate name or no factory")
+		}
 	}
 	return g
 }
-
-func strconvQuote(s string) string { return "\"" + s + "\"" }
 
 // Input returns a buffer of size bytes for the next call's input.
 func (g *Guest) Input(size int) []byte {
@@ -94,7 +98,7 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 	g.enc.Reset()
 	g.enc.U8(abi.ReplyOK)
 	if n < 0 || n > len(g.in) {
-		return g.fail(errors.New("input length out of range"))
+		return g.fail(newError("input length out of range"))
 	}
 	if g.regErr != nil {
 		return g.fail(g.regErr)
@@ -121,7 +125,7 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 	case abi.FuncSelectVictims, abi.FuncRankCandidates:
 		err = g.preemptionCall(fn, arg, in)
 	default:
-		err = errors.New("unknown ABI function " + fn.String())
+		err = newError("unknown ABI function " + fn.String())
 	}
 	if err != nil {
 		return g.fail(err)
@@ -147,9 +151,9 @@ func Register(regs ...plugin.Registration) { registered = append(registered, reg
 func (g *Guest) manifest() error {
 	m := abi.Manifest{VersionMajor: abi.VersionMajor, VersionMinor: abi.VersionMinor}
 	for _, r := range g.regs {
-		p, err := r.New(nil, g)
+		p, err := r.New(nil, g.handle())
 		if err != nil {
-			return errors.New("plugin " + r.Name + " with default args: " + err.Error())
+			return newError("plugin " + r.Name + " with default args: " + err.Error())
 		}
 		if r.WantsPods {
 			m.Flags |= abi.ManifestWantsPods
@@ -206,14 +210,14 @@ func (g *Guest) init(in []byte) error {
 			}
 		}
 		if !found {
-			return errors.New("args for unknown plugin " + pa.Name)
+			return newError("args for unknown plugin " + pa.Name)
 		}
 	}
 	plugins := make([]plugin.Plugin, len(g.regs))
 	for i, r := range g.regs {
-		p, err := r.New(args[i], g)
+		p, err := r.New(args[i], g.handle())
 		if err != nil {
-			return errors.New("plugin " + r.Name + ": " + err.Error())
+			return newError("plugin " + r.Name + ": " + err.Error())
 		}
 		plugins[i] = p
 	}
@@ -254,14 +258,32 @@ func (g *Guest) NodesWithAffinityPods() []*plugin.NodeInfo {
 	return g.affList
 }
 
-// NamespaceLabels implements plugin.Handle.
+// NamespaceLabels implements plugin.Handle. The table is indexed by the
+// first lookup after a sync that changed it.
 func (g *Guest) NamespaceLabels(name string) (abi.Labels, bool) {
+	if g.ns == nil {
+		g.ns = make(map[string]abi.Labels, len(g.nsList))
+		for _, n := range g.nsList {
+			g.ns[n.Name] = n.Labels
+		}
+	}
 	l, ok := g.ns[name]
 	return l, ok
 }
 
 // ImageNumNodes implements plugin.Handle.
-func (g *Guest) ImageNumNodes(name string) int { return g.images[name] }
+func (g *Guest) ImageNumNodes(name string) int {
+	if g.countImages == nil {
+		g.images = map[string]int{}
+		g.countImages = g.countNodeImages
+		for _, n := range g.nodes {
+			if n != nil {
+				g.countNodeImages(n, 1)
+			}
+		}
+	}
+	return g.images[name]
+}
 
 func (g *Guest) sync(in []byte) error {
 	g.listOK = false
@@ -271,11 +293,11 @@ func (g *Guest) sync(in []byte) error {
 			g.nodes[i] = nil
 		}
 		g.nodes = g.nodes[:0]
-		g.images = map[string]int{}
+		g.images, g.countImages = nil, nil // recounted by the next ImageNumNodes
 		g.numNodes = 0
 	}
 	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
-		g.ns = map[string]abi.Labels{}
+		g.nsList, g.ns = nil, nil
 	}
 	if len(in) > 0 && in[0]&abi.SyncPDBs != 0 {
 		g.pdbs = nil // a new array: policies may cache what they derived from the old one
@@ -293,7 +315,7 @@ func (g *Guest) addPDB(p *abi.PDB) error {
 func (g *Guest) PDBs() []abi.PDB { return g.pdbs }
 
 func (g *Guest) setNamespace(n abi.Namespace) error {
-	g.ns[n.Name] = n.Labels
+	g.nsList = append(g.nsList, n)
 	return nil
 }
 
@@ -303,7 +325,7 @@ const maxSlot = 1 << 22
 
 func (g *Guest) upsertNode(slot uint32, record []byte) error {
 	if slot >= maxSlot {
-		return errors.New("node slot out of range")
+		return newError("node slot out of range")
 	}
 	// The record is copied once and the node decoded with its strings
 	// aliasing the copy: one allocation for all its strings.
@@ -315,13 +337,15 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 		return d.Err()
 	}
 	if d.Remaining() != 0 {
-		return errors.New("node record has trailing bytes")
+		return newError("node record has trailing bytes")
 	}
 	for int(slot) >= len(g.nodes) {
 		g.nodes = append(g.nodes, nil)
 	}
 	if old := g.nodes[slot]; old != nil {
-		g.countImages(old, -1)
+		if g.countImages != nil {
+			g.countImages(old, -1)
+		}
 		if len(old.PodsWithAffinity) > 0 {
 			g.affOK = false
 		}
@@ -333,7 +357,9 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 		g.affOK = false
 	}
 	g.nodes[slot] = ni
-	g.countImages(ni, 1)
+	if g.countImages != nil {
+		g.countImages(ni, 1)
+	}
 	return nil
 }
 
@@ -341,12 +367,14 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 // again while this instance was not syncing is deleted twice.
 func (g *Guest) deleteNode(slot uint32) error {
 	if slot >= maxSlot {
-		return errors.New("node slot out of range")
+		return newError("node slot out of range")
 	}
 	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
 		return nil
 	}
-	g.countImages(g.nodes[slot], -1)
+	if g.countImages != nil {
+		g.countImages(g.nodes[slot], -1)
+	}
 	if len(g.nodes[slot].PodsWithAffinity) > 0 {
 		g.affOK = false
 	}
@@ -355,7 +383,7 @@ func (g *Guest) deleteNode(slot uint32) error {
 	return nil
 }
 
-func (g *Guest) countImages(ni *plugin.NodeInfo, delta int) {
+func (g *Guest) countNodeImages(ni *plugin.NodeInfo, delta int) {
 	for i := range ni.Node.Images {
 		for _, name := range ni.Node.Images[i].Names {
 			if n := g.images[name] + delta; n > 0 {
@@ -384,13 +412,13 @@ func (g *Guest) cycle(in []byte) error {
 // inside a cycle) and returns the plugin it addresses.
 func (g *Guest) cyclePlugin(fn abi.Func, arg uint32) (plugin.Plugin, error) {
 	if !g.inited {
-		return nil, errors.New(fn.String() + " before init")
+		return nil, newError(fn.String() + " before init")
 	}
 	if !g.havePod {
-		return nil, errors.New(fn.String() + " outside a cycle")
+		return nil, newError(fn.String() + " outside a cycle")
 	}
 	if int(arg) >= len(g.plugins) {
-		return nil, errors.New("plugin index out of range")
+		return nil, newError("plugin index out of range")
 	}
 	return g.plugins[arg], nil
 }
@@ -407,13 +435,13 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 	case abi.FuncPreFilter:
 		pf, ok := p.(plugin.PreFilterPlugin)
 		if !ok {
-			return errors.New(p.Name() + " is not a PreFilter plugin")
+			return newError(p.Name() + " is not a PreFilter plugin")
 		}
 		st = pf.PreFilter(&g.state, &g.pod)
 	case abi.FuncPreScore:
 		ps, ok := p.(plugin.PreScorePlugin)
 		if !ok {
-			return errors.New(p.Name() + " is not a PreScore plugin")
+			return newError(p.Name() + " is not a PreScore plugin")
 		}
 		if err := g.loadBatch(in); err != nil {
 			return err
@@ -422,7 +450,7 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 	case abi.FuncFilter:
 		f, ok := p.(plugin.FilterPlugin)
 		if !ok {
-			return errors.New(p.Name() + " is not a Filter plugin")
+			return newError(p.Name() + " is not a Filter plugin")
 		}
 		if err := g.loadBatch(in); err != nil {
 			return err
@@ -431,7 +459,7 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 	case abi.FuncScore:
 		s, ok := p.(plugin.ScorePlugin)
 		if !ok {
-			return errors.New(p.Name() + " is not a Score plugin")
+			return newError(p.Name() + " is not a Score plugin")
 		}
 		if err := g.loadBatch(in); err != nil {
 			return err
@@ -502,9 +530,18 @@ func le32(b []byte) uint32 {
 }
 
 var (
-	errSlotList    = errors.New("slot list truncated")
-	errUnknownSlot = errors.New("batch names unknown node slot")
+	errSlotList    error = &guestError{"slot list truncated"}
+	errUnknownSlot error = &guestError{"batch names unknown node slot"}
 )
+
+// guestError is the runtime's error type: errors.New's, made by newError
+// out of line so that its call sites do not each inline an allocation.
+type guestError struct{ msg string }
+
+func (e *guestError) Error() string { return e.msg }
+
+//go:noinline
+func newError(msg string) error { return &guestError{msg} }
 
 // maxEntries is the most distinct filter outcomes one reply can carry
 // (u16 indexes, 0 meaning pass).
@@ -569,7 +606,7 @@ func (g *Guest) entryIndex(st *plugin.Status) (uint16, error) {
 	key := string(rune('0'+st.Code())) + "\x00" + st.Message()
 	if ix, ok = g.byText[key]; !ok {
 		if len(g.entries) == maxEntries {
-			return 0, errors.New("more distinct filter reasons than one reply can carry")
+			return 0, newError("more distinct filter reasons than one reply can carry")
 		}
 		g.entries = append(g.entries, st)
 		ix = uint16(len(g.entries))
@@ -609,13 +646,13 @@ func (g *Guest) score(s plugin.ScorePlugin) error {
 	for i, n := range batch {
 		v, st := s.Score(state, pod, n)
 		if st != nil && !st.IsSuccess() {
-			return errors.New("score node " + n.Name() + ": " + st.Message())
+			return newError("score node " + n.Name() + ": " + st.Message())
 		}
 		scores[i] = v
 	}
 	if norm, ok := s.(plugin.ScoreNormalizer); ok {
 		if st := norm.NormalizeScore(state, pod, scores); !st.IsSuccess() {
-			return errors.New("normalize: " + st.Message())
+			return newError("normalize: " + st.Message())
 		}
 	}
 	g.enc.U32(uint32(len(scores)))

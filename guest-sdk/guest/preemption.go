@@ -1,8 +1,6 @@
 package guest
 
 import (
-	"errors"
-
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
@@ -16,7 +14,7 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 	}
 	p, ok := pl.(plugin.PreemptionPlugin)
 	if !ok {
-		return errors.New(pl.Name() + " is not a preemption plugin")
+		return newError(pl.Name() + " is not a preemption plugin")
 	}
 	g.current = p.Name()
 	defer func() { g.current = "" }()
@@ -28,15 +26,15 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 		}
 		order, st := p.RankCandidates(&g.state, &g.pod, cands, nil)
 		if !st.IsSuccess() {
-			return errors.New(st.Message())
+			return newError(st.Message())
 		}
 		for _, i := range order {
 			if i < 0 || i >= len(cands) {
-				return errors.New(p.Name() + ": candidate index out of range")
+				return newError(p.Name() + ": candidate index out of range")
 			}
 		}
 		if len(cands) > 0 && len(order) == 0 {
-			return errors.New(p.Name() + ": ranked no candidate")
+			return newError(p.Name() + ": ranked no candidate")
 		}
 		g.enc.RankCandidatesReply(order)
 		return nil
@@ -58,7 +56,7 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 		if st.IsSuccess() {
 			for _, v := range victims {
 				if int(v.Index) >= len(nodes[i].Pods) {
-					return errors.New(p.Name() + ": victim index out of range")
+					return newError(p.Name() + ": victim index out of range")
 				}
 			}
 			replies[i].Victims = append([]abi.VictimChoice(nil), victims...)

@@ -1,8 +1,6 @@
 package guest
 
 import (
-	"errors"
-
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
@@ -38,7 +36,7 @@ func (g *Guest) node(slot uint32) *plugin.NodeInfo {
 
 func (g *Guest) pushState() error {
 	if len(g.saved) == maxViewDepth {
-		return errors.New("push_state nested too deeply")
+		return newError("push_state nested too deeply")
 	}
 	ov := make(map[uint32]*plugin.NodeInfo, len(g.overlay))
 	for k, v := range g.overlay {
@@ -52,7 +50,7 @@ func (g *Guest) pushState() error {
 func (g *Guest) popState() error {
 	n := len(g.saved)
 	if n == 0 {
-		return errors.New("pop_state without push_state")
+		return newError("pop_state without push_state")
 	}
 	sv := g.saved[n-1]
 	g.saved = g.saved[:n-1]
@@ -72,10 +70,10 @@ func (g *Guest) resetView() {
 // changePod applies add_pod (add true) or remove_pod to the node in slot.
 func (g *Guest) changePod(slot uint32, in []byte, add bool) error {
 	if !g.inited {
-		return errors.New("add_pod/remove_pod before init")
+		return newError("add_pod/remove_pod before init")
 	}
 	if !g.havePod {
-		return errors.New("add_pod/remove_pod outside a cycle")
+		return newError("add_pod/remove_pod outside a cycle")
 	}
 	base := g.node(slot)
 	if base == nil {
@@ -126,7 +124,7 @@ func (g *Guest) changePod(slot uint32, in []byte, add bool) error {
 			st = ext.RemovePod(&g.state, &g.pod, p, n)
 		}
 		if !st.IsSuccess() {
-			return errors.New(pl.Name() + ": " + st.Message())
+			return newError(pl.Name() + ": " + st.Message())
 		}
 	}
 	return nil

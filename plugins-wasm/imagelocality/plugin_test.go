@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 func TestNormalizedImageName(t *testing.T) {
@@ -25,18 +25,18 @@ func TestNormalizedImageName(t *testing.T) {
 func TestScore(t *testing.T) {
 	tests := []struct {
 		name   string
-		handle *testutil.Handle
-		pod    *testutil.PodWrapper
-		nodes  []*testutil.NodeWrapper
+		handle *plugintest.Handle
+		pod    *plugintest.PodWrapper
+		nodes  []*plugintest.NodeWrapper
 		want   []int64
 	}{
 		{
 			name:   "small image scores 0, larger one scores by size",
-			handle: &testutil.Handle{NodeCount: 2, Images: map[string]int{"gcr.io/40:latest": 1, "gcr.io/300:latest": 1}},
-			pod:    testutil.MakePod().Container("gcr.io/40").Container("gcr.io/300"),
-			nodes: []*testutil.NodeWrapper{
-				testutil.MakeNode().Name("n1").Image(40*mb, "gcr.io/40:latest"),
-				testutil.MakeNode().Name("n2").Image(300*mb, "gcr.io/300:latest"),
+			handle: &plugintest.Handle{NodeCount: 2, Images: map[string]int{"gcr.io/40:latest": 1, "gcr.io/300:latest": 1}},
+			pod:    plugintest.MakePod().Container("gcr.io/40").Container("gcr.io/300"),
+			nodes: []*plugintest.NodeWrapper{
+				plugintest.MakeNode().Name("n1").Image(40*mb, "gcr.io/40:latest"),
+				plugintest.MakeNode().Name("n2").Image(300*mb, "gcr.io/300:latest"),
 			},
 			// n1: 40MB * 1/2 = 20MB < 23MB -> 0.
 			// n2: 150MB; max = 2 containers * 1000MB; 100*(150-23)/(2000-23) = 6.
@@ -44,47 +44,47 @@ func TestScore(t *testing.T) {
 		},
 		{
 			name:   "image larger than the top threshold scores max",
-			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"big:1": 1}},
-			pod:    testutil.MakePod().Container("big:1"),
-			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(2000*mb, "big:1")},
+			handle: &plugintest.Handle{NodeCount: 1, Images: map[string]int{"big:1": 1}},
+			pod:    plugintest.MakePod().Container("big:1"),
+			nodes:  []*plugintest.NodeWrapper{plugintest.MakeNode().Image(2000*mb, "big:1")},
 			want:   []int64{100},
 		},
 		{
 			name:   "image missing on the node",
-			handle: &testutil.Handle{NodeCount: 2, Images: map[string]int{"big:1": 1}},
-			pod:    testutil.MakePod().Container("big:1"),
-			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(500*mb, "other:1")},
+			handle: &plugintest.Handle{NodeCount: 2, Images: map[string]int{"big:1": 1}},
+			pod:    plugintest.MakePod().Container("big:1"),
+			nodes:  []*plugintest.NodeWrapper{plugintest.MakeNode().Image(500*mb, "other:1")},
 			want:   []int64{0},
 		},
 		{
 			name:   "init containers count, for the sum and the threshold",
-			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"a:1": 1}},
-			pod:    testutil.MakePod().InitContainer("a:1").Container("b:1"),
-			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(500*mb, "a:1")},
+			handle: &plugintest.Handle{NodeCount: 1, Images: map[string]int{"a:1": 1}},
+			pod:    plugintest.MakePod().InitContainer("a:1").Container("b:1"),
+			nodes:  []*plugintest.NodeWrapper{plugintest.MakeNode().Image(500*mb, "a:1")},
 			// 100*(500-23)/(2000-23) = 24
 			want: []int64{24},
 		},
 		{
 			name:   "an image used twice counts twice",
-			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"a:1": 1}},
-			pod:    testutil.MakePod().Container("a:1").Container("a:1"),
-			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(600*mb, "a:1")},
+			handle: &plugintest.Handle{NodeCount: 1, Images: map[string]int{"a:1": 1}},
+			pod:    plugintest.MakePod().Container("a:1").Container("a:1"),
+			nodes:  []*plugintest.NodeWrapper{plugintest.MakeNode().Image(600*mb, "a:1")},
 			// 100*(1200-23)/(2000-23) = 59
 			want: []int64{59},
 		},
 		{
 			name:   "spread scales the size",
-			handle: &testutil.Handle{NodeCount: 4, Images: map[string]int{"a:latest": 2}},
-			pod:    testutil.MakePod().Container("a"),
-			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(100*mb, "a:latest", "a@sha256:1")},
+			handle: &plugintest.Handle{NodeCount: 4, Images: map[string]int{"a:latest": 2}},
+			pod:    plugintest.MakePod().Container("a"),
+			nodes:  []*plugintest.NodeWrapper{plugintest.MakeNode().Image(100*mb, "a:latest", "a@sha256:1")},
 			// 100MB * 2/4 = 50MB; 100*(50-23)/(1000-23) = 2
 			want: []int64{2},
 		},
 		{
 			name:   "found by digest",
-			handle: &testutil.Handle{NodeCount: 1, Images: map[string]int{"a@sha256:1": 1}},
-			pod:    testutil.MakePod().Container("a@sha256:1"),
-			nodes:  []*testutil.NodeWrapper{testutil.MakeNode().Image(1000*mb, "a:latest", "a@sha256:1")},
+			handle: &plugintest.Handle{NodeCount: 1, Images: map[string]int{"a@sha256:1": 1}},
+			pod:    plugintest.MakePod().Container("a@sha256:1"),
+			nodes:  []*plugintest.NodeWrapper{plugintest.MakeNode().Image(1000*mb, "a:latest", "a@sha256:1")},
 			want:   []int64{100},
 		},
 	}
@@ -120,11 +120,11 @@ func TestScore(t *testing.T) {
 }
 
 func TestScoreAllocs(t *testing.T) {
-	h := &testutil.Handle{NodeCount: 3, Images: map[string]int{"a:1": 2}}
+	h := &plugintest.Handle{NodeCount: 3, Images: map[string]int{"a:1": 2}}
 	p, _ := New(nil, h)
 	pl := p.(*ImageLocality)
-	pod := testutil.MakePod().Container("a:1").Obj()
-	node := testutil.MakeNode().Image(300*mb, "x:1").Image(300*mb, "a:1").Obj()
+	pod := plugintest.MakePod().Container("a:1").Obj()
+	node := plugintest.MakeNode().Image(300*mb, "x:1").Image(300*mb, "a:1").Obj()
 	state := &plugin.CycleState{}
 	pl.PreScore(state, pod, nil)
 	var s int64
@@ -141,11 +141,11 @@ func TestScoreAllocs(t *testing.T) {
 }
 
 func BenchmarkScore(b *testing.B) {
-	h := &testutil.Handle{NodeCount: 100, Images: map[string]int{"registry.k8s.io/app:v1": 40, "sidecar:1": 90}}
+	h := &plugintest.Handle{NodeCount: 100, Images: map[string]int{"registry.k8s.io/app:v1": 40, "sidecar:1": 90}}
 	p, _ := New(nil, h)
 	pl := p.(*ImageLocality)
-	pod := testutil.MakePod().Container("registry.k8s.io/app:v1").Container("sidecar:1").Obj()
-	n := testutil.MakeNode()
+	pod := plugintest.MakePod().Container("registry.k8s.io/app:v1").Container("sidecar:1").Obj()
+	n := plugintest.MakeNode()
 	for _, img := range []string{"a:1", "b:1", "c:1", "d:1", "e:1", "f:1", "g:1", "h:1", "sidecar:1", "registry.k8s.io/app:v1"} {
 		n.Image(100*mb, img, img+"@sha256:0123456789abcdef")
 	}

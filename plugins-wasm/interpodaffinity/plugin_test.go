@@ -7,7 +7,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 // ---- builders ----
@@ -75,7 +75,7 @@ func termNS(key string, s *abi.LabelSelector, nss []string, nsSel *abi.LabelSele
 
 // mkNode builds a node with labels kv holding pods, as the SDK does.
 func mkNode(name string, kv []string, pods ...*podW) *plugin.NodeInfo {
-	w := testutil.MakeNode().Name(name)
+	w := plugintest.MakeNode().Name(name)
 	for i := 0; i+1 < len(kv); i += 2 {
 		w.Label(kv[i], kv[i+1])
 	}
@@ -129,9 +129,9 @@ var (
 	failExist = verdict{unsched, ErrReasonExistingAntiAffinityRulesNotMatch}
 )
 
-func newPlugin(t *testing.T, args string, h *testutil.Handle) *InterPodAffinity {
+func newPlugin(t *testing.T, args string, h *plugintest.Handle) *InterPodAffinity {
 	t.Helper()
-	p, err := New(testutil.Args(t, args), h)
+	p, err := New(plugintest.Args(t, args), h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &testutil.Handle{NodeList: tt.nodes, Namespaces: tt.nsLabels}
+			h := &plugintest.Handle{NodeList: tt.nodes, Namespaces: tt.nsLabels}
 			pl := newPlugin(t, "", h)
 			st := &plugin.CycleState{}
 			s := pl.PreFilter(st, &tt.pod.Pod)
@@ -261,7 +261,7 @@ func TestFilter(t *testing.T) {
 
 func TestPreFilterInvalidSelector(t *testing.T) {
 	pod := mkPod("p").reqAff(tm("zone", &abi.LabelSelector{MatchExpressions: []abi.Requirement{{Key: "a", Operator: abi.OpIn}}}))
-	pl := newPlugin(t, "", &testutil.Handle{})
+	pl := newPlugin(t, "", &plugintest.Handle{})
 	if s := pl.PreFilter(&plugin.CycleState{}, &pod.Pod); s.Code() != abi.Error {
 		t.Fatalf("got %v, want Error", s.Code())
 	}
@@ -271,7 +271,7 @@ func TestAddRemovePod(t *testing.T) {
 	t.Run("AddPod of a matching pod satisfies affinity", func(t *testing.T) {
 		nodes := []*plugin.NodeInfo{mkNode("n1", zone("a"), mkPod("w", "app", "web")), mkNode("n2", zone("b"))}
 		pod := mkPod("p").reqAff(tm("zone", sel("app", "db")))
-		pl := newPlugin(t, "", &testutil.Handle{NodeList: nodes})
+		pl := newPlugin(t, "", &plugintest.Handle{NodeList: nodes})
 		st := &plugin.CycleState{}
 		if s := pl.PreFilter(st, &pod.Pod); !s.IsSuccess() {
 			t.Fatal(s.Message())
@@ -293,7 +293,7 @@ func TestAddRemovePod(t *testing.T) {
 		victim := mkPod("db", "app", "db")
 		nodes := []*plugin.NodeInfo{mkNode("n1", zone("a"), victim), mkNode("n2", zone("b"), victim)}
 		pod := mkPod("p").reqAnti(tm("zone", sel("app", "db")))
-		pl := newPlugin(t, "", &testutil.Handle{NodeList: nodes})
+		pl := newPlugin(t, "", &plugintest.Handle{NodeList: nodes})
 		st := &plugin.CycleState{}
 		pl.PreFilter(st, &pod.Pod)
 		check(t, pl, st, &pod.Pod, nodes, []verdict{failAnti, failAnti})
@@ -303,7 +303,7 @@ func TestAddRemovePod(t *testing.T) {
 	t.Run("AddPod and RemovePod of a pod with anti-affinity against the incoming pod", func(t *testing.T) {
 		nodes := []*plugin.NodeInfo{mkNode("n1", zone("a")), mkNode("n2", zone("b"))}
 		pod := mkPod("p", "security", "S1").reqAnti(tm("zone", sel("app", "none")))
-		pl := newPlugin(t, "", &testutil.Handle{NodeList: nodes})
+		pl := newPlugin(t, "", &plugintest.Handle{NodeList: nodes})
 		st := &plugin.CycleState{}
 		pl.PreFilter(st, &pod.Pod)
 		check(t, pl, st, &pod.Pod, nodes, []verdict{pass, pass})
@@ -360,7 +360,7 @@ func TestScore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := newPlugin(t, tt.args, &testutil.Handle{NodeList: tt.nodes})
+			pl := newPlugin(t, tt.args, &plugintest.Handle{NodeList: tt.nodes})
 			st := &plugin.CycleState{}
 			s := pl.PreScore(st, &tt.pod.Pod, tt.nodes)
 			if tt.wantSkip {
@@ -407,7 +407,7 @@ func TestArgs(t *testing.T) {
 		{args: `{"hardPodAffinityWieght": 1}`, wantErr: "hardPodAffinityWieght"},
 	}
 	for _, tt := range tests {
-		a, err := ParseArgs(testutil.Args(t, tt.args))
+		a, err := ParseArgs(plugintest.Args(t, tt.args))
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%s: err %v, want %q", tt.args, err, tt.wantErr)

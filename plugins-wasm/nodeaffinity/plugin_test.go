@@ -7,21 +7,21 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 var (
-	mkPod  = testutil.MakePod
-	mkNode = testutil.MakeNode
-	mkTerm = testutil.Term
+	mkPod  = plugintest.MakePod
+	mkNode = plugintest.MakeNode
+	mkTerm = plugintest.Term
 )
 
 func TestFilter(t *testing.T) {
 	tests := []struct {
 		name      string
 		args      string
-		pod       *testutil.PodWrapper
-		node      *testutil.NodeWrapper
+		pod       *plugintest.PodWrapper
+		node      *plugintest.NodeWrapper
 		wantCode  abi.Code
 		wantMsg   string
 		wantSkip  bool
@@ -115,7 +115,7 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(testutil.Args(t, tt.args), &testutil.Handle{})
+			p, err := New(plugintest.Args(t, tt.args), &plugintest.Handle{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,16 +151,16 @@ func TestScore(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     string
-		pod      *testutil.PodWrapper
-		nodes    []*testutil.NodeWrapper
+		pod      *plugintest.PodWrapper
+		nodes    []*plugintest.NodeWrapper
 		want     []int64
 		wantSkip bool
 	}{
-		{name: "no preferences: skipped", pod: mkPod(), nodes: []*testutil.NodeWrapper{mkNode()}, wantSkip: true},
+		{name: "no preferences: skipped", pod: mkPod(), nodes: []*plugintest.NodeWrapper{mkNode()}, wantSkip: true},
 		{
 			name: "weights summed and normalised",
 			pod:  mkPod().Preferred(2, zoneA).Preferred(5, ssd),
-			nodes: []*testutil.NodeWrapper{
+			nodes: []*plugintest.NodeWrapper{
 				mkNode().Name("n1").Label("zone", "a"),                      // 2
 				mkNode().Name("n2").Label("disk", "ssd"),                    // 5
 				mkNode().Name("n3").Label("zone", "a").Label("disk", "ssd"), // 7
@@ -172,14 +172,14 @@ func TestScore(t *testing.T) {
 		{
 			name:  "zero weight and empty terms ignored",
 			pod:   mkPod().Preferred(0, zoneA).Preferred(3, mkTerm()),
-			nodes: []*testutil.NodeWrapper{mkNode().Label("zone", "a"), mkNode()},
+			nodes: []*plugintest.NodeWrapper{mkNode().Label("zone", "a"), mkNode()},
 			want:  []int64{0, 0},
 		},
 		{
 			name: "added preferred terms count too",
 			args: `{"addedAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":3,"preference":{"matchExpressions":[{"key":"disk","operator":"In","values":["ssd"]}]}}]}}`,
 			pod:  mkPod().Preferred(1, zoneA),
-			nodes: []*testutil.NodeWrapper{
+			nodes: []*plugintest.NodeWrapper{
 				mkNode().Name("n1").Label("zone", "a"),   // 1
 				mkNode().Name("n2").Label("disk", "ssd"), // 3
 			},
@@ -190,7 +190,7 @@ func TestScore(t *testing.T) {
 			name: "added preferred terms alone",
 			args: `{"addedAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":3,"preference":{"matchFields":[{"key":"metadata.name","operator":"In","values":["n2"]}]}}]}}`,
 			pod:  mkPod(),
-			nodes: []*testutil.NodeWrapper{
+			nodes: []*plugintest.NodeWrapper{
 				mkNode().Name("n1"),
 				mkNode().Name("n2"),
 			},
@@ -199,7 +199,7 @@ func TestScore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(testutil.Args(t, tt.args), &testutil.Handle{})
+			p, err := New(plugintest.Args(t, tt.args), &plugintest.Handle{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +237,7 @@ func TestScore(t *testing.T) {
 }
 
 func TestPreScoreInvalidPreferred(t *testing.T) {
-	p, _ := New(nil, &testutil.Handle{})
+	p, _ := New(nil, &plugintest.Handle{})
 	pod := mkPod().Preferred(1, mkTerm().Expr("zone", abi.OpIn)).Obj()
 	st := p.(*NodeAffinity).PreScore(&plugin.CycleState{}, pod, nil)
 	if st.Code() != abi.Error {
@@ -280,7 +280,7 @@ func TestArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(testutil.Args(t, tt.args), &testutil.Handle{})
+			_, err := New(plugintest.Args(t, tt.args), &plugintest.Handle{})
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("unexpected error %v", err)
@@ -292,7 +292,7 @@ func TestArgs(t *testing.T) {
 }
 
 func TestEmptyAddedRequiredRejectsAll(t *testing.T) {
-	p, err := New(testutil.Args(t, `{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{}}}`), &testutil.Handle{})
+	p, err := New(plugintest.Args(t, `{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{}}}`), &plugintest.Handle{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestEmptyAddedRequiredRejectsAll(t *testing.T) {
 }
 
 func TestNoAllocsPerNode(t *testing.T) {
-	p, _ := New(testutil.Args(t, `{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"Exists"}]}]}}}`), &testutil.Handle{})
+	p, _ := New(plugintest.Args(t, `{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"Exists"}]}]}}}`), &plugintest.Handle{})
 	pl := p.(*NodeAffinity)
 	pod := mkPod().NodeSelector("foo", "bar").
 		RequiredTerm(mkTerm().Expr("zone", abi.OpIn, "a", "b").Expr("cores", abi.OpGt, "4")).
@@ -340,7 +340,7 @@ func TestNoAllocsPerNode(t *testing.T) {
 }
 
 func BenchmarkFilter(b *testing.B) {
-	p, _ := New(nil, &testutil.Handle{})
+	p, _ := New(nil, &plugintest.Handle{})
 	pl := p.(*NodeAffinity)
 	pod := mkPod().NodeSelector("kubernetes.io/os", "linux").
 		RequiredTerm(mkTerm().Expr("topology.kubernetes.io/zone", abi.OpIn, "a", "b", "c")).Obj()

@@ -5,7 +5,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 func TestFilter(t *testing.T) {
@@ -15,13 +15,13 @@ func TestFilter(t *testing.T) {
 		node     *plugin.NodeInfo
 		wantCode abi.Code
 	}{
-		{"no node name", testutil.MakePod().Obj(), testutil.MakeNode().Name("foo").Obj(), abi.Success},
-		{"same node name", testutil.MakePod().NodeName("foo").Obj(), testutil.MakeNode().Name("foo").Obj(), abi.Success},
-		{"different node name", testutil.MakePod().NodeName("bar").Obj(), testutil.MakeNode().Name("foo").Obj(), abi.UnschedulableAndUnresolvable},
+		{"no node name", plugintest.MakePod().Obj(), plugintest.MakeNode().Name("foo").Obj(), abi.Success},
+		{"same node name", plugintest.MakePod().NodeName("foo").Obj(), plugintest.MakeNode().Name("foo").Obj(), abi.Success},
+		{"different node name", plugintest.MakePod().NodeName("bar").Obj(), plugintest.MakeNode().Name("foo").Obj(), abi.UnschedulableAndUnresolvable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(nil, &testutil.Handle{})
+			p, err := New(nil, &plugintest.Handle{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 func TestParseFitArgs(t *testing.T) {
@@ -70,12 +70,12 @@ func TestParseFitArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := ParseFitArgs(testutil.Args(t, tt.args))
+			a, err := ParseFitArgs(plugintest.Args(t, tt.args))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
 				}
-				if _, err := NewFit(testutil.Args(t, tt.args), &testutil.Handle{}); err == nil {
+				if _, err := NewFit(plugintest.Args(t, tt.args), &plugintest.Handle{}); err == nil {
 					t.Error("NewFit accepted invalid args")
 				}
 				return
@@ -108,7 +108,7 @@ func TestParseBalancedAllocationArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := ParseBalancedAllocationArgs(testutil.Args(t, tt.args))
+			a, err := ParseBalancedAllocationArgs(plugintest.Args(t, tt.args))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)

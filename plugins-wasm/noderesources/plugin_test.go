@@ -6,13 +6,13 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 var (
-	res    = testutil.Res
-	mkPod  = testutil.MakePod
-	mkNode = testutil.MakeNode
+	res    = plugintest.Res
+	mkPod  = plugintest.MakePod
+	mkNode = plugintest.MakeNode
 )
 
 const (
@@ -22,7 +22,7 @@ const (
 
 // node10x20 has 10 millicores, 20 bytes, 5 example.com/gpu and 20 bytes of
 // ephemeral storage allocatable, with used already requested (as a pod).
-func node10x20(used abi.Resources) *testutil.NodeWrapper {
+func node10x20(used abi.Resources) *plugintest.NodeWrapper {
 	n := mkNode().Capacity(res(10, 20, gpu, 5, abi.ResourceEphemeralStorage, 20)).AllowedPods(32)
 	if used.MilliCPU != 0 || used.Memory != 0 || used.EphemeralStorage != 0 || len(used.Scalars) != 0 {
 		n.AddPod(mkPod().Name("existing").Req(used).Obj())
@@ -34,8 +34,8 @@ func TestFitFilter(t *testing.T) {
 	tests := []struct {
 		name        string
 		args        string
-		pod         *testutil.PodWrapper
-		node        *testutil.NodeWrapper
+		pod         *plugintest.PodWrapper
+		node        *plugintest.NodeWrapper
 		wantCode    abi.Code
 		wantReasons []string
 	}{
@@ -119,7 +119,7 @@ func TestFitFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewFit(testutil.Args(t, tt.args), &testutil.Handle{})
+			p, err := NewFit(plugintest.Args(t, tt.args), &plugintest.Handle{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestFitFilter(t *testing.T) {
 }
 
 func TestFitFilterAllocs(t *testing.T) {
-	p, _ := NewFit(nil, &testutil.Handle{})
+	p, _ := NewFit(nil, &plugintest.Handle{})
 	f := p.(*Fit)
 	pod := mkPod().Req(res(1, 1, gpu, 2)).Obj()
 	state := &plugin.CycleState{}
@@ -182,7 +182,7 @@ func TestFitFilterAllocs(t *testing.T) {
 }
 
 // scoreAll runs PreScore, Score and (if any) NormalizeScore over nodes.
-func scoreAll(t *testing.T, p plugin.Plugin, pod *abi.Pod, nodes []*testutil.NodeWrapper) ([]int64, *plugin.Status) {
+func scoreAll(t *testing.T, p plugin.Plugin, pod *abi.Pod, nodes []*plugintest.NodeWrapper) ([]int64, *plugin.Status) {
 	t.Helper()
 	var infos []*plugin.NodeInfo
 	for _, n := range nodes {
@@ -207,56 +207,56 @@ func TestFitScore(t *testing.T) {
 	const mi = 1024 * 1024
 	// The pod of upstream's examples: 3000m CPU, 5000 bytes memory.
 	pod := mkPod().Req(res(1000, 2000)).Req(res(2000, 3000))
-	small := func() *testutil.NodeWrapper { return mkNode().Name("small").Capacity(res(4000, 10000)) }
-	large := func() *testutil.NodeWrapper { return mkNode().Name("large").Capacity(res(6000, 10000)) }
+	small := func() *plugintest.NodeWrapper { return mkNode().Name("small").Capacity(res(4000, 10000)) }
+	large := func() *plugintest.NodeWrapper { return mkNode().Name("large").Capacity(res(6000, 10000)) }
 	tests := []struct {
 		name  string
 		args  string
-		pod   *testutil.PodWrapper
-		nodes []*testutil.NodeWrapper
+		pod   *plugintest.PodWrapper
+		nodes []*plugintest.NodeWrapper
 		want  []int64
 	}{
 		{name: "LeastAllocated by default",
-			pod: pod, nodes: []*testutil.NodeWrapper{small(), large()},
+			pod: pod, nodes: []*plugintest.NodeWrapper{small(), large()},
 			// small: cpu (4000-3000)*100/4000 = 25, mem (10000-5000)*100/10000 = 50 -> 75/2 = 37
 			// large: cpu 3000*100/6000 = 50, mem 50 -> 50
 			want: []int64{37, 50}},
 		{name: "LeastAllocated with weights",
 			args: `{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":2},{"name":"memory","weight":1}]}}`,
-			pod:  pod, nodes: []*testutil.NodeWrapper{small(), large()},
+			pod:  pod, nodes: []*plugintest.NodeWrapper{small(), large()},
 			// small: (25*2 + 50)/3 = 33; large: (50*2 + 50)/3 = 50
 			want: []int64{33, 50}},
 		{name: "LeastAllocated counts existing pods' non-zero requests",
 			pod:   pod,
-			nodes: []*testutil.NodeWrapper{large().AddPod(mkPod().Name("bare").Container("x").Obj())},
+			nodes: []*plugintest.NodeWrapper{large().AddPod(mkPod().Name("bare").Container("x").Obj())},
 			// cpu: 100 (default) + 3000 of 6000 -> 2900*100/6000 = 48;
 			// mem: 200Mi default + 5000 > 10000 -> 0. (48+0)/2 = 24
 			want: []int64{24}},
 		{name: "LeastAllocated, pod without requests uses the defaults",
 			pod:   mkPod().Container("x"),
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(1000, 2000*mi))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(1000, 2000*mi))},
 			// cpu (1000-100)*100/1000 = 90, mem (2000-200)*100/2000 = 90
 			want: []int64{90}},
 		{name: "LeastAllocated, over capacity scores 0",
 			pod:   mkPod().Req(res(5000, 5000)),
-			nodes: []*testutil.NodeWrapper{small()},
+			nodes: []*plugintest.NodeWrapper{small()},
 			// cpu 5000 > 4000 -> 0, mem 50 -> 25
 			want: []int64{25}},
 		{name: "MostAllocated",
 			args: `{"scoringStrategy":{"type":"MostAllocated"}}`,
-			pod:  pod, nodes: []*testutil.NodeWrapper{small(), large()},
+			pod:  pod, nodes: []*plugintest.NodeWrapper{small(), large()},
 			// small: cpu 3000*100/4000 = 75, mem 50 -> 62; large: 50, 50 -> 50
 			want: []int64{62, 50}},
 		{name: "MostAllocated caps requests at capacity",
 			args:  `{"scoringStrategy":{"type":"MostAllocated"}}`,
 			pod:   mkPod().Req(res(5000, 5000)),
-			nodes: []*testutil.NodeWrapper{small()},
+			nodes: []*plugintest.NodeWrapper{small()},
 			// cpu capped -> 100, mem 50 -> 75
 			want: []int64{75}},
 		{name: "MostAllocated with an extended resource",
 			args: `{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":1},{"name":"memory","weight":1},{"name":"example.com/gpu","weight":3}]}}`,
 			pod:  mkPod().Req(res(1000, 2000, gpu, 1)),
-			nodes: []*testutil.NodeWrapper{
+			nodes: []*plugintest.NodeWrapper{
 				mkNode().Capacity(res(4000, 10000, gpu, 4)).AddPod(mkPod().Name("g").Req(res(0, 0, gpu, 1)).Obj()),
 			},
 			// cpu (100 default of the gpu pod + 1000)*100/4000 = 27; mem (200Mi+2000 > 10000) capped -> 100;
@@ -265,46 +265,46 @@ func TestFitScore(t *testing.T) {
 		{name: "extended resource the pod does not request is skipped",
 			args:  `{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":1},{"name":"memory","weight":1},{"name":"example.com/gpu","weight":3}]}}`,
 			pod:   mkPod().Req(res(1000, 2000)),
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
 			// cpu 25, mem 20 -> 45/2 = 22
 			want: []int64{22}},
 		{name: "resource with no allocatable is skipped",
 			args:  `{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":1},{"name":"ephemeral-storage","weight":5}]}}`,
 			pod:   mkPod().Req(res(1000, 0, abi.ResourceEphemeralStorage, 10)),
-			nodes: []*testutil.NodeWrapper{small()},
+			nodes: []*plugintest.NodeWrapper{small()},
 			// only cpu: (4000-1000)*100/4000 = 75
 			want: []int64{75}},
 		{name: "RequestedToCapacityRatio bin packing rounds half up",
 			args: `{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0},{"utilization":100,"score":10}]}}}`,
-			pod:  pod, nodes: []*testutil.NodeWrapper{small(), large()},
+			pod:  pod, nodes: []*plugintest.NodeWrapper{small(), large()},
 			// small: cpu 75, mem 50 -> round(62.5) = 63; large: 50, 50 -> 50
 			want: []int64{63, 50}},
 		{name: "RequestedToCapacityRatio spreading",
 			args: `{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":10},{"utilization":100,"score":0}]}}}`,
-			pod:  pod, nodes: []*testutil.NodeWrapper{small(), large()},
+			pod:  pod, nodes: []*plugintest.NodeWrapper{small(), large()},
 			// small: cpu 25, mem 50 -> round(37.5) = 38; large: 50
 			want: []int64{38, 50}},
 		{name: "RequestedToCapacityRatio three-point shape",
 			args: `{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0},{"utilization":50,"score":10},{"utilization":100,"score":0}]}}}`,
-			pod:  pod, nodes: []*testutil.NodeWrapper{small()},
+			pod:  pod, nodes: []*plugintest.NodeWrapper{small()},
 			// cpu util 75 -> 100 + (0-100)*(75-50)/50 = 50; mem util 50 -> 100 -> 75
 			want: []int64{75}},
 		{name: "RequestedToCapacityRatio ignores zero scores in the average",
 			args:  `{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0},{"utilization":100,"score":10}]}}}`,
 			pod:   mkPod().Req(res(2000, 0)),
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(4000, 100*1024*mi))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 100*1024*mi))},
 			// cpu 50; mem 200Mi of 100Gi -> utilization 0 -> score 0, left out: 50/1
 			want: []int64{50}},
 		{name: "RequestedToCapacityRatio over capacity scores the 100% point",
 			args:  `{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0},{"utilization":80,"score":4}]}}}`,
 			pod:   mkPod().Req(res(5000, 5000)),
-			nodes: []*testutil.NodeWrapper{small()},
+			nodes: []*plugintest.NodeWrapper{small()},
 			// cpu over -> f(100) = 40 (flat after the last point); mem 50 -> 0 + 40*50/80 = 25 -> round(32.5) = 33
 			want: []int64{33}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewFit(testutil.Args(t, tt.args), &testutil.Handle{})
+			p, err := NewFit(plugintest.Args(t, tt.args), &plugintest.Handle{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,16 +324,16 @@ func TestBalancedAllocation(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     string
-		pod      *testutil.PodWrapper
-		nodes    []*testutil.NodeWrapper
+		pod      *plugintest.PodWrapper
+		nodes    []*plugintest.NodeWrapper
 		want     []int64
 		wantSkip bool
 	}{
 		{name: "best-effort pod skips",
-			pod: mkPod().Container("x"), nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(4000, 10000))}, wantSkip: true},
+			pod: mkPod().Container("x"), nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000))}, wantSkip: true},
 		{name: "two resources",
 			pod: pod,
-			nodes: []*testutil.NodeWrapper{
+			nodes: []*plugintest.NodeWrapper{
 				mkNode().Name("small").Capacity(res(4000, 10000)),
 				mkNode().Name("large").Capacity(res(6000, 10000)),
 			},
@@ -341,7 +341,7 @@ func TestBalancedAllocation(t *testing.T) {
 			want: []int64{87, 100}},
 		{name: "existing pods count by actual requests",
 			pod: pod,
-			nodes: []*testutil.NodeWrapper{
+			nodes: []*plugintest.NodeWrapper{
 				mkNode().Capacity(res(6000, 10000)).AddPod(mkPod().Name("bare").Container("x").Obj()).
 					AddPod(mkPod().Name("p").Req(res(1000, 0)).Obj()),
 			},
@@ -349,29 +349,29 @@ func TestBalancedAllocation(t *testing.T) {
 			want: []int64{91}},
 		{name: "fractions capped at 1",
 			pod:   pod,
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(1000, 10000))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(1000, 10000))},
 			// 1, 0.5 -> 75
 			want: []int64{75}},
 		{name: "three resources use the standard deviation",
 			args:  `{"resources":[{"name":"cpu"},{"name":"memory"},{"name":"example.com/gpu","weight":1}]}`,
 			pod:   mkPod().Req(res(3000, 5000, gpu, 1)),
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
 			// 0.75, 0.5, 0.25: mean 0.5, std sqrt(0.125/3) = 0.2041 -> 79.58 -> 79
 			want: []int64{79}},
 		{name: "unrequested extended resource and missing allocatable are skipped",
 			args:  `{"resources":[{"name":"cpu"},{"name":"memory"},{"name":"example.com/gpu"},{"name":"ephemeral-storage"}]}`,
 			pod:   pod,
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
 			want:  []int64{87}},
 		{name: "a single resource has no deviation",
 			args:  `{"resources":[{"name":"cpu"}]}`,
 			pod:   pod,
-			nodes: []*testutil.NodeWrapper{mkNode().Capacity(res(4000, 10000))},
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000))},
 			want:  []int64{100}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewBalancedAllocation(testutil.Args(t, tt.args), &testutil.Handle{})
+			p, err := NewBalancedAllocation(plugintest.Args(t, tt.args), &plugintest.Handle{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -395,8 +395,8 @@ func TestBalancedAllocation(t *testing.T) {
 func TestScoreAllocs(t *testing.T) {
 	pod := mkPod().Req(res(1000, 2000, gpu, 1)).Obj()
 	node := mkNode().Capacity(res(4000, 10000, gpu, 4)).Obj()
-	fit, _ := NewFit(testutil.Args(t, `{"scoringStrategy":{"type":"RequestedToCapacityRatio","resources":[{"name":"cpu"},{"name":"example.com/gpu"}],"requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0},{"utilization":100,"score":10}]}}}`), &testutil.Handle{})
-	bal, _ := NewBalancedAllocation(testutil.Args(t, `{"resources":[{"name":"cpu"},{"name":"memory"},{"name":"example.com/gpu"}]}`), &testutil.Handle{})
+	fit, _ := NewFit(plugintest.Args(t, `{"scoringStrategy":{"type":"RequestedToCapacityRatio","resources":[{"name":"cpu"},{"name":"example.com/gpu"}],"requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0},{"utilization":100,"score":10}]}}}`), &plugintest.Handle{})
+	bal, _ := NewBalancedAllocation(plugintest.Args(t, `{"resources":[{"name":"cpu"},{"name":"memory"},{"name":"example.com/gpu"}]}`), &plugintest.Handle{})
 	for _, p := range []plugin.Plugin{fit, bal} {
 		state := &plugin.CycleState{}
 		p.(plugin.PreScorePlugin).PreScore(state, pod, nil)
@@ -423,7 +423,7 @@ func TestScaledUtilizationOverflow(t *testing.T) {
 }
 
 func BenchmarkFitFilter(b *testing.B) {
-	p, _ := NewFit(nil, &testutil.Handle{})
+	p, _ := NewFit(nil, &plugintest.Handle{})
 	f := p.(*Fit)
 	pod := mkPod().Req(res(100, 1000, gpu, 1)).Obj()
 	node := node10x20(res(1, 1)).Capacity(res(4000, 1<<34, gpu, 4, "hugepages-2Mi", 1<<30)).Obj()
@@ -436,12 +436,12 @@ func BenchmarkFitFilter(b *testing.B) {
 }
 
 func BenchmarkFitScore(b *testing.B) {
-	p, _ := NewFit(nil, &testutil.Handle{})
+	p, _ := NewFit(nil, &plugintest.Handle{})
 	benchScore(b, p)
 }
 
 func BenchmarkBalancedAllocationScore(b *testing.B) {
-	p, _ := NewBalancedAllocation(nil, &testutil.Handle{})
+	p, _ := NewBalancedAllocation(nil, &plugintest.Handle{})
 	benchScore(b, p)
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 func TestFilter(t *testing.T) {
@@ -15,27 +15,27 @@ func TestFilter(t *testing.T) {
 		node     *plugin.NodeInfo
 		wantCode abi.Code
 	}{
-		{"schedulable node", testutil.MakePod().Obj(), testutil.MakeNode().Obj(), abi.Success},
-		{"cordoned node", testutil.MakePod().Obj(), testutil.MakeNode().Unschedulable().Obj(), abi.UnschedulableAndUnresolvable},
+		{"schedulable node", plugintest.MakePod().Obj(), plugintest.MakeNode().Obj(), abi.Success},
+		{"cordoned node", plugintest.MakePod().Obj(), plugintest.MakeNode().Unschedulable().Obj(), abi.UnschedulableAndUnresolvable},
 		{"cordoned node, pod tolerates with Exists",
-			testutil.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationExists, "", abi.EffectNoSchedule).Obj(),
-			testutil.MakeNode().Unschedulable().Obj(), abi.Success},
+			plugintest.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationExists, "", abi.EffectNoSchedule).Obj(),
+			plugintest.MakeNode().Unschedulable().Obj(), abi.Success},
 		{"cordoned node, pod tolerates with empty effect",
-			testutil.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationExists, "", abi.EffectAll).Obj(),
-			testutil.MakeNode().Unschedulable().Obj(), abi.Success},
+			plugintest.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationExists, "", abi.EffectAll).Obj(),
+			plugintest.MakeNode().Unschedulable().Obj(), abi.Success},
 		{"cordoned node, empty key Exists tolerates everything",
-			testutil.MakePod().Toleration("", abi.TolerationExists, "", abi.EffectAll).Obj(),
-			testutil.MakeNode().Unschedulable().Obj(), abi.Success},
+			plugintest.MakePod().Toleration("", abi.TolerationExists, "", abi.EffectAll).Obj(),
+			plugintest.MakeNode().Unschedulable().Obj(), abi.Success},
 		{"cordoned node, toleration with wrong effect",
-			testutil.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationExists, "", abi.EffectNoExecute).Obj(),
-			testutil.MakeNode().Unschedulable().Obj(), abi.UnschedulableAndUnresolvable},
+			plugintest.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationExists, "", abi.EffectNoExecute).Obj(),
+			plugintest.MakeNode().Unschedulable().Obj(), abi.UnschedulableAndUnresolvable},
 		{"cordoned node, Equal with a value does not match the empty taint value",
-			testutil.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationEqual, "x", abi.EffectNoSchedule).Obj(),
-			testutil.MakeNode().Unschedulable().Obj(), abi.UnschedulableAndUnresolvable},
+			plugintest.MakePod().Toleration(TaintNodeUnschedulable, abi.TolerationEqual, "x", abi.EffectNoSchedule).Obj(),
+			plugintest.MakeNode().Unschedulable().Obj(), abi.UnschedulableAndUnresolvable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _ := New(nil, &testutil.Handle{})
+			p, _ := New(nil, &plugintest.Handle{})
 			st := p.(plugin.FilterPlugin).Filter(&plugin.CycleState{}, tt.pod, tt.node)
 			if st.Code() != tt.wantCode {
 				t.Fatalf("code = %v, want %v", st.Code(), tt.wantCode)

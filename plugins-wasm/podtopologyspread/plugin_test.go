@@ -7,7 +7,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 // lbls builds sorted labels from key, value pairs.
@@ -22,13 +22,13 @@ func lbls(kv ...string) abi.Labels {
 
 // pod is a pod in "default" on node (may be "") with labels.
 func pod(name, node string, kv ...string) *abi.Pod {
-	p := testutil.MakePod().Name(name).NodeName(node).Obj()
+	p := plugintest.MakePod().Name(name).NodeName(node).Obj()
 	p.Labels = lbls(kv...)
 	return p
 }
 
-func node(name, zone string) *testutil.NodeWrapper {
-	n := testutil.MakeNode().Name(name).Label(LabelHostname, name)
+func node(name, zone string) *plugintest.NodeWrapper {
+	n := plugintest.MakeNode().Name(name).Label(LabelHostname, name)
 	if zone != "" {
 		n.Label(LabelZone, zone)
 	}
@@ -37,7 +37,7 @@ func node(name, zone string) *testutil.NodeWrapper {
 
 // cluster places pods on the nodes named by their NodeName, keeping
 // PodGroups as the host does.
-func cluster(nodes []*testutil.NodeWrapper, pods ...*abi.Pod) []*plugin.NodeInfo {
+func cluster(nodes []*plugintest.NodeWrapper, pods ...*abi.Pod) []*plugin.NodeInfo {
 	out := make([]*plugin.NodeInfo, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.Obj()
@@ -64,13 +64,13 @@ func withTSC(p *abi.Pod, cs ...abi.TopologySpreadConstraint) *abi.Pod {
 }
 
 // fourNodes: zone1 = {n-a, n-b}, zone2 = {n-x, n-y}.
-func fourNodes() []*testutil.NodeWrapper {
-	return []*testutil.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone1"), node("n-x", "zone2"), node("n-y", "zone2")}
+func fourNodes() []*plugintest.NodeWrapper {
+	return []*plugintest.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone1"), node("n-x", "zone2"), node("n-y", "zone2")}
 }
 
 func newPlugin(t *testing.T, args string, nodes []*plugin.NodeInfo) *PodTopologySpread {
 	t.Helper()
-	p, err := New(testutil.Args(t, args), &testutil.Handle{NodeList: nodes, NodeCount: len(nodes)})
+	p, err := New(plugintest.Args(t, args), &plugintest.Handle{NodeList: nodes, NodeCount: len(nodes)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestFilter(t *testing.T) {
 	tests := []struct {
 		name  string
 		args  string
-		nodes []*testutil.NodeWrapper
+		nodes []*plugintest.NodeWrapper
 		pods  []*abi.Pod
 		pod   *abi.Pod
 		want  map[string]abi.Code // nil: PreFilter skips
@@ -148,7 +148,7 @@ func TestFilter(t *testing.T) {
 			pod:  withTSC(pod("in", "", "foo", "bar"), tsc(LabelHostname, 1, abi.DoNotSchedule, nil)),
 			want: map[string]abi.Code{"n-a": ok, "n-b": ok, "n-x": ok, "n-y": ok}},
 		{name: "node missing the topology key: unresolvable",
-			nodes: []*testutil.NodeWrapper{node("n-a", "zone1"), node("n-nozone", "")},
+			nodes: []*plugintest.NodeWrapper{node("n-a", "zone1"), node("n-nozone", "")},
 			pod:   withTSC(pod("in", "", "foo", "bar"), tsc(LabelZone, 1, abi.DoNotSchedule, fooSel())),
 			want:  map[string]abi.Code{"n-a": ok, "n-nozone": unres}},
 		{name: "two constraints: both must hold", nodes: fourNodes(), pods: zone1Heavy,
@@ -181,7 +181,7 @@ func equalCodes(a, b map[string]abi.Code) bool {
 }
 
 func TestFilterMessages(t *testing.T) {
-	nodes := cluster([]*testutil.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone2"), node("n-c", "")},
+	nodes := cluster([]*plugintest.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone2"), node("n-c", "")},
 		pod("p1", "n-a", "foo", "bar"), pod("p2", "n-a", "foo", "bar"))
 	pl := newPlugin(t, "", nodes)
 	state := &plugin.CycleState{}
@@ -199,7 +199,7 @@ func TestFilterMessages(t *testing.T) {
 }
 
 func TestFilterMatchLabelKeys(t *testing.T) {
-	nodes := cluster([]*testutil.NodeWrapper{node("n-a", "zone1"), node("n-x", "zone2")},
+	nodes := cluster([]*plugintest.NodeWrapper{node("n-a", "zone1"), node("n-x", "zone2")},
 		pod("p1", "n-a", "app", "web", "rev", "1"), pod("p2", "n-a", "app", "web", "rev", "1"),
 		pod("p3", "n-x", "app", "web", "rev", "2"))
 	sel := &abi.LabelSelector{MatchLabels: lbls("app", "web")}
@@ -254,7 +254,7 @@ func TestFilterMinDomains(t *testing.T) {
 func TestFilterInclusionPolicies(t *testing.T) {
 	// zone1: n-a (pool=a, 1 pod), n-b (no pool, tainted, 2 pods); zone2: n-x (pool=a, 1 pod).
 	mk := func() []*plugin.NodeInfo {
-		return cluster([]*testutil.NodeWrapper{
+		return cluster([]*plugintest.NodeWrapper{
 			node("n-a", "zone1").Label("pool", "a"),
 			node("n-b", "zone1").Taint("dedicated", "x", abi.EffectNoSchedule),
 			node("n-x", "zone2").Label("pool", "a"),
@@ -280,12 +280,12 @@ func TestFilterInclusionPolicies(t *testing.T) {
 		nodes := mk()
 		c := tsc(LabelZone, 1, abi.DoNotSchedule, fooSel())
 		c.NodeAffinityPolicy, c.NodeTaintsPolicy = tc.affinity, tc.taints
-		w := testutil.MakePod().Name("in")
+		w := plugintest.MakePod().Name("in")
 		if tc.nodeSel {
 			w.NodeSelector("pool", "a")
 		}
 		if tc.reqAff {
-			w.RequiredTerm(testutil.Term().Expr("pool", abi.OpIn, "a"))
+			w.RequiredTerm(plugintest.Term().Expr("pool", abi.OpIn, "a"))
 		}
 		if tc.tolerate {
 			w.Toleration("dedicated", abi.TolerationEqual, "x", abi.EffectNoSchedule)
@@ -427,8 +427,8 @@ func equalScores(a, b map[string]int64) bool {
 }
 
 func TestScore(t *testing.T) {
-	threeZones := func() []*testutil.NodeWrapper {
-		return []*testutil.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone2"), node("n-c", "zone3"), node("n-d", "")}
+	threeZones := func() []*plugintest.NodeWrapper {
+		return []*plugintest.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone2"), node("n-c", "zone3"), node("n-d", "")}
 	}
 	pods := []*abi.Pod{ // zone1 3, zone2 1, zone3 0
 		pod("p1", "n-a", "foo", "bar"), pod("p2", "n-a", "foo", "bar"), pod("p3", "n-a", "foo", "bar"),
@@ -478,7 +478,7 @@ func TestScore(t *testing.T) {
 
 func TestScoreCountsAllNodesButOnlyFeasibleDomains(t *testing.T) {
 	// n-b (zone2) is infeasible: zone2's pods are still counted for n-b2.
-	nodes := cluster([]*testutil.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone2"), node("n-b2", "zone2")},
+	nodes := cluster([]*plugintest.NodeWrapper{node("n-a", "zone1"), node("n-b", "zone2"), node("n-b2", "zone2")},
 		pod("p1", "n-a", "foo", "bar"), pod("p2", "n-b", "foo", "bar"), pod("p3", "n-b", "foo", "bar"))
 	pl := newPlugin(t, "", nodes)
 	p := withTSC(pod("in", "", "foo", "bar"), tsc(LabelZone, 1, abi.ScheduleAnyway, fooSel()))
@@ -511,7 +511,7 @@ func TestArgs(t *testing.T) {
 		{args: `{"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}, {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}`,
 			wantErr: "defaultConstraints[1]: Duplicate value"},
 	} {
-		_, err := New(testutil.Args(t, tc.args), &testutil.Handle{})
+		_, err := New(plugintest.Args(t, tc.args), &plugintest.Handle{})
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s: unexpected error %v", tc.args, err)

@@ -6,50 +6,50 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
-	"github.com/wasmsched/wasmsched/plugins-wasm/internal/testutil"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugintest"
 )
 
 func TestFilter(t *testing.T) {
 	tests := []struct {
 		name     string
-		pod      *testutil.PodWrapper
-		node     *testutil.NodeWrapper
+		pod      *plugintest.PodWrapper
+		node     *plugintest.NodeWrapper
 		wantCode abi.Code
 		// wantTaint is the "KEY: VALUE" the rejection names.
 		wantTaint string
 	}{
-		{"no taints", testutil.MakePod(), testutil.MakeNode(), abi.Success, ""},
-		{"NoSchedule taint, no toleration", testutil.MakePod(),
-			testutil.MakeNode().Taint("dedicated", "user1", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "dedicated: user1"},
-		{"NoExecute taint, no toleration", testutil.MakePod(),
-			testutil.MakeNode().Taint("dedicated", "user1", abi.EffectNoExecute), abi.UnschedulableAndUnresolvable, "dedicated: user1"},
-		{"PreferNoSchedule taint does not filter", testutil.MakePod(),
-			testutil.MakeNode().Taint("dedicated", "user1", abi.EffectPreferNoSchedule), abi.Success, ""},
+		{"no taints", plugintest.MakePod(), plugintest.MakeNode(), abi.Success, ""},
+		{"NoSchedule taint, no toleration", plugintest.MakePod(),
+			plugintest.MakeNode().Taint("dedicated", "user1", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "dedicated: user1"},
+		{"NoExecute taint, no toleration", plugintest.MakePod(),
+			plugintest.MakeNode().Taint("dedicated", "user1", abi.EffectNoExecute), abi.UnschedulableAndUnresolvable, "dedicated: user1"},
+		{"PreferNoSchedule taint does not filter", plugintest.MakePod(),
+			plugintest.MakeNode().Taint("dedicated", "user1", abi.EffectPreferNoSchedule), abi.Success, ""},
 		{"Equal toleration with matching value",
-			testutil.MakePod().Toleration("dedicated", abi.TolerationEqual, "user1", abi.EffectNoSchedule),
-			testutil.MakeNode().Taint("dedicated", "user1", abi.EffectNoSchedule), abi.Success, ""},
+			plugintest.MakePod().Toleration("dedicated", abi.TolerationEqual, "user1", abi.EffectNoSchedule),
+			plugintest.MakeNode().Taint("dedicated", "user1", abi.EffectNoSchedule), abi.Success, ""},
 		{"Equal toleration with other value",
-			testutil.MakePod().Toleration("dedicated", abi.TolerationEqual, "user2", abi.EffectNoSchedule),
-			testutil.MakeNode().Taint("dedicated", "user1", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "dedicated: user1"},
+			plugintest.MakePod().Toleration("dedicated", abi.TolerationEqual, "user2", abi.EffectNoSchedule),
+			plugintest.MakeNode().Taint("dedicated", "user1", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "dedicated: user1"},
 		{"Exists toleration ignores the value",
-			testutil.MakePod().Toleration("foo", abi.TolerationExists, "", abi.EffectNoSchedule),
-			testutil.MakeNode().Taint("foo", "bar", abi.EffectNoSchedule), abi.Success, ""},
+			plugintest.MakePod().Toleration("foo", abi.TolerationExists, "", abi.EffectNoSchedule),
+			plugintest.MakeNode().Taint("foo", "bar", abi.EffectNoSchedule), abi.Success, ""},
 		{"empty key with Exists tolerates every taint",
-			testutil.MakePod().Toleration("", abi.TolerationExists, "", abi.EffectAll),
-			testutil.MakeNode().Taint("a", "1", abi.EffectNoSchedule).Taint("b", "2", abi.EffectNoExecute), abi.Success, ""},
+			plugintest.MakePod().Toleration("", abi.TolerationExists, "", abi.EffectAll),
+			plugintest.MakeNode().Taint("a", "1", abi.EffectNoSchedule).Taint("b", "2", abi.EffectNoExecute), abi.Success, ""},
 		{"empty effect tolerates every effect",
-			testutil.MakePod().Toleration("foo", abi.TolerationEqual, "bar", abi.EffectAll),
-			testutil.MakeNode().Taint("foo", "bar", abi.EffectNoExecute), abi.Success, ""},
+			plugintest.MakePod().Toleration("foo", abi.TolerationEqual, "bar", abi.EffectAll),
+			plugintest.MakeNode().Taint("foo", "bar", abi.EffectNoExecute), abi.Success, ""},
 		{"toleration effect must match",
-			testutil.MakePod().Toleration("foo", abi.TolerationEqual, "bar", abi.EffectNoExecute),
-			testutil.MakeNode().Taint("foo", "bar", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "foo: bar"},
+			plugintest.MakePod().Toleration("foo", abi.TolerationEqual, "bar", abi.EffectNoExecute),
+			plugintest.MakeNode().Taint("foo", "bar", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "foo: bar"},
 		{"second taint untolerated",
-			testutil.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectAll),
-			testutil.MakeNode().Taint("a", "1", abi.EffectNoSchedule).Taint("b", "2", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "b: 2"},
+			plugintest.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectAll),
+			plugintest.MakeNode().Taint("a", "1", abi.EffectNoSchedule).Taint("b", "2", abi.EffectNoSchedule), abi.UnschedulableAndUnresolvable, "b: 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _ := New(nil, &testutil.Handle{})
+			p, _ := New(nil, &plugintest.Handle{})
 			st := p.(plugin.FilterPlugin).Filter(&plugin.CycleState{}, tt.pod.Obj(), tt.node.Obj())
 			if st.Code() != tt.wantCode {
 				t.Fatalf("code = %v, want %v", st.Code(), tt.wantCode)
@@ -65,13 +65,13 @@ func TestFilter(t *testing.T) {
 // one status (so the SDK reports them at the cost of one), and different
 // taints get their own.
 func TestFilterSharesStatusPerTaint(t *testing.T) {
-	p, _ := New(nil, &testutil.Handle{})
+	p, _ := New(nil, &plugintest.Handle{})
 	pl := p.(*TaintToleration)
-	pod := testutil.MakePod().Obj()
+	pod := plugintest.MakePod().Obj()
 	state := &plugin.CycleState{}
-	gpu1 := pl.Filter(state, pod, testutil.MakeNode().Name("n1").Taint("dedicated", "gpu", abi.EffectNoSchedule).Obj())
-	gpu2 := pl.Filter(state, pod, testutil.MakeNode().Name("n2").Taint("dedicated", "gpu", abi.EffectNoExecute).Obj())
-	tpu := pl.Filter(state, pod, testutil.MakeNode().Name("n3").Taint("dedicated", "tpu", abi.EffectNoSchedule).Obj())
+	gpu1 := pl.Filter(state, pod, plugintest.MakeNode().Name("n1").Taint("dedicated", "gpu", abi.EffectNoSchedule).Obj())
+	gpu2 := pl.Filter(state, pod, plugintest.MakeNode().Name("n2").Taint("dedicated", "gpu", abi.EffectNoExecute).Obj())
+	tpu := pl.Filter(state, pod, plugintest.MakeNode().Name("n3").Taint("dedicated", "tpu", abi.EffectNoSchedule).Obj())
 	if gpu1 != gpu2 {
 		t.Error("nodes rejected by the same taint do not share a status")
 	}
@@ -87,7 +87,7 @@ func TestFilterSharesStatusPerTaint(t *testing.T) {
 	// Past the cache bound the cache restarts; messages stay right.
 	for i := 0; i <= maxCachedStatuses; i++ {
 		v := string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
-		st := pl.Filter(state, pod, testutil.MakeNode().Taint("k", v, abi.EffectNoSchedule).Obj())
+		st := pl.Filter(state, pod, plugintest.MakeNode().Taint("k", v, abi.EffectNoSchedule).Obj())
 		if want := "node(s) had untolerated taint {k: " + v + "}"; st.Message() != want {
 			t.Fatalf("message = %q, want %q", st.Message(), want)
 		}
@@ -98,7 +98,7 @@ func TestFilterSharesStatusPerTaint(t *testing.T) {
 	// A colliding entry is never mistaken for another taint's status.
 	other := &abi.Taint{Key: "dedicated", Value: "gpu"}
 	pl.statuses[taintHash(other)] = tpu
-	if st := pl.Filter(state, pod, testutil.MakeNode().Taint("dedicated", "gpu", abi.EffectNoSchedule).Obj()); st.Message() != "node(s) had untolerated taint {dedicated: gpu}" {
+	if st := pl.Filter(state, pod, plugintest.MakeNode().Taint("dedicated", "gpu", abi.EffectNoSchedule).Obj()); st.Message() != "node(s) had untolerated taint {dedicated: gpu}" {
 		t.Errorf("after a collision: message = %q", st.Message())
 	}
 }
@@ -106,57 +106,57 @@ func TestFilterSharesStatusPerTaint(t *testing.T) {
 func TestScore(t *testing.T) {
 	tests := []struct {
 		name  string
-		pod   *testutil.PodWrapper
-		nodes []*testutil.NodeWrapper
+		pod   *plugintest.PodWrapper
+		nodes []*plugintest.NodeWrapper
 		want  []int64
 	}{
 		{
 			name: "the node with fewer intolerable PreferNoSchedule taints wins",
-			pod:  testutil.MakePod().Toleration("foo", abi.TolerationEqual, "bar", abi.EffectPreferNoSchedule),
-			nodes: []*testutil.NodeWrapper{
-				testutil.MakeNode().Name("n1").Taint("foo", "bar", abi.EffectPreferNoSchedule),
-				testutil.MakeNode().Name("n2").Taint("foo", "blah", abi.EffectPreferNoSchedule),
+			pod:  plugintest.MakePod().Toleration("foo", abi.TolerationEqual, "bar", abi.EffectPreferNoSchedule),
+			nodes: []*plugintest.NodeWrapper{
+				plugintest.MakeNode().Name("n1").Taint("foo", "bar", abi.EffectPreferNoSchedule),
+				plugintest.MakeNode().Name("n2").Taint("foo", "blah", abi.EffectPreferNoSchedule),
 			},
 			// raw counts 0, 1 -> reversed: 100, 0
 			want: []int64{100, 0},
 		},
 		{
 			name: "only PreferNoSchedule taints count",
-			pod:  testutil.MakePod(),
-			nodes: []*testutil.NodeWrapper{
-				testutil.MakeNode().Name("n1"),
-				testutil.MakeNode().Name("n2").Taint("a", "1", abi.EffectPreferNoSchedule).Taint("b", "2", abi.EffectPreferNoSchedule),
-				testutil.MakeNode().Name("n3").Taint("a", "1", abi.EffectPreferNoSchedule).Taint("c", "3", abi.EffectNoSchedule),
+			pod:  plugintest.MakePod(),
+			nodes: []*plugintest.NodeWrapper{
+				plugintest.MakeNode().Name("n1"),
+				plugintest.MakeNode().Name("n2").Taint("a", "1", abi.EffectPreferNoSchedule).Taint("b", "2", abi.EffectPreferNoSchedule),
+				plugintest.MakeNode().Name("n3").Taint("a", "1", abi.EffectPreferNoSchedule).Taint("c", "3", abi.EffectNoSchedule),
 			},
 			// raw 0, 2, 1 -> 100 - 100*s/2 = 100, 0, 50
 			want: []int64{100, 0, 50},
 		},
 		{
 			name: "a NoSchedule toleration does not tolerate PreferNoSchedule taints",
-			pod:  testutil.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectNoSchedule),
-			nodes: []*testutil.NodeWrapper{
-				testutil.MakeNode().Name("n1").Taint("a", "1", abi.EffectPreferNoSchedule),
-				testutil.MakeNode().Name("n2"),
+			pod:  plugintest.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectNoSchedule),
+			nodes: []*plugintest.NodeWrapper{
+				plugintest.MakeNode().Name("n1").Taint("a", "1", abi.EffectPreferNoSchedule),
+				plugintest.MakeNode().Name("n2"),
 			},
 			want: []int64{0, 100},
 		},
 		{
 			name: "empty effect toleration tolerates PreferNoSchedule",
-			pod:  testutil.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectAll),
-			nodes: []*testutil.NodeWrapper{
-				testutil.MakeNode().Name("n1").Taint("a", "1", abi.EffectPreferNoSchedule),
-				testutil.MakeNode().Name("n2"),
+			pod:  plugintest.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectAll),
+			nodes: []*plugintest.NodeWrapper{
+				plugintest.MakeNode().Name("n1").Taint("a", "1", abi.EffectPreferNoSchedule),
+				plugintest.MakeNode().Name("n2"),
 			},
 			// all zero -> reversed to max
 			want: []int64{100, 100},
 		},
 		{
 			name: "three levels",
-			pod:  testutil.MakePod(),
-			nodes: []*testutil.NodeWrapper{
-				testutil.MakeNode().Name("n1").Taint("a", "", abi.EffectPreferNoSchedule),
-				testutil.MakeNode().Name("n2").Taint("a", "", abi.EffectPreferNoSchedule).Taint("b", "", abi.EffectPreferNoSchedule).Taint("c", "", abi.EffectPreferNoSchedule),
-				testutil.MakeNode().Name("n3"),
+			pod:  plugintest.MakePod(),
+			nodes: []*plugintest.NodeWrapper{
+				plugintest.MakeNode().Name("n1").Taint("a", "", abi.EffectPreferNoSchedule),
+				plugintest.MakeNode().Name("n2").Taint("a", "", abi.EffectPreferNoSchedule).Taint("b", "", abi.EffectPreferNoSchedule).Taint("c", "", abi.EffectPreferNoSchedule),
+				plugintest.MakeNode().Name("n3"),
 			},
 			// raw 1, 3, 0 -> 100 - 100*1/3 = 67, 0, 100
 			want: []int64{67, 0, 100},
@@ -164,7 +164,7 @@ func TestScore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _ := New(nil, &testutil.Handle{})
+			p, _ := New(nil, &plugintest.Handle{})
 			pl := p.(*TaintToleration)
 			state := &plugin.CycleState{}
 			var nodes []*plugin.NodeInfo
@@ -192,10 +192,10 @@ func TestScore(t *testing.T) {
 }
 
 func TestNoAllocsPerNode(t *testing.T) {
-	p, _ := New(nil, &testutil.Handle{})
+	p, _ := New(nil, &plugintest.Handle{})
 	pl := p.(*TaintToleration)
-	pod := testutil.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectAll).Obj()
-	node := testutil.MakeNode().Taint("a", "1", abi.EffectNoSchedule).Taint("b", "2", abi.EffectPreferNoSchedule).Taint("c", "3", abi.EffectNoExecute).Obj()
+	pod := plugintest.MakePod().Toleration("a", abi.TolerationExists, "", abi.EffectAll).Obj()
+	node := plugintest.MakeNode().Taint("a", "1", abi.EffectNoSchedule).Taint("b", "2", abi.EffectPreferNoSchedule).Taint("c", "3", abi.EffectNoExecute).Obj()
 	state := &plugin.CycleState{}
 	pl.PreScore(state, pod, nil)
 	if n := testing.AllocsPerRun(100, func() {

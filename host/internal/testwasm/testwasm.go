@@ -62,6 +62,26 @@ func TinyGoBytes(tb testing.TB, g Guest) []byte {
 	return b
 }
 
+// RustZonePreference is the committed Rust build of the example module in
+// plugins-rust/zonepreference (scripts/build-rust-plugin.sh rebuilds and
+// checks it). It has no Go package; tests load it with CommittedBytes, so
+// they need no Rust toolchain.
+const RustZonePreference = "plugins-rust/dist/zonepreference.wasm"
+
+// CommittedBytes reads a committed build by its repo-relative path.
+func CommittedBytes(tb testing.TB, path string) []byte {
+	tb.Helper()
+	root, err := Root()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		tb.Fatalf("committed build %s: %v", path, err)
+	}
+	return b
+}
+
 var goBuilds sync.Map // guest name -> *goBuild
 
 type goBuild struct {

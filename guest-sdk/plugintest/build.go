@@ -1,14 +1,7 @@
-// Package testutil builds pods, nodes, args and a Handle for the plugins'
-// table tests, in the fluent style of kube-scheduler's st.MakePod(), so
-// test cases read like the upstream ones they mirror. Test code only: no
-// plugin imports it, so it never reaches a Wasm module.
-package testutil
+package plugintest
 
 import (
-	"bytes"
-	"encoding/json"
 	"sort"
-	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
@@ -34,7 +27,7 @@ func toInt64(v any) int64 {
 	case int32:
 		return int64(n)
 	}
-	panic("testutil: resource quantity must be an integer")
+	panic("plugintest: resource quantity must be an integer")
 }
 
 // PodWrapper wraps a pod under construction.
@@ -51,6 +44,15 @@ func (p *PodWrapper) Obj() *abi.Pod { return &p.Pod }
 // Name sets the pod name (and UID).
 func (p *PodWrapper) Name(n string) *PodWrapper {
 	p.Pod.Name, p.UID = n, n+"-uid"
+	return p
+}
+
+// Namespace sets the pod's namespace.
+func (p *PodWrapper) Namespace(ns string) *PodWrapper { p.Pod.Namespace = ns; return p }
+
+// Label sets a pod label, keeping labels sorted as the host does.
+func (p *PodWrapper) Label(k, v string) *PodWrapper {
+	p.Pod.Labels = setLabel(p.Pod.Labels, k, v)
 	return p
 }
 
@@ -186,14 +188,19 @@ func (n *NodeWrapper) Name(s string) *NodeWrapper { n.Node.Name = s; return n }
 
 // Label sets a label, keeping labels sorted as the host does.
 func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
-	kv := make([]string, 0, 2*len(n.Node.Labels)+2)
-	for _, l := range n.Node.Labels {
+	n.Node.Labels = setLabel(n.Node.Labels, k, v)
+	return n
+}
+
+// setLabel returns ls with k set to v, sorted by key.
+func setLabel(ls abi.Labels, k, v string) abi.Labels {
+	kv := make([]string, 0, 2*len(ls)+2)
+	for _, l := range ls {
 		if l.Key != k {
 			kv = append(kv, l.Key, l.Value)
 		}
 	}
-	n.Node.Labels = labels(append(kv, k, v))
-	return n
+	return labels(append(kv, k, v))
 }
 
 // Taint adds a taint.
@@ -239,93 +246,6 @@ func (n *NodeWrapper) AddPod(p *abi.Pod) *NodeWrapper {
 
 // PodCount sets the number of pods without adding any.
 func (n *NodeWrapper) PodCount(c int32) *NodeWrapper { n.NodeInfo.PodCount = c; return n }
-
-// Handle is a fake plugin.Handle with a fixed cluster size and image
-// spread.
-type Handle struct {
-	NodeCount int
-	Images    map[string]int
-	// NodeList is what Nodes returns.
-	NodeList []*plugin.NodeInfo
-	// Namespaces are what NamespaceLabels returns.
-	Namespaces map[string]abi.Labels
-}
-
-// NumNodes implements plugin.Handle.
-func (h *Handle) NumNodes() int { return h.NodeCount }
-
-// Nodes implements plugin.Handle.
-func (h *Handle) Nodes() []*plugin.NodeInfo { return h.NodeList }
-
-// NodesWithAffinityPods implements plugin.Handle: the nodes of NodeList
-// with affinity pods.
-func (h *Handle) NodesWithAffinityPods() []*plugin.NodeInfo {
-	var out []*plugin.NodeInfo
-	for _, n := range h.NodeList {
-		if len(n.PodsWithAffinity) > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// NamespaceLabels implements plugin.Handle.
-func (h *Handle) NamespaceLabels(name string) (abi.Labels, bool) {
-	l, ok := h.Namespaces[name]
-	return l, ok
-}
-
-// ImageNumNodes implements plugin.Handle.
-func (h *Handle) ImageNumNodes(name string) int { return h.Images[name] }
-
-// Args parses JSON (YAML's data model) into the abi.Value the host would
-// pass, with map keys sorted like the host sorts them. An empty string
-// gives nil, i.e. default args.
-func Args(t testing.TB, js string) *abi.Value {
-	t.Helper()
-	if js == "" {
-		return nil
-	}
-	d := json.NewDecoder(bytes.NewReader([]byte(js)))
-	d.UseNumber()
-	var x any
-	if err := d.Decode(&x); err != nil {
-		t.Fatalf("testutil.Args: %v", err)
-	}
-	v := toValue(x)
-	return &v
-}
-
-func toValue(x any) abi.Value {
-	switch x := x.(type) {
-	case nil:
-		return abi.Value{}
-	case bool:
-		return abi.Value{Kind: abi.KindBool, Bool: x}
-	case string:
-		return abi.Value{Kind: abi.KindString, Str: x}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return abi.Value{Kind: abi.KindInt, Int: i}
-		}
-		f, _ := x.Float64()
-		return abi.Value{Kind: abi.KindFloat, Float: f}
-	case []any:
-		v := abi.Value{Kind: abi.KindList, List: make([]abi.Value, len(x))}
-		for i := range x {
-			v.List[i] = toValue(x[i])
-		}
-		return v
-	case map[string]any:
-		v := abi.Value{Kind: abi.KindMap}
-		for k, e := range x {
-			v.Map = append(v.Map, abi.Field{Key: k, Value: toValue(e)})
-		}
-		sort.Slice(v.Map, func(i, j int) bool { return v.Map[i].Key < v.Map[j].Key })
-		return v
-	}
-	panic("testutil: unexpected JSON value")
-}
 
 func labels(kv []string) abi.Labels {
 	var ls abi.Labels

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wasmsched/wasmsched/host/pluginbuild"
+	"github.com/wasmsched/wasmsched/host/scaffold"
+)
+
+func newPluginCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plugin",
+		Short: "Write, build and try your own policy plugins",
+	}
+	cmd.AddCommand(newPluginInitCommand(), newPluginBuildCommand())
+	return cmd
+}
+
+func newPluginInitCommand() *cobra.Command {
+	var o scaffold.Options
+	cmd := &cobra.Command{
+		Use:   "init NAME",
+		Short: "Write a ready plugin project (Filter + Score, tests, config, a cluster to try it on)",
+		Long: `init writes a plugin project into ./NAME (or --dir): a go.mod wired to a copy
+of the guest SDK this binary carries (nothing is downloaded), a plugin with a
+Filter and a Score, unit tests using guest-sdk/plugintest, a test that runs
+the built module in the real scheduler, a configuration enabling the plugin
+and a small cluster manifest. Then, in the project:
+
+  go test ./...
+  wasmsched plugin build
+  wasmsched simulate cluster.yaml --config wasmsched.yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			files, err := scaffold.Init(o)
+			if err != nil {
+				return err
+			}
+			dir := o.Dir
+			if dir == "" {
+				dir = o.Name
+			}
+			w := cmd.OutOrStdout()
+			if o.UpdateSDK {
+				fmt.Fprintf(w, "updated %s in %s\n", scaffold.SDKDir, dir)
+				return nil
+			}
+			fmt.Fprintf(w, "wrote %s in %s (SDK copy in %s)\n", strings.Join(files, ", "), dir, scaffold.SDKDir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.Dir, "dir", "", "directory to write (default ./NAME); must be empty or absent")
+	cmd.Flags().StringVar(&o.Module, "module", "", "Go module path (default example.com/NAME)")
+	cmd.Flags().BoolVar(&o.UpdateSDK, "update-sdk", false, "only refresh the project's SDK copy from this binary")
+	return cmd
+}
+
+func newPluginBuildCommand() *cobra.Command {
+	var (
+		o         pluginbuild.Options
+		toolchain string
+	)
+	cmd := &cobra.Command{
+		Use:   "build [DIR]",
+		Short: "Build a plugin project into a .wasm module and print its size and sha256",
+		Long: `build compiles the plugin project in DIR (default: the current directory)
+with TinyGo, using wasmsched's target and flags (installed by
+scripts/install-tinygo.sh in /opt/tinygo, or $TINYGOROOT), or with standard Go
+for wasip1 (--toolchain go). It prints the module's path, size and sha256,
+ready to paste into a configuration's modules entry.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Dir = "."
+			if len(args) == 1 {
+				o.Dir = args[0]
+			}
+			o.Toolchain = pluginbuild.Toolchain(toolchain)
+			res, err := pluginbuild.Build(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			shown := res.Path
+			if wd, err := os.Getwd(); err == nil {
+				if r, err := filepath.Rel(wd, res.Path); err == nil && !strings.HasPrefix(r, "..") {
+					shown = r
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s with %s: %d bytes\nsha256: %s\n", shown, toolchain, res.Size, res.SHA256)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&toolchain, "toolchain", "tinygo", "tinygo (small, fast modules) or go (standard Go, GOOS=wasip1)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "module path (default DIR/<dir name>.wasm)")
+	cmd.Flags().StringVar(&o.Package, "package", ".", "main package in the project")
+	cmd.Flags().StringVar(&o.TinyGoRoot, "tinygo-root", "", "TinyGo installation (default $TINYGOROOT, else /opt/tinygo)")
+	return cmd
+}

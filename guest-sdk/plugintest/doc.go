@@ -1,0 +1,26 @@
+// Package plugintest is what a plugin author tests with: plain `go test`,
+// no Wasm, no host.
+//
+// It has three parts:
+//
+//   - Builders for pods and nodes in the fluent style of kube-scheduler's
+//     st.MakePod(), so a table test states a case in one line:
+//     MakePod().Name("web").Req(Res(500, 1<<30)) and
+//     MakeNode().Name("n1").Label("zone", "a").Capacity(Res(4000, 8<<30)).
+//     NodeWrapper.AddPod keeps a node's aggregates (requested resources,
+//     pod count, ports) as the host computes them.
+//   - Runners (New, RunFilter, RunScore, Schedule) that call a plugin's
+//     PreFilter, Filter, PreScore, Score and NormalizeScore in the order and
+//     with the rules the host applies in a scheduling cycle: PreFilter's Skip
+//     skips Filter, a PreFilter rejection rejects every node, PreScore's Skip
+//     leaves scores at 0, normalized scores must lie in [0, abi.MaxScore],
+//     and a status code a host would refuse fails the test.
+//   - Simulate, which runs the *built* .wasm module through the wasmsched
+//     binary's `simulate` on a manifest and returns where each pod went, so
+//     an author can test the real module, sandbox and all, from `go test`.
+//     (Inside a Go module that can import the host itself, the host package
+//     github.com/wasmsched/wasmsched/host/wasmtest does the same in-process.)
+//
+// The package is test code: a plugin's main package must not import it, so
+// it never reaches a Wasm module.
+package plugintest

@@ -1,0 +1,23 @@
+package modules
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
+)
+
+// Builtin describes a module compiled into the binary, for `wasmsched
+// version`: users pin and audit what they run by these digests.
+type Builtin struct {
+	Name   string
+	Size   int
+	SHA256 string
+}
+
+// Builtins lists the modules embedded in this binary.
+func Builtins() []Builtin {
+	sum := sha256.Sum256(dist.DefaultWasm)
+	return []Builtin{{Name: config.BuiltinDefaultModule, Size: len(dist.DefaultWasm), SHA256: hex.EncodeToString(sum[:])}}
+}

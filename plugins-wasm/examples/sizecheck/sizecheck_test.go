@@ -1,0 +1,109 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/guest"
+)
+
+// maxModuleSize bounds this Filter+Score module built with the Makefile's
+// TinyGo flags. It measured 49,920 bytes when the bound was set (74,221
+// before the SDK was trimmed); docs/ABI.md, "What a module pays for", says
+// where the bytes go.
+const maxModuleSize = 60_000
+
+// maxDefaultBundle bounds the committed default bundle.
+const maxDefaultBundle = 200_000
+
+// The plugins work natively too: the same source is what the module runs.
+func TestPluginsRunNatively(t *testing.T) {
+	g := guest.New(registrations...)
+	var e abi.Encoder
+	e.InitRequest(&abi.InitRequest{})
+	if r := g.Call(abi.FuncInit, 0, copyIn(g, e.B)); r[0] != abi.ReplyOK {
+		t.Fatalf("init: %q", r[1:])
+	}
+	e.Reset()
+	e.SyncHeader(abi.SyncReset, 2)
+	e.Uvarint(2)
+	e.NodeRecord(0, &abi.NodeInfo{Node: abi.Node{Name: "in", Labels: abi.Labels{{Key: poolLabel, Value: "batch"}},
+		Allocatable: abi.Resources{MilliCPU: 8000}}})
+	e.NodeRecord(1, &abi.NodeInfo{Node: abi.Node{Name: "out", Allocatable: abi.Resources{MilliCPU: 500_000}}})
+	e.Uvarint(0)
+	if r := g.Call(abi.FuncSync, 0, copyIn(g, e.B)); r[0] != abi.ReplyOK {
+		t.Fatalf("sync: %q", r[1:])
+	}
+	e.Reset()
+	e.Pod(&abi.Pod{Name: "p"})
+	if r := g.Call(abi.FuncCycle, 0, copyIn(g, e.B)); r[0] != abi.ReplyOK {
+		t.Fatalf("cycle: %q", r[1:])
+	}
+	e.Reset()
+	e.AppendSlots([]uint32{0, 1})
+	var fr abi.FilterReply
+	abi.NewDecoder(g.Call(abi.FuncFilter, 0, copyIn(g, e.B))[1:]).FilterReply(&fr)
+	if len(fr.Indexes) != 2 || fr.Indexes[0] != 0 || fr.Indexes[1] == 0 {
+		t.Fatalf("filter verdicts %v, want the pool node only", fr.Indexes)
+	}
+	scores := abi.NewDecoder(g.Call(abi.FuncScore, 1, copyIn(g, e.B))[1:]).ScoreReply(nil)
+	if len(scores) != 2 || scores[0] != 8 || scores[1] != abi.MaxScore {
+		t.Fatalf("scores %v, want [8 %d]", scores, abi.MaxScore)
+	}
+}
+
+func copyIn(g *guest.Guest, b []byte) int {
+	copy(g.Input(len(b)), b)
+	return len(b)
+}
+
+// TestModuleSize builds this module as `make wasm` builds the bundles and
+// fails if it reaches maxModuleSize. Without TinyGo it skips, except in CI
+// (CI=true), where `make test` installs TinyGo first.
+func TestModuleSize(t *testing.T) {
+	root := os.Getenv("TINYGOROOT")
+	if root == "" {
+		root = "/opt/tinygo"
+	}
+	env := filepath.Join(root, "env.sh")
+	if _, err := os.Stat(filepath.Join(root, "build", "tinygo")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("TinyGo not installed in %s; CI must run scripts/install-tinygo.sh first", root)
+		}
+		t.Skipf("TinyGo not installed in %s (make tinygo): module size not checked", root)
+	}
+	target := filepath.Join(root, "targets-local", "wasip1-plugin.json")
+	out := filepath.Join(t.TempDir(), "sizecheck.wasm")
+	// The flags of the Makefile's TINYGO_FLAGS; env.sh puts the Go
+	// toolchain TinyGo needs first on PATH.
+	build := `. "$1" && tinygo build -target="$2" -buildmode=c-shared -scheduler=none -no-debug -opt=s -o "$3" .`
+	cmd := exec.Command("bash", "-c", build, "sizecheck", env, target, out)
+	cmd.Env = append(os.Environ(), "TINYGOROOT="+root)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tinygo build: %v\n%s", err, b)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Filter+Score module: %d bytes (limit %d)", fi.Size(), maxModuleSize)
+	if fi.Size() >= maxModuleSize {
+		t.Errorf("a Filter+Score module is %d bytes, over the %d-byte budget: see what grew with `tinygo build -size=full` (docs/ABI.md, \"What a module pays for\")",
+			fi.Size(), maxModuleSize)
+	}
+}
+
+// TestDefaultBundleSize checks the committed default bundle against its
+// budget (the Makefile's TINYGO_FLAGS comment).
+func TestDefaultBundleSize(t *testing.T) {
+	fi, err := os.Stat(filepath.Join("..", "..", "dist", "default.tinygo.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() >= maxDefaultBundle {
+		t.Errorf("dist/default.tinygo.wasm is %d bytes, over the %d-byte budget", fi.Size(), maxDefaultBundle)
+	}
+}
