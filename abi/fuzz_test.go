@@ -129,6 +129,15 @@ func FuzzReplies(f *testing.F) {
 	var e Encoder
 	e.FilterReply(&FilterReply{Indexes: []uint16{0, 1, 1, 2}, Entries: []FilterEntry{{Unschedulable, []string{"Insufficient cpu"}}, {UnschedulableAndUnresolvable, []string{"x"}}}})
 	f.Add(e.B)
+	// Out-of-range codes decode (the codec does not know which function
+	// a reply answers); the host's typed calls refuse them
+	// (host/policy FuzzReplyValidation).
+	e.Reset()
+	e.FilterReply(&FilterReply{Indexes: []uint16{1}, Entries: []FilterEntry{{Code(77), []string{"forged"}}}})
+	f.Add(e.B)
+	e.Reset()
+	e.PluginStatus(&PluginStatus{Code: Code(255), Reasons: []string{"\x1b[2J"}})
+	f.Add(e.B)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r FilterReply
 		d := NewDecoder(b)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/sim"
 )
 
@@ -79,7 +80,8 @@ func printTable(w io.Writer, rep *sim.Report) error {
 			node = "-"
 		}
 		if p.Message != "" {
-			status += ": " + p.Message
+			// One pod, one line: a message may carry a guest's text.
+			status += ": " + policy.GuestText(p.Message)
 		}
 		profile := p.Profile
 		if profile == "" {
@@ -111,7 +113,7 @@ func printTable(w io.Writer, rep *sim.Report) error {
 			node = "-"
 		}
 		if e.Err != "" {
-			detail = "ERROR " + e.Err
+			detail = "ERROR " + policy.GuestText(e.Err)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.Op, e.Pod, node, detail)
 	}

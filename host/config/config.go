@@ -8,17 +8,14 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
+
+	"github.com/wasmsched/wasmsched/host/internal/yamlcheck"
 )
 
 // Kind and API version of the configuration document.
@@ -49,6 +46,11 @@ type Configuration struct {
 	// "default" bundle is always available unless a module takes its name.
 	Modules  []Module  `json:"modules,omitempty"`
 	Profiles []Profile `json:"profiles,omitempty"`
+
+	// source and lines say where the configuration was read from, so
+	// errors found after parsing can name the line (see Position).
+	source string
+	lines  yamlcheck.Lines
 }
 
 // FailurePolicy says what a cycle does when a module's plugin fails
@@ -76,10 +78,33 @@ type Module struct {
 	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
 	// CallTimeout is each call's deadline, as a duration ("250ms").
 	CallTimeout Duration `json:"callTimeout,omitempty"`
-	// FailurePolicy: Fail (default) or Ignore.
+	// FailurePolicy: Fail (default) or Ignore; the default of the
+	// module's plugins.
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// Plugins sets options of single plugins of the module, by plugin
+	// name (e.g. `plugins: {MyFilter: {failurePolicy: Ignore}}`); the
+	// names must be plugins the module declares.
+	Plugins map[string]ModulePlugin `json:"plugins,omitempty"`
 	// PoolSize caps the instances kept per profile; 0 means GOMAXPROCS.
 	PoolSize int `json:"poolSize,omitempty"`
+}
+
+// ModulePlugin is one plugin's options in its module's entry.
+type ModulePlugin struct {
+	// FailurePolicy overrides the module's for this plugin.
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+}
+
+// PluginFailurePolicy is the failure policy of one of the module's
+// plugins: its own, else the module's, else Fail.
+func (m *Module) PluginFailurePolicy(plugin string) FailurePolicy {
+	if p := m.Plugins[plugin].FailurePolicy; p != "" {
+		return p
+	}
+	if m.FailurePolicy != "" {
+		return m.FailurePolicy
+	}
+	return FailurePolicyFail
 }
 
 // Profile is one scheduler profile, selected by pods' spec.schedulerName.
@@ -168,13 +193,32 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Error is a configuration problem at a field path such as
-// "profiles[1].plugins.score.enabled[0].weight".
+// "profiles[1].plugins.score.enabled[0].weight", with the file and line
+// it was written on when they are known.
 type Error struct {
+	File  string // the configuration file as given, "" if parsed from bytes
+	Line  int    // 1-based; 0 if unknown
 	Field string
 	Msg   string
 }
 
-func (e *Error) Error() string { return e.Field + ": " + e.Msg }
+// Error reads "profiles.yaml:12: profiles[1].plugins.filter.enable: unknown field".
+func (e *Error) Error() string {
+	var b strings.Builder
+	switch {
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		b.WriteString(e.File + ": ")
+	case e.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
 
 // Errors is every problem found, so a user fixes them in one go.
 type Errors []*Error
@@ -187,39 +231,13 @@ func (es Errors) Error() string {
 	return strings.Join(s, "; ")
 }
 
-// Load reads and validates a configuration file.
-func Load(path string) (*Configuration, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+// Unwrap lets errors.As find each *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
 	}
-	c, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	// Module paths are relative to the file that names them, so a config
-	// and its modules can move together.
-	for i := range c.Modules {
-		if p := c.Modules[i].Path; p != "" && !filepath.IsAbs(p) {
-			c.Modules[i].Path = filepath.Join(filepath.Dir(path), p)
-		}
-	}
-	return c, nil
-}
-
-// Parse decodes YAML strictly (an unknown field is an error) and validates.
-func Parse(b []byte) (*Configuration, error) {
-	var c Configuration
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, errors.New("empty configuration")
-	}
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return out
 }
 
 // Default is the configuration used with no file: one profile named
@@ -233,7 +251,7 @@ func Default() *Configuration {
 func (c *Configuration) Validate() error {
 	var errs Errors
 	add := func(field, format string, args ...any) {
-		errs = append(errs, &Error{Field: field, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &Error{File: c.source, Line: c.lines.Find(field), Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	if c.APIVersion != APIVersion {
 		add("apiVersion", "must be %q, not %q", APIVersion, c.APIVersion)
@@ -242,9 +260,8 @@ func (c *Configuration) Validate() error {
 		add("kind", "must be %q, not %q", Kind, c.Kind)
 	}
 	checkPercentage(c.PercentageOfNodesToScore, "percentageOfNodesToScore", add)
-	if c.PodInitialBackoffSeconds != nil && *c.PodInitialBackoffSeconds <= 0 {
-		add("podInitialBackoffSeconds", "must be greater than 0")
-	}
+	checkBackoff(c.PodInitialBackoffSeconds, "podInitialBackoffSeconds", add)
+	checkBackoff(c.PodMaxBackoffSeconds, "podMaxBackoffSeconds", add)
 	if c.PodMaxBackoffSeconds != nil && c.PodInitialBackoffSeconds != nil && *c.PodMaxBackoffSeconds < *c.PodInitialBackoffSeconds {
 		add("podMaxBackoffSeconds", "must be at least podInitialBackoffSeconds")
 	}
@@ -278,8 +295,13 @@ func (c *Configuration) Validate() error {
 		if m.FailurePolicy != "" && m.FailurePolicy != FailurePolicyFail && m.FailurePolicy != FailurePolicyIgnore {
 			add(f+".failurePolicy", "must be Fail or Ignore, not %q", m.FailurePolicy)
 		}
-		if m.PoolSize < 0 {
-			add(f+".poolSize", "must not be negative")
+		for name, mp := range m.Plugins {
+			if mp.FailurePolicy != "" && mp.FailurePolicy != FailurePolicyFail && mp.FailurePolicy != FailurePolicyIgnore {
+				add(fmt.Sprintf("%s.plugins.%s.failurePolicy", f, name), "must be Fail or Ignore, not %q", mp.FailurePolicy)
+			}
+		}
+		if m.PoolSize < 0 || m.PoolSize > MaxPoolSize {
+			add(f+".poolSize", "%d is outside 0..%d (0 means GOMAXPROCS)", m.PoolSize, MaxPoolSize)
 		}
 	}
 
@@ -369,6 +391,22 @@ func queueSortOf(p *Profile) string {
 		qs = p.Plugins.QueueSort.Enabled[n-1].Name
 	}
 	return qs
+}
+
+// MaxBackoffSeconds bounds both backoff settings: a day is already far
+// past any useful retry interval, and it keeps seconds × time.Second far
+// from int64 overflow (which would make the backoff negative).
+const MaxBackoffSeconds = 24 * 60 * 60
+
+// MaxPoolSize bounds a module's instances per profile: each may hold up
+// to the module's memoryLimit, and the pool's channels are allocated up
+// front at this size.
+const MaxPoolSize = 256
+
+func checkBackoff(s *int64, field string, add func(string, string, ...any)) {
+	if s != nil && (*s <= 0 || *s > MaxBackoffSeconds) {
+		add(field, "%d is outside 1..%d seconds", *s, MaxBackoffSeconds)
+	}
 }
 
 func checkPercentage(p *int32, field string, add func(string, string, ...any)) {

@@ -70,8 +70,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad failure policy", header + "modules: [{name: m, path: a, failurePolicy: Sometimes}]\nprofiles: [{schedulerName: a}]", `modules[0].failurePolicy: must be Fail or Ignore, not "Sometimes"`},
 		{"bad sha", header + "modules: [{name: m, path: a, sha256: abc}]\nprofiles: [{schedulerName: a}]", "modules[0].sha256: must be 64 hex digits"},
 		{"memory too small", header + "modules: [{name: m, path: a, memoryLimit: 1Ki}]\nprofiles: [{schedulerName: a}]", "modules[0].memoryLimit: 1Ki is outside 1Mi..4Gi"},
-		{"bad duration", header + "modules: [{name: m, path: a, callTimeout: soon}]\nprofiles: [{schedulerName: a}]", "time: invalid duration"},
-		{"unknown field", header + "profiles: [{schedulerName: a, colour: blue}]", `unknown field "colour"`},
+		{"bad duration", header + "modules: [{name: m, path: a, callTimeout: soon}]\nprofiles: [{schedulerName: a}]", `line 3: modules[0].callTimeout: "soon" is not a duration (e.g. 250ms)`},
+		{"unknown field", header + "profiles: [{schedulerName: a, colour: blue}]", "line 3: profiles[0].colour: unknown field"},
 		{"empty file", "", "empty configuration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

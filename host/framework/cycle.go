@@ -60,10 +60,37 @@ type Nominator interface {
 }
 
 // cycle holds one scheduling cycle's clients, one per module.
+//
+// A module's client is nil once the module is down for the cycle: a
+// module-wide call failed (no instance, sync, cycle start, what-if
+// state) or its instance could not be replaced after a plugin broke it.
+// Its Ignore plugins are then skipped for the rest of the cycle, and a
+// Fail plugin fails the cycle (markDown). When one plugin's call breaks
+// the instance (trap, deadline), the module is not down: the next call
+// to any of its plugins gets a fresh instance brought to the same cycle
+// state (client), so the module's other plugins still run.
 type cycle struct {
 	prof    *Profile
 	clients []*policy.Client
 	snap    *snapshot.Snapshot
+	pod     *abi.Pod
+
+	// down says why module i is down (nil: it is not).
+	down []error
+	// skip holds the plugins whose Filter this cycle skips: PreFilter
+	// said Skip, failed under Ignore, or the plugin's Filter failed
+	// under Ignore once (no point in trapping again on the next chunk),
+	// or its module is down.
+	skip map[string]bool
+	// gone holds the plugins skipped at every point: their module is down
+	// or the plugin failed under Ignore at PreScore/Score.
+	gone map[string]bool
+	// fatal is set when a module went down mid-cycle and one of its
+	// plugins has failurePolicy Fail: the cycle ends with it.
+	fatal error
+	// prefiltered[i]: prof.preFilter[i] returned Success this cycle, so a
+	// fresh instance of its module must run it again to catch up.
+	prefiltered []bool
 
 	remaining []uint32 // scratch: nodes still passing in a chunk
 	passed    []bool   // scratch: filterChunk's verdicts
@@ -114,24 +141,118 @@ func worstCode(entries []abi.FilterEntry) abi.Code {
 }
 
 func (prof *Profile) startCycle(ctx context.Context, pod *abi.Pod, snap *snapshot.Snapshot) (*cycle, error) {
-	c := &cycle{prof: prof, snap: snap, clients: make([]*policy.Client, len(prof.modules))}
-	for i, pm := range prof.modules {
-		cl, err := pm.pool.Get(ctx)
+	n := len(prof.modules)
+	c := &cycle{prof: prof, snap: snap, pod: pod, clients: make([]*policy.Client, n), down: make([]error, n),
+		skip: map[string]bool{}, prefiltered: make([]bool, len(prof.preFilter))}
+	for i := range prof.modules {
+		cl, err := c.ready(ctx, i)
 		if err != nil {
-			c.release(ctx)
-			return nil, err
+			if ctx.Err() != nil {
+				c.release(ctx)
+				return nil, ctx.Err()
+			}
+			if err := c.markDown(i, err); err != nil {
+				c.release(ctx)
+				return nil, err
+			}
+			continue
 		}
 		c.clients[i] = cl
-		if err := cl.Sync(ctx, snap); err != nil {
-			c.release(ctx)
-			return nil, err
-		}
-		if err := cl.StartCycle(ctx, pod); err != nil {
-			c.release(ctx)
-			return nil, err
-		}
 	}
 	return c, nil
+}
+
+// ready checks out an instance of module i, synced and started on the
+// cycle's pod.
+func (c *cycle) ready(ctx context.Context, i int) (*policy.Client, error) {
+	pool := c.prof.modules[i].pool
+	cl, err := pool.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Sync(ctx, c.snap); err != nil {
+		pool.Put(ctx, cl)
+		return nil, err
+	}
+	if err := cl.StartCycle(ctx, c.pod); err != nil {
+		pool.Put(ctx, cl)
+		return nil, err
+	}
+	return cl, nil
+}
+
+// markDown takes module i out of the cycle after a module-wide failure:
+// its instance goes back to the pool (discarded if broken) and its
+// plugins are skipped for the rest of the cycle if they are all Ignore
+// (each failure counted and logged); otherwise the returned error fails
+// the cycle, naming the Fail plugin.
+func (c *cycle) markDown(i int, err error) error {
+	if cl := c.clients[i]; cl != nil {
+		c.prof.modules[i].pool.Put(context.Background(), cl)
+		c.clients[i] = nil
+	}
+	c.down[i] = err
+	plugins := c.prof.modulePlugins(i)
+	for _, p := range plugins {
+		if !p.ignore {
+			c.fatal = fmt.Errorf("plugin %q (failurePolicy Fail) cannot run: %w", p.name, err)
+			return c.fatal
+		}
+	}
+	if c.gone == nil {
+		c.gone = map[string]bool{}
+	}
+	point := moduleWidePoint(err)
+	for _, p := range plugins {
+		c.skip[p.name], c.gone[p.name] = true, true
+		c.prof.ignoredFailure(p.name, point, err)
+	}
+	return nil
+}
+
+// client returns module i's instance for the next plugin call of the
+// main cycle. If a plugin's call broke the instance, it is replaced by a
+// fresh one, synced, started on the pod and taken through the PreFilter
+// calls of the module's plugins that succeeded so far; if that fails the
+// module is down (markDown). The error is the reason the module cannot
+// serve the call.
+func (c *cycle) client(ctx context.Context, i int) (*policy.Client, error) {
+	cl := c.clients[i]
+	if cl == nil {
+		return nil, c.down[i]
+	}
+	if !cl.Broken() {
+		return cl, nil
+	}
+	pool := c.prof.modules[i].pool
+	pool.Put(ctx, cl) // discarded: its slot is free for the replacement
+	c.clients[i] = nil
+	fresh, err := c.ready(ctx, i)
+	if err == nil {
+		for k, p := range c.prof.preFilter {
+			if p.module != i || !c.prefiltered[k] {
+				continue
+			}
+			st, perr := fresh.PreFilter(ctx, p.index)
+			if perr == nil && st.Code != abi.Success {
+				perr = fmt.Errorf("PreFilter plugin %q said %s on a fresh instance after %s before", p.name, st.Code, abi.Success)
+			}
+			if perr != nil {
+				pool.Put(ctx, fresh)
+				err = perr
+				break
+			}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("replacing a lost instance of module %q: %w", c.prof.modules[i].mod.Config.Name, err)
+		if ferr := c.markDown(i, err); ferr != nil {
+			return nil, ferr
+		}
+		return nil, err
+	}
+	c.clients[i] = fresh
+	return fresh, nil
 }
 
 func (c *cycle) release(ctx context.Context) {
@@ -159,24 +280,24 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	c.sample = state.ShouldRecordPluginMetrics()
 
 	fit := &FitError{Pod: pod, NumAllNodes: n}
-	skip, st := c.preFilter(ctx)
+	st, err := c.preFilter(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	if st != nil {
-		if st.Code == abi.Error {
-			return Result{}, fmt.Errorf("running PreFilter plugin %q: %w", st.Plugin, st.AsError())
-		}
 		fit.Diagnosis.PreFilterMsg = st.Message()
 		for _, ni := range snap.Nodes() {
 			fit.Diagnosis.AddRejection(ni.Info.Node.Name, st)
 		}
-		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: skip, nom: nom})
+		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: c.skip, nom: nom})
 	}
 
-	feasible, processed, err := c.findFeasible(ctx, pod, start, skip, nom, &fit.Diagnosis)
+	feasible, processed, err := c.findFeasible(ctx, pod, start, nom, &fit.Diagnosis)
 	if err != nil {
 		return Result{}, err
 	}
 	if len(feasible) == 0 {
-		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: skip, nom: nom})
+		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: c.skip, nom: nom})
 	}
 	res := Result{EvaluatedNodes: len(feasible) + len(fit.Diagnosis.NodeToStatus), FeasibleNodes: len(feasible), Processed: processed}
 	if len(feasible) == 1 {
@@ -191,41 +312,49 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	return res, nil
 }
 
-// preFilter runs the PreFilter plugins; it returns which plugins said Skip,
-// or the first rejection or error.
-func (c *cycle) preFilter(ctx context.Context) (map[string]bool, *Status) {
-	skip := map[string]bool{}
-	for _, p := range c.prof.preFilter {
-		t0 := c.start()
-		st, err := c.clients[p.module].PreFilter(ctx, p.index)
-		c.observe(p.timer, callCode(st.Code, err), t0)
+// preFilter runs the PreFilter plugins, recording in c.skip which said
+// Skip (or failed under Ignore, which counts as Skip). It returns the
+// first rejection, or the error of a plugin that failed under Fail.
+func (c *cycle) preFilter(ctx context.Context) (*Status, error) {
+	for k, p := range c.prof.preFilter {
+		if c.skip[p.name] {
+			continue
+		}
+		cl, err := c.client(ctx, p.module)
+		if c.fatal != nil {
+			return nil, c.fatal
+		}
+		if c.gone[p.name] {
+			continue // its module is down; counted there
+		}
+		var st abi.PluginStatus
+		if err == nil {
+			t0 := c.start()
+			st, err = cl.PreFilter(ctx, p.index)
+			c.observe(p.timer, callCode(st.Code, err), t0)
+		}
 		if err != nil {
-			if p.ignore {
-				skip[p.name] = true
-				continue
+			if ferr := c.prof.pluginFailed(&p, metrics.PreFilter, err); ferr != nil {
+				return nil, fmt.Errorf("running PreFilter plugin %q: %w", p.name, ferr)
 			}
-			return nil, &Status{Code: abi.Error, Reasons: []string{err.Error()}, Plugin: p.name, Err: err}
+			c.skip[p.name] = true
+			continue
 		}
 		switch st.Code {
 		case abi.Success:
+			c.prefiltered[k] = true
 		case abi.Skip:
-			skip[p.name] = true
-		case abi.Unschedulable, abi.UnschedulableAndUnresolvable:
-			return nil, &Status{Code: st.Code, Reasons: st.Reasons, Plugin: p.name}
-		default:
-			if p.ignore {
-				skip[p.name] = true
-				continue
-			}
-			return nil, &Status{Code: abi.Error, Reasons: st.Reasons, Plugin: p.name, Err: fmt.Errorf("%s", joinReasons(st.Reasons))}
+			c.skip[p.name] = true
+		default: // Unschedulable, UnschedulableAndUnresolvable: the client refuses any other code
+			return &Status{Code: st.Code, Reasons: st.Reasons, Plugin: p.name}, nil
 		}
 	}
-	return skip, nil
+	return nil, nil
 }
 
 // findFeasible walks the nodes from start, filtering them in chunks until
 // enough feasible nodes are found, and records every rejection.
-func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip map[string]bool, nom Nominator, diag *Diagnosis) (feasible []uint32, processed int, err error) {
+func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, nom Nominator, diag *Diagnosis) (feasible []uint32, processed int, err error) {
 	nodes := c.snap.Nodes()
 	n := len(nodes)
 	want := NumFeasibleNodesToFind(c.prof.percentage, n)
@@ -239,7 +368,7 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip 
 		for i := 0; i < size; i++ {
 			chunk = append(chunk, nodes[(start+walked+i)%n].Slot)
 		}
-		passed, err := c.filterChunk(ctx, pod, chunk, skip, nom, diag)
+		passed, err := c.filterChunk(ctx, pod, chunk, nom, diag)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -262,47 +391,85 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, skip 
 	return feasible, walked, nil
 }
 
+// filterVerdicts applies one Filter reply over slots (the nodes the call
+// covered): it returns the nodes that passed (appended to kept) and
+// records the rejections. A node the plugin answered Error for passes
+// under Ignore (the failure counted once per call) and fails the cycle
+// under Fail. onReject is called with the index in slots of each
+// rejected node and its status.
+func (prof *Profile) filterVerdicts(p *wasmPlugin, reply *abi.FilterReply, slots []uint32, snap *snapshot.Snapshot,
+	point string, onPass func(i int), onReject func(i int, st *Status)) error {
+	statuses := make([]*Status, len(reply.Entries))
+	counted := false
+	for i, ix := range reply.Indexes {
+		if ix == 0 {
+			onPass(i)
+			continue
+		}
+		e := reply.Entries[ix-1]
+		if e.Code == abi.Error {
+			err := nodeError(snap.Slot(slots[i]).Info.Node.Name, e.Reasons)
+			if !p.ignore {
+				return err
+			}
+			if !counted {
+				counted = true
+				prof.ignoredFailure(p.name, point, err)
+			}
+			onPass(i)
+			continue
+		}
+		if statuses[ix-1] == nil {
+			statuses[ix-1] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
+		}
+		onReject(i, statuses[ix-1])
+	}
+	return nil
+}
+
+// nodeError is a plugin's Error verdict on one node.
+func nodeError(node string, reasons []string) error {
+	if len(reasons) == 0 {
+		return fmt.Errorf("on node %q: %w (no reason given)", node, policy.ErrPluginError)
+	}
+	return fmt.Errorf("on node %q: %w: %s", node, policy.ErrPluginError, joinReasons(reasons))
+}
+
 // filterChunk runs every filter plugin over a chunk of nodes, each plugin
 // over the nodes the previous ones let through, and reports which passed
 // (passed[i] for chunk[i]).
-func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, skip map[string]bool, nom Nominator, diag *Diagnosis) ([]bool, error) {
+func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, nom Nominator, diag *Diagnosis) ([]bool, error) {
 	remaining := append(c.remaining[:0], chunk...)
 	defer func() { c.remaining = remaining[:0] }()
-	for _, p := range c.prof.filter {
-		if skip[p.name] || len(remaining) == 0 {
+	for k := range c.prof.filter {
+		p := &c.prof.filter[k]
+		if c.skip[p.name] || len(remaining) == 0 {
 			continue
 		}
-		t0 := c.start()
-		reply, err := c.clients[p.module].Filter(ctx, p.index, remaining)
-		if err != nil {
-			c.observe(p.timer, abi.Error, t0)
-			if p.ignore {
-				continue
-			}
-			return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, err)
+		cl, err := c.client(ctx, p.module)
+		if c.fatal != nil {
+			return nil, c.fatal
 		}
-		if c.sample {
-			c.observe(p.timer, worstCode(reply.Entries), t0)
+		if c.gone[p.name] {
+			continue
+		}
+		var reply *abi.FilterReply
+		if err == nil {
+			reply, err = c.timedFilter(ctx, cl, p, remaining)
+		}
+		if err != nil {
+			if ferr := c.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
+				return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, ferr)
+			}
+			c.skip[p.name] = true // the nodes pass it, now and for the rest of the cycle
+			continue
 		}
 		kept := remaining[:0]
-		statuses := make([]*Status, len(reply.Entries))
-		for i, ix := range reply.Indexes {
-			if ix == 0 {
-				kept = append(kept, remaining[i])
-				continue
-			}
-			e := reply.Entries[ix-1]
-			if e.Code == abi.Error {
-				if p.ignore {
-					kept = append(kept, remaining[i])
-					continue
-				}
-				return nil, fmt.Errorf("running Filter plugin %q on node %q: %s", p.name, c.snap.Slot(remaining[i]).Info.Node.Name, joinReasons(e.Reasons))
-			}
-			if statuses[ix-1] == nil {
-				statuses[ix-1] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
-			}
-			diag.AddRejection(c.snap.Slot(remaining[i]).Info.Node.Name, statuses[ix-1])
+		err = c.prof.filterVerdicts(p, reply, remaining, c.snap, metrics.Filter,
+			func(i int) { kept = append(kept, remaining[i]) },
+			func(i int, st *Status) { diag.AddRejection(c.snap.Slot(remaining[i]).Info.Node.Name, st) })
+		if err != nil {
+			return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, err)
 		}
 		remaining = kept
 	}
@@ -317,7 +484,7 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, s
 		passed = append(passed, ok)
 	}
 	if nom != nil && nom.HasNominatedPods() {
-		if err := c.checkNominated(ctx, pod, chunk, passed, skip, nom, diag); err != nil {
+		if err := c.checkNominated(ctx, pod, chunk, passed, nom, diag); err != nil {
 			return nil, err
 		}
 	}
@@ -325,40 +492,63 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, s
 }
 
 // score runs PreScore and Score and returns each feasible node's weighted
-// total.
+// total. A plugin that fails under Ignore adds nothing (its Score is
+// skipped after a failed PreScore).
 func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	totals := make([]int64, len(feasible))
 	skip := map[string]bool{}
-	for _, p := range c.prof.preScore {
-		t0 := c.start()
-		st, err := c.clients[p.module].PreScore(ctx, p.index, feasible)
-		c.observe(p.timer, callCode(st.Code, err), t0)
-		if err != nil || (st.Code != abi.Success && st.Code != abi.Skip) {
-			if p.ignore {
-				skip[p.name] = true
-				continue
-			}
-			if err == nil {
-				err = fmt.Errorf("%s", joinReasons(st.Reasons))
-			}
-			return nil, fmt.Errorf("running PreScore plugin %q: %w", p.name, err)
+	for k := range c.prof.preScore {
+		p := &c.prof.preScore[k]
+		if c.gone[p.name] {
+			continue
 		}
-		if st.Code == abi.Skip {
+		cl, err := c.client(ctx, p.module)
+		if c.fatal != nil {
+			return nil, c.fatal
+		}
+		if c.gone[p.name] {
+			continue
+		}
+		var st abi.PluginStatus
+		if err == nil {
+			t0 := c.start()
+			st, err = cl.PreScore(ctx, p.index, feasible)
+			c.observe(p.timer, callCode(st.Code, err), t0)
+		}
+		if err != nil {
+			if ferr := c.prof.pluginFailed(p, metrics.PreScore, err); ferr != nil {
+				return nil, fmt.Errorf("running PreScore plugin %q: %w", p.name, ferr)
+			}
+			skip[p.name] = true
+			continue
+		}
+		if st.Code == abi.Skip { // else Success: the client refuses other codes
 			skip[p.name] = true
 		}
 	}
-	for _, p := range c.prof.score {
-		if skip[p.name] {
+	for k := range c.prof.score {
+		p := &c.prof.score[k]
+		if skip[p.name] || c.gone[p.name] {
 			continue
 		}
-		t0 := c.start()
-		scores, err := c.clients[p.module].Score(ctx, p.index, feasible)
-		c.observe(p.timer, callCode(abi.Success, err), t0)
+		cl, err := c.client(ctx, p.module)
+		if c.fatal != nil {
+			return nil, c.fatal
+		}
+		if c.gone[p.name] {
+			continue
+		}
+		var scores []int64
+		if err == nil {
+			t0 := c.start()
+			scores, err = cl.Score(ctx, p.index, feasible)
+			c.observe(p.timer, callCode(abi.Success, err), t0)
+		}
 		if err != nil {
-			if p.ignore {
-				continue
+			if ferr := c.prof.pluginFailed(p, metrics.Score, err); ferr != nil {
+				return nil, fmt.Errorf("running Score plugin %q: %w", p.name, ferr)
 			}
-			return nil, fmt.Errorf("running Score plugin %q: %w", p.name, err)
+			continue
 		}
 		for i, s := range scores {
 			totals[i] += s * p.weight
@@ -427,4 +617,17 @@ func joinReasons(rs []string) string {
 		s += r
 	}
 	return s
+}
+
+// timedFilter runs one Filter call on slots, observing its duration (and
+// worst verdict) in the plugin's timer when this cycle samples metrics.
+func (c *cycle) timedFilter(ctx context.Context, cl *policy.Client, p *wasmPlugin, slots []uint32) (*abi.FilterReply, error) {
+	t0 := c.start()
+	reply, err := cl.Filter(ctx, p.index, slots)
+	if err != nil {
+		c.observe(p.timer, abi.Error, t0)
+	} else if c.sample {
+		c.observe(p.timer, worstCode(reply.Entries), t0)
+	}
+	return reply, err
 }

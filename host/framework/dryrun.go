@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
@@ -37,7 +38,10 @@ func (d *DryRun) Nominator() Nominator { return d.nom }
 // session that cannot be readied is left out; there is always at least
 // the first. release gives the extra instances back.
 func (d *DryRun) Sessions(ctx context.Context, n int) (sessions []*Session, release func()) {
-	first := &Session{prof: d.c.prof, snap: d.c.snap, clients: d.c.clients, skip: d.skip}
+	for i := range d.c.clients {
+		_, _ = d.c.client(ctx, i) // replace instances the cycle's plugins broke
+	}
+	first := &Session{prof: d.c.prof, snap: d.c.snap, clients: d.c.clients, skip: d.skip, down: d.c.down}
 	sessions = []*Session{first}
 	var extra [][]*policy.Client
 	for len(sessions) < n {
@@ -46,12 +50,14 @@ func (d *DryRun) Sessions(ctx context.Context, n int) (sessions []*Session, rele
 			break
 		}
 		extra = append(extra, clients)
-		sessions = append(sessions, &Session{prof: d.c.prof, snap: d.c.snap, clients: clients, skip: d.skip})
+		sessions = append(sessions, &Session{prof: d.c.prof, snap: d.c.snap, clients: clients, skip: d.skip, down: d.c.down})
 	}
 	return sessions, func() {
 		for _, cs := range extra {
 			for i, cl := range cs {
-				d.c.prof.modules[i].pool.Put(ctx, cl)
+				if cl != nil {
+					d.c.prof.modules[i].pool.Put(ctx, cl)
+				}
 			}
 		}
 	}
@@ -63,6 +69,9 @@ func (d *DryRun) extraClients(ctx context.Context) ([]*policy.Client, bool) {
 	clients := make([]*policy.Client, len(d.c.prof.modules))
 	ok := true
 	for i, pm := range d.c.prof.modules {
+		if d.c.down[i] != nil {
+			continue // down for the cycle: down in every session
+		}
 		cl := pm.pool.TryGet(ctx)
 		if cl == nil {
 			ok = false
@@ -76,7 +85,7 @@ func (d *DryRun) extraClients(ctx context.Context) ([]*policy.Client, bool) {
 	}
 	if ok {
 		for _, p := range d.c.prof.preFilter {
-			if d.skip[p.name] {
+			if d.skip[p.name] || clients[p.module] == nil {
 				continue
 			}
 			if st, err := clients[p.module].PreFilter(ctx, p.index); err != nil || st.Code != abi.Success {
@@ -99,52 +108,70 @@ func (d *DryRun) extraClients(ctx context.Context) ([]*policy.Client, bool) {
 // Session is one set of instances (one per module of the profile) with
 // the pod's cycle state. Not safe for concurrent use; use one goroutine
 // per session.
+//
+// A module that is down for the cycle has no instance here, and one whose
+// instance a call breaks during the session is left out of the what-if
+// calls that follow: in both cases its filters count as failed, each per
+// its failurePolicy (Ignore: the node passes that plugin).
 type Session struct {
 	prof    *Profile
 	snap    *snapshot.Snapshot
 	clients []*policy.Client
 	skip    map[string]bool
+	down    []error // the cycle's, read-only here
 }
 
-// Push saves every module's what-if view; Pop restores it.
-func (s *Session) Push(ctx context.Context) error {
+// live lists the session's usable instances.
+func (s *Session) live(f func(cl *policy.Client) error) error {
 	for _, cl := range s.clients {
-		if err := cl.PushState(ctx); err != nil {
+		if cl == nil || cl.Broken() {
+			continue
+		}
+		if err := f(cl); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Push saves every module's what-if view; Pop restores it.
+func (s *Session) Push(ctx context.Context) error {
+	return s.live(func(cl *policy.Client) error { return cl.PushState(ctx) })
 }
 
 // Pop restores the views saved by the matching Push.
 func (s *Session) Pop(ctx context.Context) error {
 	var first error
-	for _, cl := range s.clients {
+	_ = s.live(func(cl *policy.Client) error {
 		if err := cl.PopState(ctx); err != nil && first == nil {
 			first = err
 		}
-	}
+		return nil
+	})
 	return first
 }
 
 // RemovePod takes pod off the node in slot in every module's view.
 func (s *Session) RemovePod(ctx context.Context, slot uint32, pod *abi.Pod) error {
-	for _, cl := range s.clients {
-		if err := cl.RemovePod(ctx, slot, pod); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.live(func(cl *policy.Client) error { return cl.RemovePod(ctx, slot, pod) })
 }
 
 // AddPod puts pod on the node in slot in every module's view.
 func (s *Session) AddPod(ctx context.Context, slot uint32, pod *abi.Pod) error {
-	for _, cl := range s.clients {
-		if err := cl.AddPod(ctx, slot, pod); err != nil {
-			return err
+	return s.live(func(cl *policy.Client) error { return cl.AddPod(ctx, slot, pod) })
+}
+
+// filter runs plugin p's Filter over slots in this session; a module with
+// no instance is an error naming why.
+func (s *Session) filter(ctx context.Context, p *wasmPlugin, slots []uint32) (*abi.FilterReply, error) {
+	cl := s.clients[p.module]
+	if cl == nil {
+		if err := s.down[p.module]; err != nil {
+			return nil, err
 		}
+		return nil, fmt.Errorf("module %q has no instance in this dry run", s.prof.modules[p.module].mod.Config.Name)
 	}
-	return nil
+	return cl.Filter(ctx, p.index, slots)
 }
 
 // Fits runs the filters for pod on one node of the current view, with
@@ -188,26 +215,25 @@ func (s *Session) withPods(ctx context.Context, slot uint32, pods []*abi.Pod) (*
 // filterOne runs the profile's filter plugins on one node.
 func (s *Session) filterOne(ctx context.Context, slot uint32) (*Status, error) {
 	one := []uint32{slot}
-	for _, p := range s.prof.filter {
+	for k := range s.prof.filter {
+		p := &s.prof.filter[k]
 		if s.skip[p.name] {
 			continue
 		}
-		reply, err := s.clients[p.module].Filter(ctx, p.index, one)
+		reply, err := s.filter(ctx, p, one)
 		if err != nil {
-			if p.ignore {
-				continue
+			if ferr := s.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
+				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, ferr)
 			}
+			continue
+		}
+		var rejected *Status
+		err = s.prof.filterVerdicts(p, reply, one, s.snap, metrics.Filter, func(int) {}, func(_ int, st *Status) { rejected = st })
+		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
 		}
-		if ix := reply.Indexes[0]; ix != 0 {
-			e := reply.Entries[ix-1]
-			if e.Code == abi.Error {
-				if p.ignore {
-					continue
-				}
-				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %s", p.name, joinReasons(e.Reasons))
-			}
-			return &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}, nil
+		if rejected != nil {
+			return rejected, nil
 		}
 	}
 	return nil, nil
@@ -220,6 +246,9 @@ func (s *Session) SelectVictims(ctx context.Context, policyName string, nodes []
 	if err != nil {
 		return nil, err
 	}
+	if s.clients[mi] == nil {
+		return nil, fmt.Errorf("preemption policy %q: module %q is down for this cycle: %w", policyName, s.prof.modules[mi].mod.Config.Name, s.down[mi])
+	}
 	return s.clients[mi].SelectVictims(ctx, pi, nodes)
 }
 
@@ -229,6 +258,9 @@ func (s *Session) RankCandidates(ctx context.Context, policyName string, cands [
 	mi, pi, err := s.prof.preemptionPolicy(policyName)
 	if err != nil {
 		return nil, err
+	}
+	if s.clients[mi] == nil {
+		return nil, fmt.Errorf("preemption policy %q: module %q is down for this cycle: %w", policyName, s.prof.modules[mi].mod.Config.Name, s.down[mi])
 	}
 	return s.clients[mi].RankCandidates(ctx, pi, cands)
 }
@@ -277,32 +309,24 @@ func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, no
 	}
 	remaining := append([]uint32(nil), plain...)
 	pos := append([]int(nil), at...)
-	for _, p := range s.prof.filter {
+	for k := range s.prof.filter {
+		p := &s.prof.filter[k]
 		if s.skip[p.name] || len(remaining) == 0 {
 			continue
 		}
-		reply, err := s.clients[p.module].Filter(ctx, p.index, remaining)
+		reply, err := s.filter(ctx, p, remaining)
 		if err != nil {
-			if p.ignore {
-				continue
+			if ferr := s.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
+				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, ferr)
 			}
-			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
+			continue
 		}
 		keptSlots, keptPos := remaining[:0], pos[:0]
-		for i, ix := range reply.Indexes {
-			if ix == 0 {
-				keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i])
-				continue
-			}
-			e := reply.Entries[ix-1]
-			if e.Code == abi.Error {
-				if p.ignore {
-					keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i])
-					continue
-				}
-				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %s", p.name, joinReasons(e.Reasons))
-			}
-			sts[pos[i]] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
+		err = s.prof.filterVerdicts(p, reply, remaining, s.snap, metrics.Filter,
+			func(i int) { keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i]) },
+			func(i int, st *Status) { sts[pos[i]] = st })
+		if err != nil {
+			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
 		}
 		remaining, pos = keptSlots, keptPos
 	}

@@ -7,9 +7,13 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/framework"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/native"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
 )
 
 func TestNumFeasibleNodesToFind(t *testing.T) {
@@ -167,4 +171,58 @@ func TestSelectHostBreaksTiesUniformly(t *testing.T) {
 			t.Errorf("node %d picked %d times of 3000, want about 1000", i, counts[i])
 		}
 	}
+}
+
+// TestListedModulesEnableNothing: a module's plugins run only in profiles
+// that name them. Only the module named "default" (here a stand-in for
+// the builtin bundle) supplies the default plugins; another module that
+// declares a default plugin's name adds nothing to a profile that does
+// not enable it.
+func TestListedModulesEnableNothing(t *testing.T) {
+	cfg, err := config.Parse([]byte(`apiVersion: wasmsched.io/v1alpha1
+kind: WasmSchedulerConfiguration
+modules:
+- {name: default, path: in-process}
+- {name: extra, path: in-process}
+profiles:
+- schedulerName: plain
+- schedulerName: picky
+  plugins:
+    filter:
+      enabled: [{name: NodePorts}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := modules.Load(context.Background(), cfg, modules.Options{CacheDir: t.TempDir(), Backends: map[string]policy.Backend{
+		"default": native.New(nil, only("NodeName")...),
+		"extra":   native.New(nil, only("NodePorts")...),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close(context.Background()) })
+	for i, want := range []string{"NodeName", "NodeName,NodePorts"} {
+		p, err := framework.BuildProfile(context.Background(), cfg, i, reg, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close(context.Background()) })
+		if got := strings.Join(p.FilterPlugins(), ","); got != want {
+			t.Errorf("profile %s: filters %s, want %s", p.Name, got, want)
+		}
+	}
+}
+
+// only picks registrations of the default bundle by name.
+func only(names ...string) []plugin.Registration {
+	var out []plugin.Registration
+	for _, r := range defaults.Plugins() {
+		for _, n := range names {
+			if r.Name == n {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/policy"
 )
 
 // checkNominated applies kube-scheduler's rule for nominated pods: a node
@@ -13,7 +15,7 @@ import (
 // preemption victims leave). Both runs must pass, because some filters
 // only pass with those pods present (affinity) and some only without.
 // Lower-priority nominated pods are ignored: this pod may take their room.
-func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32, passed []bool, skip map[string]bool, nom Nominator, diag *Diagnosis) error {
+func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32, passed []bool, nom Nominator, diag *Diagnosis) error {
 	for i, slot := range chunk {
 		if !passed[i] {
 			continue
@@ -28,7 +30,7 @@ func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32
 		if len(add) == 0 {
 			continue
 		}
-		st, err := c.filterWith(ctx, slot, add, skip)
+		st, err := c.filterWith(ctx, slot, add)
 		if err != nil {
 			return err
 		}
@@ -42,47 +44,80 @@ func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32
 
 // filterWith runs the filters on one node with extra pods added in every
 // module's view, and restores the views after. It returns the first
-// rejection, or nil.
-func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod, skip map[string]bool) (*Status, error) {
-	for _, cl := range c.clients {
-		if err := cl.PushState(ctx); err != nil {
-			return nil, err
-		}
-		for _, p := range pods {
-			if err := cl.AddPod(ctx, slot, p); err != nil {
-				return nil, err
-			}
-		}
-	}
+// rejection, or nil. A module whose what-if calls fail is down for the
+// cycle (markDown); an instance a plugin breaks is replaced (cycle.client)
+// and the pods are added to the fresh one's view before the module's
+// next plugin runs.
+func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod) (*Status, error) {
+	pushed := map[int]*policy.Client{} // module -> instance whose view has the pods
 	defer func() {
-		for _, cl := range c.clients {
+		for _, cl := range pushed {
 			_ = cl.PopState(ctx) // a failure breaks the client; the pool replaces it
 		}
 	}()
+	prepare := func(i int) (*policy.Client, error) {
+		if cl := pushed[i]; cl != nil && !cl.Broken() {
+			return cl, nil
+		}
+		delete(pushed, i)
+		cl, err := c.client(ctx, i)
+		if cl == nil {
+			return nil, err
+		}
+		err = cl.PushState(ctx)
+		for _, p := range pods {
+			if err != nil {
+				break
+			}
+			err = cl.AddPod(ctx, slot, p)
+		}
+		if err != nil {
+			// Not popped: the instance goes back to the pool, and the
+			// next cycle start resets its view.
+			if ferr := c.markDown(i, err); ferr != nil {
+				return nil, ferr
+			}
+			return nil, err
+		}
+		pushed[i] = cl
+		return cl, nil
+	}
+	for i := range c.clients {
+		if _, err := prepare(i); c.fatal != nil {
+			return nil, err
+		}
+	}
 	one := []uint32{slot}
-	for _, p := range c.prof.filter {
-		if skip[p.name] {
+	for k := range c.prof.filter {
+		p := &c.prof.filter[k]
+		if c.skip[p.name] {
 			continue
 		}
-		t0 := c.start()
-		reply, err := c.clients[p.module].Filter(ctx, p.index, one)
-		if err != nil {
-			c.observe(p.timer, abi.Error, t0)
-		} else if c.sample {
-			c.observe(p.timer, worstCode(reply.Entries), t0)
+		cl, err := prepare(p.module)
+		if c.fatal != nil {
+			return nil, c.fatal
+		}
+		if c.gone[p.name] {
+			continue
+		}
+		var reply *abi.FilterReply
+		if err == nil {
+			reply, err = c.timedFilter(ctx, cl, p, one)
 		}
 		if err != nil {
-			if p.ignore {
-				continue
+			if ferr := c.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
+				return nil, fmt.Errorf("running Filter plugin %q with nominated pods: %w", p.name, ferr)
 			}
+			c.skip[p.name] = true
+			continue
+		}
+		var rejected *Status
+		err = c.prof.filterVerdicts(p, reply, one, c.snap, metrics.Filter, func(int) {}, func(_ int, st *Status) { rejected = st })
+		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q with nominated pods: %w", p.name, err)
 		}
-		if ix := reply.Indexes[0]; ix != 0 {
-			e := reply.Entries[ix-1]
-			if e.Code == abi.Error && p.ignore {
-				continue
-			}
-			return &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}, nil
+		if rejected != nil {
+			return rejected, nil
 		}
 	}
 	return nil, nil

@@ -66,7 +66,7 @@ type wasmPlugin struct {
 	index  int // index in the module's manifest
 	weight int64
 	points abi.Point
-	ignore bool                 // failurePolicy Ignore
+	ignore bool                 // failurePolicy Ignore (the plugin's, else its module's)
 	timer  *metrics.PluginTimer // this plugin at this point; nil: not timed
 }
 
@@ -99,6 +99,11 @@ type Profile struct {
 	// policies maps a preemption policy plugin's name to its module and
 	// manifest index.
 	policies map[string][2]int
+
+	// metrics and failures record the failures failurePolicy Ignore lets
+	// pass (wasmsched_plugin_ignored_failures_total, a rate-limited log).
+	metrics  *metrics.Metrics
+	failures *failureLog
 }
 
 // BuildProfile resolves profile idx of cfg against the modules and host
@@ -108,7 +113,7 @@ type Profile struct {
 func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins) (*Profile, error) {
 	pc := &cfg.Profiles[idx]
 	field := fmt.Sprintf("profiles[%d]", idx)
-	prof := &Profile{Name: pc.SchedulerName}
+	prof := &Profile{Name: pc.SchedulerName, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", pc.SchedulerName))}
 	switch {
 	case pc.PercentageOfNodesToScore != nil:
 		prof.percentage = *pc.PercentageOfNodesToScore
@@ -130,6 +135,22 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 		k, _ := implements(name, points[0])
 		return k
 	}
+	// A default comes from the host or the module named "default" (the
+	// builtin bundle or a module replacing it), never from another
+	// module: listing a module in `modules` changes no profile that does
+	// not name its plugins.
+	isDefault := func(name string) bool {
+		if m := reg.PluginModule(name); m != nil {
+			return m.Config.Name == config.BuiltinDefaultModule
+		}
+		_, ok := host[name]
+		return ok
+	}
+	for name := range host {
+		if m := reg.PluginModule(name); m != nil {
+			return nil, fmt.Errorf("%s: module %q declares plugin %q, the name of a host plugin", field, m.Config.Name, name)
+		}
+	}
 	unknown := func(f, name string) error {
 		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, host), ", "))
 	}
@@ -148,7 +169,7 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 	multi := []config.Plugin{}
 	if !disablesAll(plugins.MultiPoint) {
 		for _, d := range DefaultPlugins {
-			if known(d.Name) && !disables(plugins.MultiPoint, d.Name) {
+			if isDefault(d.Name) && !disables(plugins.MultiPoint, d.Name) {
 				multi = append(multi, d)
 			}
 		}
@@ -247,7 +268,7 @@ func (prof *Profile) enable(pt point, list []config.Plugin, reg *modules.Registr
 				w = 1
 			}
 			wp := wasmPlugin{name: p.Name, module: mi, index: idx, weight: w,
-				points: m.Manifest.Plugins[idx].Points, ignore: m.FailurePolicy() == config.FailurePolicyIgnore}
+				points: m.Manifest.Plugins[idx].Points, ignore: m.PluginFailurePolicy(p.Name) == config.FailurePolicyIgnore}
 			switch pt.wasm {
 			case abi.PointPreFilter:
 				prof.preFilter = append(prof.preFilter, wp)
@@ -423,6 +444,31 @@ func (prof *Profile) Instrument(m *metrics.Metrics) {
 			pt.list[i].timer = m.PluginTimer(pt.list[i].name, pt.point)
 		}
 	}
+}
+
+// modulePlugins lists the plugins of module mi that the profile enables
+// (each once, whatever its extension points), with their failure
+// policies, preemption policies included.
+func (prof *Profile) modulePlugins(mi int) []wasmPlugin {
+	var out []wasmPlugin
+	seen := map[string]bool{}
+	for _, list := range [][]wasmPlugin{prof.preFilter, prof.filter, prof.preScore, prof.score} {
+		for _, p := range list {
+			if p.module == mi && !seen[p.name] {
+				seen[p.name] = true
+				out = append(out, p)
+			}
+		}
+	}
+	for name, ref := range prof.policies {
+		if ref[0] == mi && !seen[name] {
+			seen[name] = true
+			m := prof.modules[mi].mod
+			out = append(out, wasmPlugin{name: name, module: mi, index: ref[1],
+				ignore: m.PluginFailurePolicy(name) == config.FailurePolicyIgnore})
+		}
+	}
+	return out
 }
 
 // PreEnqueuePlugins are the profile's queue gates.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/policy"
 )
 
 // Status is the outcome of a plugin or of an extension point. A nil
@@ -130,4 +131,17 @@ func (f *FitError) Error() string {
 		}
 	}
 	return msg
+}
+
+// FailureMessage is the message a pod gets (its Event, its PodScheduled
+// condition, simulate's table, the log line) when a cycle fails with
+// err: one line, without control characters or escape sequences, and at
+// most policy.MaxGuestText bytes, the 1 KiB an Event message may have,
+// because it may carry text from a guest (reasons, error replies, a
+// panic message).
+func FailureMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	return policy.GuestText(err.Error())
 }

@@ -110,6 +110,7 @@ type Metrics struct {
 	traps       *prometheus.CounterVec
 	deadlines   *prometheus.CounterVec
 	instances   *prometheus.GaugeVec
+	ignored     *prometheus.CounterVec
 
 	preemption *PreemptionMetrics
 
@@ -177,6 +178,13 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			Name:      "module_instances",
 			Help:      "Number of live instances of a policy module (idle or in use), over all profiles' pools.",
 		}, []string{"module"}),
+		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: WasmSubsystem,
+			Name:      "plugin_ignored_failures_total",
+			Help: "Number of plugin failures (trap, deadline, Error status, invalid reply) that failurePolicy Ignore let the cycle " +
+				"go on without. extension_point is PreFilter, Filter, PreScore or Score, or the module-wide call that failed " +
+				"(instance, sync, cycle, push_state, add_pod, ...), which counts once per Ignore plugin of the module.",
+		}, []string{"profile", "plugin", "extension_point"}),
 		preemption:    newPreemptionMetrics(),
 		samplePercent: DefaultPluginSamplePercent,
 	}
@@ -187,7 +195,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances}, m.preemption.collectors()...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.ignored}, m.preemption.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}
@@ -385,5 +393,15 @@ func (mm *ModuleMetrics) InstanceOpened() {
 func (mm *ModuleMetrics) InstanceClosed() {
 	if mm != nil {
 		mm.instances.Dec()
+	}
+}
+
+// IgnoredFailure counts one failure of a plugin under failurePolicy
+// Ignore: the cycle went on as if the plugin had nothing to say. point is
+// the extension point, or the module-wide call that failed. Failures are
+// rare, so the label lookup happens here rather than in advance.
+func (m *Metrics) IgnoredFailure(profile, plugin, point string) {
+	if m != nil {
+		m.ignored.WithLabelValues(profile, plugin, point).Inc()
 	}
 }

@@ -11,13 +11,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/native"
 	"github.com/wasmsched/wasmsched/host/policy"
@@ -26,6 +26,13 @@ import (
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )
 
+// MaxModuleBytes bounds a module file. The builtin bundle of every
+// default plugin is well under 1 MiB; 64 MiB leaves room for modules in
+// heavier languages while refusing, before compiling, a path such as
+// /dev/zero that would otherwise be read until memory runs out. A module
+// path must name a regular file (a FIFO or device is refused at once).
+const MaxModuleBytes = 64 << 20
+
 // Module is one compiled module and what its manifest says.
 type Module struct {
 	Config   config.Module
@@ -33,13 +40,27 @@ type Module struct {
 	Manifest abi.Manifest
 }
 
-// FailurePolicy is the module's failure policy, defaulted.
+// FailurePolicy is the module's failure policy, defaulted: what its
+// plugins without one of their own use.
 func (m *Module) FailurePolicy() config.FailurePolicy {
 	if m.Config.FailurePolicy == "" {
 		return config.FailurePolicyFail
 	}
 	return m.Config.FailurePolicy
 }
+
+// PluginFailurePolicy is one plugin's failure policy: its own
+// (modules[].plugins[name].failurePolicy), else the module's, else Fail.
+func (m *Module) PluginFailurePolicy(plugin string) config.FailurePolicy {
+	return m.Config.PluginFailurePolicy(plugin)
+}
+
+// HostPluginNames are the plugins the host itself provides (the queue
+// sort, the binder, preemption). A module may not declare a plugin of
+// one of these names: resolving the name to the module would replace or
+// disable the host's plugin in every profile, whether or not a profile
+// asked for the module.
+var HostPluginNames = []string{config.DefaultQueueSort, "DefaultBinder", "DefaultPreemption"}
 
 // Registry holds the compiled modules of one configuration.
 type Registry struct {
@@ -48,6 +69,7 @@ type Registry struct {
 	byName  map[string]*Module
 	plugins map[string]*Module // plugin name -> module serving it
 	metrics *metrics.Metrics
+	log     hclog.Logger
 }
 
 // Options tune how modules are run.
@@ -62,6 +84,12 @@ type Options struct {
 	// instances in every pool made from these modules (see Metrics).
 	// Nil counts nothing.
 	Metrics *metrics.Metrics
+	// Backends serve configured modules in-process, by module name,
+	// instead of compiling their path: for tests that need a guest
+	// misbehaving in ways a real build cannot, and for embedders with
+	// native twins. Everything else (manifest checks, plugin names,
+	// profiles) is as for a file.
+	Backends map[string]policy.Backend
 }
 
 // Load compiles every module of cfg, plus the builtin default bundle
@@ -79,7 +107,7 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, metrics: opts.Metrics}
+	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, metrics: opts.Metrics, log: log}
 	fail := func(err error) (*Registry, error) {
 		r.Close(ctx)
 		return nil, err
@@ -102,6 +130,9 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		}
 	}
 	for _, m := range r.modules {
+		if err := checkPluginNames(m); err != nil {
+			return fail(err)
+		}
 		for _, p := range m.Manifest.Plugins {
 			if other, dup := r.plugins[p.Name]; dup {
 				return fail(fmt.Errorf("plugin %q is served by both module %q and module %q; a plugin name must be unique",
@@ -111,6 +142,35 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		}
 	}
 	return r, nil
+}
+
+// checkPluginNames refuses a module that declares a host plugin's name,
+// and per-plugin options for plugins the module does not declare.
+func checkPluginNames(m *Module) error {
+	for _, p := range m.Manifest.Plugins {
+		for _, h := range HostPluginNames {
+			if p.Name == h {
+				return fmt.Errorf("module %q declares plugin %q, the name of a plugin the host provides (%s); rename the plugin",
+					m.Config.Name, p.Name, strings.Join(HostPluginNames, ", "))
+			}
+		}
+	}
+	names := make([]string, 0, len(m.Config.Plugins))
+	for name := range m.Config.Plugins {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if m.Manifest.Plugin(name) < 0 {
+			declared := make([]string, len(m.Manifest.Plugins))
+			for i, p := range m.Manifest.Plugins {
+				declared[i] = p.Name
+			}
+			return fmt.Errorf("module %q: plugins.%s: the module declares no such plugin (it declares %s)",
+				m.Config.Name, name, strings.Join(declared, ", "))
+		}
+	}
+	return nil
 }
 
 // add loads one module and counts the load's outcome.
@@ -123,6 +183,8 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	}
 	var backend policy.Backend
 	switch {
+	case idx >= 0 && opts.Backends[mc.Name] != nil:
+		backend = opts.Backends[mc.Name]
 	case idx < 0 && opts.NativeBuiltin:
 		backend = native.New(opts.Log, defaults.Plugins()...)
 	case idx < 0:
@@ -132,7 +194,7 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 		}
 		backend = b
 	default:
-		bin, err := os.ReadFile(mc.Path)
+		bin, err := boundedread.ReadFile(mc.Path, MaxModuleBytes, boundedread.Regular, "a Wasm module")
 		if err != nil {
 			return fmt.Errorf("%s.path: %w", field, err)
 		}
@@ -167,6 +229,10 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 // Metrics are the metrics the registry was loaded with (nil if none): the
 // profiles' pools count their guests' failures there.
 func (r *Registry) Metrics() *metrics.Metrics { return r.metrics }
+
+// Log is the logger the registry was loaded with (never nil): profiles
+// log their plugins' ignored failures there.
+func (r *Registry) Log() hclog.Logger { return r.log }
 
 // PluginModule returns the module serving a plugin, or nil.
 func (r *Registry) PluginModule(plugin string) *Module { return r.plugins[plugin] }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/snapshot"
@@ -153,8 +154,67 @@ func (c *Client) status(ctx context.Context, fn abi.Func, plugin int, slots []ui
 	if err := c.replyErr(fn, plugin); err != nil {
 		return st, err
 	}
+	guestTexts(st.Reasons)
+	if err := checkStatusCode(fn, st.Code, st.Reasons); err != nil {
+		return st, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Err: err}
+	}
 	return st, nil
 }
+
+// ErrInvalidReply marks a reply that decoded but says something the ABI
+// does not allow (a status code outside the function's set, a score out of
+// range): an Error of the plugin, which its failurePolicy then handles.
+var ErrInvalidReply = errors.New("invalid reply")
+
+// ErrPluginError marks a plugin that answered with the Error status code.
+var ErrPluginError = errors.New("plugin returned Error")
+
+// validCodes are the status codes each function may return; any other is
+// an invalid reply (an Error, never a rejection).
+var validCodes = map[abi.Func][]abi.Code{
+	abi.FuncPreFilter:     {abi.Success, abi.Error, abi.Unschedulable, abi.UnschedulableAndUnresolvable, abi.Skip},
+	abi.FuncFilter:        {abi.Error, abi.Unschedulable, abi.UnschedulableAndUnresolvable},
+	abi.FuncPreScore:      {abi.Success, abi.Error, abi.Skip},
+	abi.FuncSelectVictims: {abi.Success, abi.Error, abi.Unschedulable, abi.UnschedulableAndUnresolvable},
+}
+
+// checkStatusCode refuses a code fn may not return, naming it, and turns
+// the Error code into an error carrying the guest's reasons.
+func checkStatusCode(fn abi.Func, code abi.Code, reasons []string) error {
+	if code == abi.Error {
+		if len(reasons) == 0 {
+			return fmt.Errorf("%w (no reason given)", ErrPluginError)
+		}
+		return fmt.Errorf("%w: %s", ErrPluginError, strings.Join(reasons, ", "))
+	}
+	for _, ok := range validCodes[fn] {
+		if code == ok {
+			return nil
+		}
+	}
+	return invalidCode(fn, code, reasons)
+}
+
+func invalidCode(fn abi.Func, code abi.Code, reasons []string) error {
+	valid := make([]string, 0, 5)
+	for _, c := range validCodes[fn] {
+		valid = append(valid, fmt.Sprintf("%d %s", uint8(c), c))
+	}
+	msg := fmt.Sprintf("%v: status code %d is not one %s may return (%s)", ErrInvalidReply, uint8(code), fn, strings.Join(valid, ", "))
+	if len(reasons) > 0 {
+		msg += "; reasons: " + strings.Join(reasons, ", ")
+	}
+	return &wrapped{msg: msg, err: ErrInvalidReply}
+}
+
+// wrapped is an error with its own message that matches err in errors.Is.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
 
 // MaxBatch is the most nodes one Filter or Score call may carry: filter
 // replies index their distinct outcomes with u16.
@@ -174,6 +234,16 @@ func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.F
 	}
 	if len(c.filter.Indexes) != len(slots) {
 		return nil, c.brokenReply(abi.FuncFilter, plugin, fmt.Errorf("%d verdicts for %d nodes", len(c.filter.Indexes), len(slots)))
+	}
+	for i := range c.filter.Entries {
+		e := &c.filter.Entries[i]
+		guestTexts(e.Reasons)
+		switch e.Code {
+		case abi.Error, abi.Unschedulable, abi.UnschedulableAndUnresolvable:
+		default:
+			return nil, &CallError{Module: c.module.name, Func: abi.FuncFilter, Plugin: c.pluginName(plugin),
+				Err: invalidCode(abi.FuncFilter, e.Code, e.Reasons)}
+		}
 	}
 	return &c.filter, nil
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wasmsched/wasmsched/abi"
 )
@@ -84,15 +85,45 @@ type CallError struct {
 	Err    error
 }
 
+// Error names the module, function and plugin, then what went wrong on
+// one line: the cause may carry a guest's text (its error reply, its
+// panic message), so it goes through GuestText, and a wasm stack trace
+// (a list of frames, for logs at debug level via Unwrap) is left out.
 func (e *CallError) Error() string {
 	what := e.Func.String()
 	if e.Plugin != "" {
 		what = fmt.Sprintf("%s plugin %q", what, e.Plugin)
 	}
-	if e.Broken {
-		return fmt.Sprintf("module %q: %s: instance lost: %v", e.Module, what, e.Err)
+	cause := "<nil>"
+	if e.Err != nil {
+		cause = GuestText(withoutStackTrace(e.Err.Error()))
 	}
-	return fmt.Sprintf("module %q: %s: %v", e.Module, what, e.Err)
+	if e.Broken {
+		return fmt.Sprintf("module %q: %s: instance lost: %s", e.Module, what, cause)
+	}
+	return fmt.Sprintf("module %q: %s: %s", e.Module, what, cause)
+}
+
+// withoutStackTrace drops the "wasm stack trace:" line wazero adds to a
+// trap's error and the indented frame lines after it, keeping any other
+// line (such as a guest's panic message).
+func withoutStackTrace(s string) string {
+	i := strings.Index(s, "wasm stack trace:")
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(s[:i], "\n "))
+	inTrace := true
+	for _, line := range strings.Split(s[i:], "\n")[1:] {
+		if inTrace && (strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " ") || line == "") {
+			continue
+		}
+		inTrace = false
+		b.WriteString("\n")
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 func (e *CallError) Unwrap() error { return e.Err }

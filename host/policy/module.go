@@ -294,7 +294,7 @@ func (m *Module) call(ctx context.Context, inst Instance, fn abi.Func, arg uint3
 		if d.Err() != nil {
 			return nil, &CallError{Func: fn, Broken: true, Err: errors.New("malformed error reply")}
 		}
-		return nil, &CallError{Func: fn, Err: errors.New(msg)}
+		return nil, &CallError{Func: fn, Err: errors.New(GuestText(msg))}
 	}
 	return nil, &CallError{Func: fn, Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
 }

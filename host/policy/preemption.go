@@ -27,6 +27,11 @@ func (c *Client) SelectVictims(ctx context.Context, plugin int, nodes []abi.Node
 		return nil, c.brokenReply(abi.FuncSelectVictims, plugin, fmt.Errorf("%d answers for %d nodes", len(c.victims), len(nodes)))
 	}
 	for i := range c.victims {
+		guestTexts(c.victims[i].Reasons)
+		if code := c.victims[i].Code; code != abi.Success && code != abi.Unschedulable && code != abi.UnschedulableAndUnresolvable {
+			return nil, &CallError{Module: c.module.name, Func: abi.FuncSelectVictims, Plugin: c.pluginName(plugin),
+				Err: fmt.Errorf("node slot %d: %w", nodes[i].Slot, checkStatusCode(abi.FuncSelectVictims, code, c.victims[i].Reasons))}
+		}
 		seen := make(map[uint32]bool, len(c.victims[i].Victims))
 		for _, v := range c.victims[i].Victims {
 			if int(v.Index) >= len(nodes[i].Pods) || seen[v.Index] {

@@ -285,7 +285,7 @@ func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err er
 	} else {
 		s.attempted(prof, metrics.Unschedulable, start)
 	}
-	msg := err.Error()
+	msg := framework.FailureMessage(err)
 	if isError {
 		log.Warn("scheduling failed", "error", msg)
 	} else {

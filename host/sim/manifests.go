@@ -7,15 +7,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"regexp"
 	"strings"
 
+	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
+	"github.com/wasmsched/wasmsched/host/internal/yamlcheck"
 )
 
 // Objects are the Kubernetes objects a simulation starts from.
@@ -42,44 +47,75 @@ type Objects struct {
 	StatefulSets []*appsv1.StatefulSet
 }
 
-// ManifestError names where in the input a problem is: the file, the
-// document's index in it (from 0), and what.
+// Bounds on what simulate reads. The API server refuses a request body
+// over 3 MiB, so no real object is larger; a manifest file or stream may
+// hold many objects, up to 64 MiB in all. A longer line, document or
+// stream is refused as soon as it passes its bound, without reading the
+// rest into memory.
+const (
+	MaxManifestBytes = 64 << 20
+	MaxObjectBytes   = 3 << 20
+)
+
+// maxErrorsPerDocument caps the problems reported for one document.
+const maxErrorsPerDocument = 20
+
+// ManifestError names where in the input a problem is: the file, the line
+// (when known), the document's index in the file (from 0), the object and
+// the field, and what is wrong. It reads
+// cluster.yaml:37 (document 3, Pod web/a): spec.containers[0].resources.requests.cpu: "x" is not a quantity (e.g. 64Mi or 500m).
 type ManifestError struct {
-	File     string
-	Document int
-	Kind     string
-	Name     string
-	Err      error
+	File      string
+	Line      int // 1-based line in File; 0 if unknown
+	Document  int
+	Kind      string
+	Namespace string
+	Name      string
+	Field     string // field path within the object; "" if Err names it or none applies
+	Err       error
 }
 
 func (e *ManifestError) Error() string {
-	where := fmt.Sprintf("%s: document %d", e.File, e.Document)
-	if e.Kind != "" {
-		where += " (" + e.Kind
-		if e.Name != "" {
-			where += " " + e.Name
-		}
-		where += ")"
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
 	}
-	return where + ": " + e.Err.Error()
+	fmt.Fprintf(&b, " (document %d", e.Document)
+	if e.Kind != "" {
+		b.WriteString(", " + e.Kind)
+		if e.Name != "" {
+			b.WriteString(" ")
+			if e.Namespace != "" {
+				b.WriteString(e.Namespace + "/")
+			}
+			b.WriteString(e.Name)
+		}
+	}
+	b.WriteString("): ")
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
 }
 
 func (e *ManifestError) Unwrap() error { return e.Err }
 
-// LoadFiles reads manifests from files ("-" is standard input).
+// LoadFiles reads manifests from files ("-" is standard input). A file
+// must be a regular file or a pipe (process substitution works; devices
+// and directories are refused) of at most MaxManifestBytes.
 func LoadFiles(paths ...string) (*Objects, error) {
 	objs := &Objects{}
 	for _, p := range paths {
-		var r io.Reader
-		if p == "-" {
-			r = os.Stdin
-		} else {
-			f, err := os.Open(p)
+		var r io.Reader = os.Stdin
+		if p != "-" {
+			rc, err := boundedread.Open(p, MaxManifestBytes, boundedread.RegularOrPipe, "a manifest file")
 			if err != nil {
 				return nil, err
 			}
-			defer f.Close()
-			r = f
+			defer rc.Close()
+			r = rc
 		}
 		if err := objs.Read(p, r); err != nil {
 			return nil, err
@@ -88,121 +124,194 @@ func LoadFiles(paths ...string) (*Objects, error) {
 	return objs, nil
 }
 
-type typeMeta struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-}
-
-// Read adds the objects of a multi-document YAML stream named name.
-// Unknown kinds and malformed objects are errors naming the document and
-// the field; strict decoding refuses unknown fields, as kubectl's
-// server-side validation would. Deployments, ReplicaSets and
-// StatefulSets are expanded into their pods where they stand (see
-// AddDeployment), since no controller runs in a simulation.
+// Read adds the objects of a multi-document YAML stream named name, of at
+// most MaxManifestBytes with no document over MaxObjectBytes. Every
+// document is checked before it is used, as the API server would check
+// it: strictly decoded (unknown fields, wrong types and malformed
+// quantities are errors with their line and field path) and validated
+// (names, labels, resources, ports, tolerations, affinity and more: see
+// validateObject). Errors are *ManifestError, one per problem of the first
+// bad document, joined. Deployments, ReplicaSets and StatefulSets are
+// expanded into their pods where they stand (see AddDeployment), since no
+// controller runs in a simulation.
 func (o *Objects) Read(name string, r io.Reader) error {
-	yr := k8syaml.NewYAMLReader(bufio.NewReader(r))
+	sp := &splitter{br: bufio.NewReader(boundedread.Limit(r, name, MaxManifestBytes, "a manifest file or stream"))}
 	for doc := 0; ; doc++ {
-		raw, err := yr.Read()
+		raw, start, err := sp.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
+		if boundedread.IsTooLarge(err) {
+			return err // it names the file and the limit
+		}
 		if err != nil {
-			return &ManifestError{File: name, Document: doc, Err: err}
+			return &ManifestError{File: name, Line: start, Document: doc, Err: err}
 		}
 		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
 			continue
 		}
-		var tm typeMeta
-		if err := yaml.Unmarshal(raw, &tm); err != nil {
-			return &ManifestError{File: name, Document: doc, Err: err}
-		}
-		merr := func(err error) error {
-			return &ManifestError{File: name, Document: doc, Kind: tm.Kind, Name: tm.Metadata.Name, Err: err}
-		}
-		if tm.Kind == "" {
-			return merr(errors.New("kind: missing"))
-		}
-		if tm.Metadata.Name == "" {
-			return merr(errors.New("metadata.name: missing"))
-		}
-		switch tm.APIVersion + "/" + tm.Kind {
-		case "v1/Node":
-			var n corev1.Node
-			if err := strict(raw, &n); err != nil {
-				return merr(err)
-			}
-			o.Nodes = append(o.Nodes, &n)
-		case "v1/Pod":
-			var p corev1.Pod
-			if err := strict(raw, &p); err != nil {
-				return merr(err)
-			}
-			if len(p.Spec.Containers) == 0 {
-				return merr(errors.New("spec.containers: at least one container is required"))
-			}
-			o.Pods = append(o.Pods, &p)
-		case "v1/Service":
-			var svc corev1.Service
-			if err := strict(raw, &svc); err != nil {
-				return merr(err)
-			}
-			o.Services = append(o.Services, &svc)
-		case "v1/Namespace":
-			var ns corev1.Namespace
-			if err := strict(raw, &ns); err != nil {
-				return merr(err)
-			}
-			o.Namespaces = append(o.Namespaces, &ns)
-		case "apps/v1/Deployment":
-			var d appsv1.Deployment
-			if err := strict(raw, &d); err != nil {
-				return merr(err)
-			}
-			if err := o.AddDeployment(&d); err != nil {
-				return merr(err)
-			}
-		case "apps/v1/ReplicaSet":
-			var rs appsv1.ReplicaSet
-			if err := strict(raw, &rs); err != nil {
-				return merr(err)
-			}
-			if err := o.AddReplicaSet(&rs); err != nil {
-				return merr(err)
-			}
-		case "apps/v1/StatefulSet":
-			var sts appsv1.StatefulSet
-			if err := strict(raw, &sts); err != nil {
-				return merr(err)
-			}
-			if err := o.AddStatefulSet(&sts); err != nil {
-				return merr(err)
-			}
-		case "scheduling.k8s.io/v1/PriorityClass":
-			var pc schedulingv1.PriorityClass
-			if err := strict(raw, &pc); err != nil {
-				return merr(err)
-			}
-			o.PriorityClasses = append(o.PriorityClasses, &pc)
-		case "policy/v1/PodDisruptionBudget":
-			var pdb policyv1.PodDisruptionBudget
-			if err := strict(raw, &pdb); err != nil {
-				return merr(err)
-			}
-			o.PDBs = append(o.PDBs, &pdb)
-		default:
-			return merr(fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
-				tm.APIVersion, tm.Kind))
+		if err := o.readDocument(name, doc, start, raw); err != nil {
+			return err
 		}
 	}
+}
+
+// document is one YAML document being read, for its errors.
+type document struct {
+	file           string
+	index, start   int
+	kind, ns, name string
+	lines          yamlcheck.Lines
+}
+
+// fail makes the error for a problem at field (its line looked up) or, with
+// field "", at the line given (the document's first if 0).
+func (d *document) fail(line int, field string, err error) *ManifestError {
+	abs := d.start
+	if line == 0 && field != "" {
+		line = d.lines.Find(field)
+	}
+	if line > 0 {
+		abs = d.start + line - 1
+	}
+	return &ManifestError{File: d.file, Line: abs, Document: d.index, Kind: d.kind, Namespace: d.ns, Name: d.name, Field: field, Err: err}
+}
+
+// wrap turns an error from the workload code, which starts with the field
+// it is about ("spec.replicas: …"), into a ManifestError at that field's line.
+func (d *document) wrap(err error) error {
+	line := 0
+	if m := leadingField.FindStringSubmatch(err.Error()); m != nil {
+		line = d.lines.Find(m[1])
+	}
+	return d.fail(line, "", err)
+}
+
+var simpleKeyIndex = regexp.MustCompile(`\[([A-Za-z_][A-Za-z0-9_-]*)\]`)
+
+var leadingField = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_.\[\]/-]*): `)
+
+// join reports up to maxErrorsPerDocument problems as one error.
+func join(errs []error) error {
+	if len(errs) > maxErrorsPerDocument {
+		more := len(errs) - maxErrorsPerDocument
+		errs = append(errs[:maxErrorsPerDocument:maxErrorsPerDocument], fmt.Errorf("… and %d more problems in this document", more))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Objects) readDocument(file string, index, start int, raw []byte) error {
+	d := &document{file: file, index: index, start: start}
+	root, err := parseYAML(raw)
+	if err != nil {
+		var ye *yamlError
+		if errors.As(err, &ye) {
+			return d.fail(ye.line, "", errors.New(ye.msg))
+		}
+		return d.fail(0, "", err)
+	}
+	if root == nil {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return d.fail(root.Line, "", errors.New("want an object with apiVersion, kind and metadata"))
+	}
+	apiVersion := scalarAt(root, "apiVersion")
+	d.kind = scalarAt(root, "kind")
+	if md := valueAt(root, "metadata"); md != nil {
+		d.name, d.ns = scalarAt(md, "name"), scalarAt(md, "namespace")
+	}
+	if d.kind == "" {
+		return d.fail(0, "", errors.New("kind: missing"))
+	}
+	if d.name == "" {
+		return d.fail(0, "", errors.New("metadata.name: missing"))
+	}
+	obj := newObject(apiVersion + "/" + d.kind)
+	if obj == nil {
+		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
+			apiVersion, d.kind))
+	}
+	lines, problems := yamlcheck.Check(root, reflect.TypeOf(obj), nil)
+	d.lines = lines
+	if len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = d.fail(p.Line, p.Path, errors.New(p.Msg))
+		}
+		return join(errs)
+	}
+	if err := strict(raw, obj); err != nil {
+		return d.wrap(err)
+	}
+	if fe := validateObject(obj); len(fe) > 0 {
+		errs := make([]error, len(fe))
+		for i, e := range fe {
+			f := simpleKeyIndex.ReplaceAllString(e.Field, ".$1") // requests[cpu] -> requests.cpu, as the decoder's paths
+			errs[i] = d.fail(0, f, errors.New(e.ErrorBody()))
+		}
+		return join(errs)
+	}
+	var err2 error
+	switch x := obj.(type) {
+	case *corev1.Node:
+		o.Nodes = append(o.Nodes, x)
+	case *corev1.Pod:
+		if len(x.Spec.Containers) == 0 {
+			return d.fail(0, "spec.containers", errors.New("at least one container is required"))
+		}
+		o.Pods = append(o.Pods, x)
+	case *corev1.Service:
+		o.Services = append(o.Services, x)
+	case *corev1.Namespace:
+		o.Namespaces = append(o.Namespaces, x)
+	case *appsv1.Deployment:
+		err2 = o.AddDeployment(x)
+	case *appsv1.ReplicaSet:
+		err2 = o.AddReplicaSet(x)
+	case *appsv1.StatefulSet:
+		err2 = o.AddStatefulSet(x)
+	case *schedulingv1.PriorityClass:
+		o.PriorityClasses = append(o.PriorityClasses, x)
+	case *policyv1.PodDisruptionBudget:
+		o.PDBs = append(o.PDBs, x)
+	}
+	if err2 != nil {
+		return d.wrap(err2)
+	}
+	return nil
+}
+
+// newObject returns a new object of the kind "apiVersion/kind", or nil if
+// simulate does not read that kind.
+func newObject(gvk string) any {
+	switch gvk {
+	case "v1/Node":
+		return &corev1.Node{}
+	case "v1/Pod":
+		return &corev1.Pod{}
+	case "v1/Service":
+		return &corev1.Service{}
+	case "v1/Namespace":
+		return &corev1.Namespace{}
+	case "apps/v1/Deployment":
+		return &appsv1.Deployment{}
+	case "apps/v1/ReplicaSet":
+		return &appsv1.ReplicaSet{}
+	case "apps/v1/StatefulSet":
+		return &appsv1.StatefulSet{}
+	case "scheduling.k8s.io/v1/PriorityClass":
+		return &schedulingv1.PriorityClass{}
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
+	}
+	return nil
 }
 
 // strict decodes like the API server's strict field validation, with
 // the full path of an unknown or duplicate field in the error.
 func strict(raw []byte, into any) error {
-	js, err := yaml.YAMLToJSON(raw)
+	js, err := sigsyaml.YAMLToJSON(raw)
 	if err != nil {
 		return err
 	}

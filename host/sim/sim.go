@@ -29,6 +29,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/memapi"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/queue"
 	"github.com/wasmsched/wasmsched/host/scheduler"
@@ -58,6 +59,9 @@ type Options struct {
 	// durations are wall-clock time, not the simulated clock); nil
 	// records nothing.
 	Metrics *metrics.Metrics
+	// Backends serve configured modules in-process, by module name (see
+	// modules.Options.Backends): tests of guests that misbehave.
+	Backends map[string]policy.Backend
 }
 
 // Pod outcomes in a Report.
@@ -161,7 +165,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log,
+	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log, Backends: opts.Backends,
 		Metrics: opts.Metrics})
 	if err != nil {
 		return nil, err

@@ -17,15 +17,19 @@ func read(t *testing.T, yaml string) (*Objects, error) {
 func TestManifestErrorsNameFileDocumentAndField(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown kind", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: web}\n",
-			`test.yaml: document 0 (Job web): unsupported kind batch/v1 "Job"`},
+			`test.yaml:1 (document 0, Job web): unsupported kind batch/v1 "Job"`},
 		{"unknown field in the second document", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resourcez: {}}]\n",
-			`test.yaml: document 1 (Pod p): unknown field "spec.containers[0].resourcez"`},
+			`test.yaml:9 (document 1, Pod p): spec.containers[0].resourcez: unknown field (did you mean "resources"?)`},
 		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resources: {requests: {cpu: lots}}}]\n",
-			`test.yaml: document 0 (Pod p): `},
-		{"no name", "apiVersion: v1\nkind: Node\nmetadata: {}\n", `test.yaml: document 0 (Node): metadata.name: missing`},
-		{"no kind", "apiVersion: v1\nmetadata: {name: x}\n", `test.yaml: document 0: kind: missing`},
+			`test.yaml:5 (document 0, Pod p): spec.containers[0].resources.requests.cpu: "lots" is not a quantity (e.g. 64Mi or 500m)`},
+		{"no name", "apiVersion: v1\nkind: Node\nmetadata: {}\n", `(document 0, Node): metadata.name: missing`},
+		{"no kind", "apiVersion: v1\nmetadata: {name: x}\n", `(document 0): kind: missing`},
 		{"no containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n", `spec.containers: at least one container is required`},
-		{"not yaml", "apiVersion: v1\nkind: [\n", `test.yaml: document 0: `},
+		{"bad toleration operator", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {tolerations: [{key: k, operator: Maybe}], containers: [{name: c, image: i}]}\n",
+			`test.yaml:4 (document 0, Pod p): spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"`},
+		{"bad taint effect", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
+			`test.yaml:4 (document 0, Node node1): spec.taints[0].effect: Unsupported value: "Sometimes"`},
+		{"not yaml", "apiVersion: v1\nkind: [\n", `test.yaml:2 (document 0): not valid YAML: `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := read(t, tc.yaml)
@@ -98,10 +102,6 @@ func TestAdmissionErrors(t *testing.T) {
 			`Pod default/p: spec.nodeName: no Node "ghost"`},
 		{"duplicate pod", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n",
 			`Pod default/p: defined twice`},
-		{"bad toleration operator", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {tolerations: [{key: k, operator: Maybe}], containers: [{name: c, image: i}]}\n",
-			`Pod default/p: spec.tolerations[0].operator: unknown operator "Maybe"`},
-		{"bad taint effect", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
-			`Node node1: spec.taints[0].effect: unknown effect "Sometimes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := read(t, tc.yaml)

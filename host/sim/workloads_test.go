@@ -288,34 +288,34 @@ func TestWorkloadErrors(t *testing.T) {
 	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n"
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"missing template", deploy + sel,
-			`test.yaml: document 0 (Deployment web): spec.template: missing`},
+			`(document 0, Deployment web): spec.template: missing`},
 		{"selector does not match", deploy + "  selector: {matchLabels: {app: api}}\n" + workloadTemplate,
-			`test.yaml: document 0 (Deployment web): spec.selector: does not match spec.template.metadata.labels`},
+			`(document 0, Deployment web): spec.selector: does not match spec.template.metadata.labels`},
 		{"selector expression does not match", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n" +
 			"  selector: {matchExpressions: [{key: tier, operator: NotIn, values: [front]}]}\n" + workloadTemplate,
-			`test.yaml: document 0 (StatefulSet db): spec.selector: does not match spec.template.metadata.labels`},
+			`(document 0, StatefulSet db): spec.selector: does not match spec.template.metadata.labels`},
 		{"missing selector", "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs}\nspec:\n" + workloadTemplate,
-			`test.yaml: document 0 (ReplicaSet rs): spec.selector: missing (required in apps/v1)`},
+			`(document 0, ReplicaSet rs): spec.selector: missing (required in apps/v1)`},
 		{"empty selector", deploy + "  selector: {}\n" + workloadTemplate,
-			`test.yaml: document 0 (Deployment web): spec.selector: empty selector is invalid`},
+			`(document 0, Deployment web): spec.selector: empty selector is invalid`},
 		{"bad selector operator", deploy + "  selector: {matchExpressions: [{key: app, operator: Like, values: [web]}]}\n" + workloadTemplate,
-			`test.yaml: document 0 (Deployment web): spec.selector: "Like" is not a valid label selector operator`},
+			`(document 0, Deployment web): spec.selector: "Like" is not a valid label selector operator`},
 		{"negative replicas", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n" +
 			"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: -1\n" + sel + workloadTemplate,
-			`test.yaml: document 1 (StatefulSet db): spec.replicas: must be greater than or equal to 0, got -1`},
+			`(document 1, StatefulSet db): spec.replicas: must be greater than or equal to 0, got -1`},
 		{"too many replicas", deploy + "  replicas: 1000000000\n" + sel + workloadTemplate,
-			`test.yaml: document 0 (Deployment web): spec.replicas: 1000000000 is more than the simulation's limit of 100000`},
+			`(document 0, Deployment web): spec.replicas: 1000000000 is more than the simulation's limit of 100000`},
 		{"negative ordinals start", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  ordinals: {start: -2}\n" + sel + workloadTemplate,
-			`test.yaml: document 0 (StatefulSet db): spec.ordinals.start: must be greater than or equal to 0, got -2`},
+			`(document 0, StatefulSet db): spec.ordinals.start: must be greater than or equal to 0, got -2`},
 		{"template without containers", "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs}\nspec:\n" + sel +
 			"  template: {metadata: {labels: {app: web}}, spec: {}}\n",
-			`test.yaml: document 0 (ReplicaSet rs): spec.template.spec.containers: at least one container is required`},
+			`(document 0, ReplicaSet rs): spec.template.spec.containers: at least one container is required`},
 		{"unknown template field", deploy + sel + strings.Replace(workloadTemplate, "schedulerName:", "schedulerNam:", 1),
-			`test.yaml: document 0 (Deployment web): unknown field "spec.template.spec.schedulerNam"`},
+			`(document 0, Deployment web): spec.template.spec.schedulerNam: unknown field (did you mean "schedulerName"?)`},
 		{"deployment defined twice", deploy + sel + workloadTemplate + "---\n" + deploy + sel + workloadTemplate,
-			`test.yaml: document 1 (Deployment web): metadata.name: Deployment default/web is already defined`},
+			`(document 1, Deployment web): metadata.name: Deployment default/web is already defined`},
 		{"old api version", "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: web}\n",
-			`test.yaml: document 0 (Deployment web): unsupported kind extensions/v1beta1 "Deployment" (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet;`},
+			`(document 0, Deployment web): unsupported kind extensions/v1beta1 "Deployment" (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet;`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := read(t, tc.yaml)

@@ -1,11 +1,12 @@
 package wasm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
 
-// Deadlines without wazero's termination checks.
+// Bounding a guest's time and stack without wazero's termination checks.
 //
 // wazero can stop a running guest when its context ends
 // (RuntimeConfig.WithCloseOnContextDone). It does so by leaving machine
@@ -14,37 +15,90 @@ import (
 // stop-the-world pauses, and with them the timers that would stop it. That
 // exit made our batched filter loops 2-5× slower (docs/PERFORMANCE.md).
 //
-// Instead, before compiling, we rewrite the module: we add two mutable i32
-// globals, a countdown and an interrupt flag (exported as InterruptGlobal),
-// and put this at the top of every loop body:
+// Instead, before compiling, we rewrite the module. We add three mutable
+// i32 globals — a countdown, an interrupt flag (exported as
+// InterruptGlobal) and a stack budget — and a "tick" at every place where
+// a guest can spend unbounded time: the top of every loop body and the
+// entry of every function that calls another (recursion, or a call tree
+// fanning out exponentially, has no loop). A tick is
 //
 //	countdown -= 1
-//	if countdown == 0 {
+//	if countdown <= 0 {
 //	    memory.grow 0        // leaves machine code for Go: a safe point
 //	    if interrupt { unreachable }
 //	    countdown = SafePointEvery
 //	}
 //
-// so a loop iteration costs a decrement and a branch, and every
-// SafePointEvery iterations the guest passes through Go (where the
-// scheduler and the garbage collector can stop it) and checks the flag.
-// When a call's deadline passes, a timer sets the flag and the guest traps
-// within SafePointEvery iterations; the instance is then discarded.
-// Straight-line code always ends and unbounded recursion ends in a
-// stack-overflow trap, so loops are the only place a guest can run forever.
+// so it costs a decrement and a branch, and every SafePointEvery ticks the
+// guest passes through Go (where the scheduler and the garbage collector
+// can stop it) and checks the flag. When a call's deadline passes, a timer
+// sets the flag and the guest traps at its next safe point. Bulk memory
+// instructions (memory.copy, memory.fill, memory.init) tick by their size,
+// one per BulkBytesPerTick bytes, so a loop copying tens of MiB per
+// iteration reaches a safe point every iteration. Between two ticks a
+// guest runs only straight-line code, calls to functions that call
+// nothing, and returns, so the time between safe points is bounded by the
+// module's size, not by its input.
+//
+// Functions that call others also pay for their stack frame: at entry the
+// stack budget drops by the frame's estimated size (in StackUnitBytes
+// units: parameters, locals and body size), and every way out of the
+// function (return, tail calls, the end of the body, a branch to the
+// body's label) gives it back. A call that would overdraw the budget sets
+// the interrupt flag to interruptStack and traps, so recursion is bounded
+// by StackBudget·StackUnitBytes bytes of estimated frames, far below
+// wazero's own ceiling (~50 MB per call stack, grown by copying). Leaf
+// functions are not counted: they add at most one frame.
+//
+// The rewriter also bounds what a module can make the host allocate
+// outside its linear memory: at most MaxLocals locals per function, at
+// most MaxTables tables of at most MaxTableElements elements (a larger
+// maximum is lowered, so table.grow fails past it as the spec allows).
 
-// SafePointEvery is how many loop iterations a guest runs between two
-// passes through Go: small enough that a stop-the-world pause or a deadline
-// waits well under a millisecond, large enough that the pass costs nothing
-// per iteration.
+// SafePointEvery is how many ticks a guest runs between two passes
+// through Go: small enough that a stop-the-world pause or a deadline waits
+// well under a millisecond, large enough that the pass costs nothing per
+// tick.
 const SafePointEvery = 1 << 15
+
+// BulkBytesPerTick is how many bytes of a bulk memory instruction count
+// as one tick: 32768 ticks of it are 32 MiB, a few milliseconds of copying.
+const BulkBytesPerTick = 1 << bulkShift
+
+const bulkShift = 10
+
+// StackBudget is the call-stack budget of one call, in StackUnitBytes
+// units of estimated frame size: 16 MiB of frames.
+const (
+	StackUnitBytes = 64
+	StackBudget    = (16 << 20) / StackUnitBytes
+)
+
+// Bounds on what a module may declare, checked before compiling.
+const (
+	// MaxLocals bounds the locals of one function (as browsers do): a
+	// local declaration is compact, its frame is not.
+	MaxLocals = 50000
+	// MaxTables and MaxTableElements bound tables: each element costs the
+	// host a pointer per instance.
+	MaxTables        = 8
+	MaxTableElements = 1 << 16
+)
 
 // InterruptGlobal is the name under which an instrumented module exports
 // its interrupt flag. A module must not export this name itself.
 const InterruptGlobal = "wasmsched_interrupt"
 
+// Values of the interrupt flag.
+const (
+	interruptNone     = 0
+	interruptDeadline = 1 // set by the host when the call's deadline passes
+	interruptStack    = 2 // set by the guest when its stack budget runs out
+)
+
 // ErrUnsupportedModule is wrapped when a module uses something the
-// instrumentation cannot rewrite safely.
+// instrumentation cannot rewrite safely, or declares more than the bounds
+// above.
 var ErrUnsupportedModule = errors.New("module cannot be instrumented")
 
 // Section ids of the Wasm binary format.
@@ -76,10 +130,26 @@ type section struct {
 	payload []byte
 }
 
-// Instrument returns the module with the interrupt global and loop checks
-// added. It refuses modules with a start section (they would run code at
-// instantiation, before a deadline can be armed) and modules using
-// instructions it does not know (SIMD, threads, exceptions).
+// funcType is a function type: its parameter and result value types.
+type funcType struct{ params, results []byte }
+
+// moduleInfo is what the rewriter needs to know about a module.
+type moduleInfo struct {
+	types           []funcType
+	funcs           []uint32 // type index of each defined function
+	importedGlobals int
+	definedGlobals  int
+	hasMemory       bool
+}
+
+// globals are the indexes of the added globals.
+type globals struct{ countdown, interrupt, stack uint32 }
+
+// Instrument returns the module with the added globals and checks. It
+// refuses modules with a start section (they would run code at
+// instantiation, before a deadline can be armed), modules using
+// instructions it does not know (SIMD, threads, exceptions), modules
+// touching the added globals, and modules over the bounds above.
 func Instrument(bin []byte) ([]byte, error) {
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" || bin[4] != 1 || bin[5] != 0 || bin[6] != 0 || bin[7] != 0 {
 		return nil, fmt.Errorf("%w: not a Wasm 1.0 binary", ErrUnsupportedModule)
@@ -110,36 +180,40 @@ func Instrument(bin []byte) ([]byte, error) {
 		secs = append(secs, section{id, payload})
 	}
 
-	importedGlobals, err := countImportedGlobals(secs)
+	info, err := analyze(secs)
 	if err != nil {
 		return nil, err
 	}
-	definedGlobals := 0
+	if !info.hasMemory {
+		return nil, fmt.Errorf("%w: it has no memory", ErrUnsupportedModule)
+	}
+	// Three new globals after the existing ones.
+	first := uint32(info.importedGlobals + info.definedGlobals)
+	g := globals{countdown: first, interrupt: first + 1, stack: first + 2}
+
+	// The code is rewritten first: it may need new (block) types.
+	types := &typeTable{types: info.types}
+	var code []byte
 	for _, s := range secs {
-		if s.id == secGlobal {
-			r := reader{b: s.payload}
-			definedGlobals = int(r.u32())
-			if r.err != nil {
-				return nil, fmt.Errorf("%w: global section: %v", ErrUnsupportedModule, r.err)
+		if s.id == secCode {
+			if code, err = instrumentCode(s.payload, info, g, types); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if !hasMemory(secs) {
-		return nil, fmt.Errorf("%w: it has no memory", ErrUnsupportedModule)
+	if len(types.added) > 0 && !hasSection(secs, secType) {
+		return nil, fmt.Errorf("%w: functions without a type section", ErrUnsupportedModule)
 	}
-	// Two new globals after the existing ones: countdown, then interrupt.
-	countdownIdx := uint32(importedGlobals + definedGlobals)
-	globalIdx := countdownIdx + 1
 
 	out := append([]byte(nil), bin[:8]...)
 	haveGlobal, haveExport := false, false
 	emitMissing := func(beforeRank int) {
 		if !haveGlobal && beforeRank > sectionRank[secGlobal] {
-			out = appendSection(out, secGlobal, appendNewGlobals(appendU32(nil, 2)))
+			out = appendSection(out, secGlobal, appendNewGlobals(appendU32(nil, 3)))
 			haveGlobal = true
 		}
 		if !haveExport && beforeRank > sectionRank[secExport] {
-			out = appendSection(out, secExport, appendNewExport(appendU32(nil, 1), globalIdx))
+			out = appendSection(out, secExport, appendNewExport(appendU32(nil, 1), g.interrupt))
 			haveExport = true
 		}
 	}
@@ -149,16 +223,25 @@ func Instrument(bin []byte) ([]byte, error) {
 		}
 		payload := s.payload
 		switch s.id {
+		case secType:
+			payload, err = extendVector(payload, uint32(len(types.added)), func(b []byte) []byte {
+				for _, t := range types.added {
+					b = append(b, t...)
+				}
+				return b
+			})
+		case secTable:
+			payload, err = capTables(payload)
 		case secGlobal:
-			payload, err = extendVector(payload, 2, appendNewGlobals)
+			payload, err = extendVector(payload, 3, appendNewGlobals)
 			haveGlobal = true
 		case secExport:
-			if err = checkExportName(payload); err == nil {
-				payload, err = extendVector(payload, 1, func(b []byte) []byte { return appendNewExport(b, globalIdx) })
+			if err = checkExports(payload, first); err == nil {
+				payload, err = extendVector(payload, 1, func(b []byte) []byte { return appendNewExport(b, g.interrupt) })
 			}
 			haveExport = true
 		case secCode:
-			payload, err = instrumentCode(payload, loopCheck(countdownIdx, globalIdx))
+			payload = code
 		}
 		if err != nil {
 			return nil, err
@@ -169,66 +252,228 @@ func Instrument(bin []byte) ([]byte, error) {
 	return out, nil
 }
 
-// appendNewGlobals appends the countdown (mutable i32, SafePointEvery) and
-// the interrupt flag (mutable i32, 0).
-func appendNewGlobals(b []byte) []byte {
-	b = append(b, 0x7F, 0x01, 0x41)
-	b = appendS32(b, SafePointEvery)
-	b = append(b, 0x0B)
-	return append(b, 0x7F, 0x01, 0x41, 0x00, 0x0B)
+func hasSection(secs []section, id byte) bool {
+	for _, s := range secs {
+		if s.id == id {
+			return true
+		}
+	}
+	return false
 }
 
-// loopCheck is the code put at the top of every loop body (see the
-// package comment above).
-func loopCheck(countdown, interrupt uint32) []byte {
-	get := func(b []byte, idx uint32) []byte { return appendU32(append(b, 0x23), idx) }
-	set := func(b []byte, idx uint32) []byte { return appendU32(append(b, 0x24), idx) }
-	var b []byte
-	b = get(b, countdown)
-	b = append(b, 0x41, 0x01, 0x6B) // i32.const 1; i32.sub
-	b = set(b, countdown)
-	b = get(b, countdown)
-	b = append(b, 0x45, 0x04, 0x40)             // i32.eqz; if
-	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1A) // i32.const 0; memory.grow 0; drop
-	b = get(b, interrupt)
-	b = append(b, 0x04, 0x40, 0x00, 0x0B) // if; unreachable; end
-	b = append(b, 0x41)
-	b = appendS32(b, SafePointEvery)
-	b = set(b, countdown)
-	return append(b, 0x0B) // end
-}
-
-// hasMemory reports whether the module defines or imports a memory, which
-// the safe point (memory.grow 0) needs.
-func hasMemory(secs []section) bool {
+// analyze reads the type, import, function, memory and global sections.
+func analyze(secs []section) (*moduleInfo, error) {
+	info := &moduleInfo{}
 	for _, s := range secs {
 		r := reader{b: s.payload}
 		switch s.id {
-		case secMemory:
-			if r.u32() > 0 && r.err == nil {
-				return true
+		case secType:
+			n := r.u32()
+			for i := uint32(0); i < n && r.err == nil; i++ {
+				if form := r.byte(); form != 0x60 && r.err == nil {
+					return nil, fmt.Errorf("%w: type %d has form 0x%02x, not a function type", ErrUnsupportedModule, i, form)
+				}
+				var t funcType
+				t.params = r.valTypes()
+				t.results = r.valTypes()
+				info.types = append(info.types, t)
 			}
 		case secImport:
 			n := r.u32()
 			for i := uint32(0); i < n && r.err == nil; i++ {
-				r.bytes(int(r.u32()))
-				r.bytes(int(r.u32()))
-				switch r.byte() {
-				case 0x00:
+				r.bytes(int(r.u32())) // module
+				r.bytes(int(r.u32())) // name
+				switch kind := r.byte(); kind {
+				case 0x00: // func
 					r.u32()
-				case 0x01:
-					r.byte()
+				case 0x01: // table
+					return nil, fmt.Errorf("%w: it imports a table", ErrUnsupportedModule)
+				case 0x02: // memory
 					r.limits()
-				case 0x02:
-					return r.err == nil
-				case 0x03:
+					info.hasMemory = true
+				case 0x03: // global
 					r.byte()
 					r.byte()
+					info.importedGlobals++
+				default:
+					if r.err == nil {
+						return nil, fmt.Errorf("%w: import kind %d", ErrUnsupportedModule, kind)
+					}
 				}
 			}
+		case secFunction:
+			n := r.u32()
+			for i := uint32(0); i < n && r.err == nil; i++ {
+				info.funcs = append(info.funcs, r.u32())
+			}
+		case secMemory:
+			if r.u32() > 0 {
+				info.hasMemory = true
+			}
+		case secGlobal:
+			info.definedGlobals = int(r.u32())
+		default:
+			continue
+		}
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: section %d: %v", ErrUnsupportedModule, s.id, r.err)
 		}
 	}
-	return false
+	for i, t := range info.funcs {
+		if int(t) >= len(info.types) {
+			return nil, fmt.Errorf("%w: function %d has type %d, which does not exist", ErrUnsupportedModule, i, t)
+		}
+	}
+	return info, nil
+}
+
+// typeTable finds or adds the function types block types need.
+type typeTable struct {
+	types []funcType
+	added [][]byte // encoded types to append to the type section
+}
+
+// blockType returns the block type of a block yielding results.
+func (t *typeTable) blockType(results []byte) []byte {
+	switch len(results) {
+	case 0:
+		return []byte{0x40}
+	case 1:
+		return []byte{results[0]}
+	}
+	for i, ft := range t.types {
+		if len(ft.params) == 0 && bytes.Equal(ft.results, results) {
+			return appendS32(nil, int32(i))
+		}
+	}
+	idx := len(t.types)
+	t.types = append(t.types, funcType{results: results})
+	enc := []byte{0x60, 0x00}
+	enc = appendU32(enc, uint32(len(results)))
+	t.added = append(t.added, append(enc, results...))
+	return appendS32(nil, int32(idx))
+}
+
+// capTables checks the table section against MaxTables and
+// MaxTableElements and lowers every maximum to MaxTableElements.
+func capTables(payload []byte) ([]byte, error) {
+	r := reader{b: payload}
+	n := r.u32()
+	if n > MaxTables {
+		return nil, fmt.Errorf("%w: it declares %d tables; at most %d", ErrUnsupportedModule, n, MaxTables)
+	}
+	out := appendU32(nil, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		ref := r.byte()
+		flags := r.byte()
+		if r.err == nil && (ref != 0x70 && ref != 0x6F || flags > 1) {
+			return nil, fmt.Errorf("%w: table %d has an unsupported type (0x%02x, limits 0x%02x)", ErrUnsupportedModule, i, ref, flags)
+		}
+		min, max := r.u32(), uint32(MaxTableElements)
+		if flags == 1 {
+			if m := r.u32(); m < max {
+				max = m
+			}
+		}
+		if min > MaxTableElements {
+			return nil, fmt.Errorf("%w: table %d starts with %d elements; at most %d", ErrUnsupportedModule, i, min, MaxTableElements)
+		}
+		out = append(out, ref, 0x01)
+		out = appendU32(appendU32(out, min), max)
+	}
+	if r.err != nil || r.off != len(r.b) {
+		return nil, fmt.Errorf("%w: table section malformed", ErrUnsupportedModule)
+	}
+	return out, nil
+}
+
+// appendNewGlobals appends the countdown (mutable i32, SafePointEvery),
+// the interrupt flag (mutable i32, 0) and the stack budget (mutable i32,
+// StackBudget).
+func appendNewGlobals(b []byte) []byte {
+	b = append(b, 0x7F, 0x01, 0x41)
+	b = appendS32(b, SafePointEvery)
+	b = append(b, 0x0B)
+	b = append(b, 0x7F, 0x01, 0x41, 0x00, 0x0B)
+	b = append(b, 0x7F, 0x01, 0x41)
+	b = appendS32(b, StackBudget)
+	return append(b, 0x0B)
+}
+
+// Instruction sequences the rewriter inserts.
+func globalGet(b []byte, idx uint32) []byte { return appendU32(append(b, 0x23), idx) }
+func globalSet(b []byte, idx uint32) []byte { return appendU32(append(b, 0x24), idx) }
+
+// safePoint: pass through Go, trap if interrupted, rearm the countdown.
+func safePoint(b []byte, g globals) []byte {
+	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1A) // i32.const 0; memory.grow 0; drop
+	b = globalGet(b, g.interrupt)
+	b = append(b, 0x04, 0x40, 0x00, 0x0B) // if; unreachable; end
+	b = append(b, 0x41)
+	b = appendS32(b, SafePointEvery)
+	return globalSet(b, g.countdown)
+}
+
+// ifCountdownSpent runs the safe point when the countdown reached zero.
+func ifCountdownSpent(b []byte, g globals) []byte {
+	b = globalGet(b, g.countdown)
+	b = append(b, 0x41, 0x01, 0x48, 0x04, 0x40) // i32.const 1; i32.lt_s; if
+	b = safePoint(b, g)
+	return append(b, 0x0B)
+}
+
+// tick is one tick: the code put at the top of every loop body and at the
+// entry of every calling function.
+func tick(g globals) []byte {
+	b := globalGet(nil, g.countdown)
+	b = append(b, 0x41, 0x01, 0x6B) // i32.const 1; i32.sub
+	b = globalSet(b, g.countdown)
+	return ifCountdownSpent(b, g)
+}
+
+// bulkTick charges a bulk memory instruction by its length, the value on
+// top of the stack, which it leaves there (scratch is an i32 local).
+func bulkTick(g globals, scratch uint32) []byte {
+	b := appendU32([]byte{0x22}, scratch) // local.tee
+	b = globalGet(b, g.countdown)
+	b = appendU32(append(b, 0x20), scratch)    // local.get
+	b = append(b, 0x41, bulkShift, 0x76, 0x6B) // i32.const shift; i32.shr_u; i32.sub
+	b = globalSet(b, g.countdown)
+	return ifCountdownSpent(b, g)
+}
+
+// stackEnter takes a frame's weight from the stack budget and traps when
+// the budget is overdrawn.
+func stackEnter(g globals, weight int32) []byte {
+	b := globalGet(nil, g.stack)
+	b = appendS32(append(b, 0x41), weight)
+	b = append(b, 0x6B) // i32.sub
+	b = globalSet(b, g.stack)
+	b = globalGet(b, g.stack)
+	b = append(b, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.const 0; i32.lt_s; if
+	b = appendS32(append(b, 0x41), interruptStack)
+	b = globalSet(b, g.interrupt)
+	return append(b, 0x00, 0x0B) // unreachable; end
+}
+
+// stackLeave gives a frame's weight back.
+func stackLeave(g globals, weight int32) []byte {
+	b := globalGet(nil, g.stack)
+	b = appendS32(append(b, 0x41), weight)
+	b = append(b, 0x6A) // i32.add
+	return globalSet(b, g.stack)
+}
+
+// frameWeight estimates a frame in StackUnitBytes units: 128 bytes for
+// the call itself (return address, saved registers, alignment: wazero's
+// frames of small functions measure about 80), 16 bytes per parameter and
+// local, and (for spilled values) a byte per byte of code, the latter
+// counted up to 64 KiB.
+func frameWeight(params int, locals uint64, codeLen int) int32 {
+	if codeLen > 64<<10 {
+		codeLen = 64 << 10
+	}
+	return int32(2 + (16*(uint64(params)+locals)+uint64(codeLen))/StackUnitBytes)
 }
 
 // appendNewExport appends the export of the interrupt global.
@@ -252,15 +497,21 @@ func extendVector(payload []byte, extra uint32, add func([]byte) []byte) ([]byte
 	return add(out), nil
 }
 
-func checkExportName(payload []byte) error {
+// checkExports refuses exports named InterruptGlobal and exports of
+// globals that do not exist before instrumentation (they would name the
+// added ones).
+func checkExports(payload []byte, globals uint32) error {
 	r := reader{b: payload}
 	n := r.u32()
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		name := r.bytes(int(r.u32()))
-		r.byte()
-		r.u32()
+		kind := r.byte()
+		idx := r.u32()
 		if string(name) == InterruptGlobal {
 			return fmt.Errorf("%w: it already exports %s", ErrUnsupportedModule, InterruptGlobal)
+		}
+		if kind == 0x03 && idx >= globals && r.err == nil {
+			return fmt.Errorf("%w: it exports global %d, which does not exist", ErrUnsupportedModule, idx)
 		}
 	}
 	if r.err != nil {
@@ -269,45 +520,13 @@ func checkExportName(payload []byte) error {
 	return nil
 }
 
-func countImportedGlobals(secs []section) (int, error) {
-	for _, s := range secs {
-		if s.id != secImport {
-			continue
-		}
-		r := reader{b: s.payload}
-		n := r.u32()
-		globals := 0
-		for i := uint32(0); i < n && r.err == nil; i++ {
-			r.bytes(int(r.u32())) // module
-			r.bytes(int(r.u32())) // name
-			switch kind := r.byte(); kind {
-			case 0x00: // func
-				r.u32()
-			case 0x01: // table
-				r.byte()
-				r.limits()
-			case 0x02: // memory
-				r.limits()
-			case 0x03: // global
-				r.byte()
-				r.byte()
-				globals++
-			default:
-				return 0, fmt.Errorf("%w: import kind %d", ErrUnsupportedModule, kind)
-			}
-		}
-		if r.err != nil {
-			return 0, fmt.Errorf("%w: import section: %v", ErrUnsupportedModule, r.err)
-		}
-		return globals, nil
-	}
-	return 0, nil
-}
-
 // instrumentCode rewrites every function body of the code section.
-func instrumentCode(payload []byte, check []byte) ([]byte, error) {
+func instrumentCode(payload []byte, info *moduleInfo, g globals, types *typeTable) ([]byte, error) {
 	r := reader{b: payload}
 	n := r.u32()
+	if r.err == nil && int(n) != len(info.funcs) {
+		return nil, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
+	}
 	out := appendU32(nil, n)
 	var body []byte
 	for i := uint32(0); i < n; i++ {
@@ -317,7 +536,7 @@ func instrumentCode(payload []byte, check []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.err)
 		}
 		var err error
-		body, err = instrumentBody(body[:0], code, check)
+		body, err = instrumentBody(body[:0], code, info.types[info.funcs[i]], g, types)
 		if err != nil {
 			return nil, fmt.Errorf("%w: function %d: %v", ErrUnsupportedModule, i, err)
 		}
@@ -330,92 +549,162 @@ func instrumentCode(payload []byte, check []byte) ([]byte, error) {
 	return out, nil
 }
 
-// instrumentBody copies one function body, inserting check after the block
-// type of every loop instruction. It walks every instruction so that an
-// immediate byte that happens to equal the loop opcode is never mistaken
-// for one.
-func instrumentBody(out, code, check []byte) ([]byte, error) {
+// instr is one decoded instruction: its opcode, the sub-opcode of a
+// prefixed one, and its first index immediate (local or global index).
+type instr struct {
+	op  byte
+	sub uint32
+	idx uint32
+}
+
+func (in instr) calls() bool   { return in.op >= 0x10 && in.op <= 0x13 }
+func (in instr) returns() bool { return in.op == 0x0F || in.op == 0x12 || in.op == 0x13 }
+func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub == 10 || in.sub == 11) }
+
+// instrumentBody copies one function body with its checks: a tick after
+// the block type of every loop and before every bulk memory instruction;
+// for a function that calls others, a tick and the stack budget at entry,
+// the body wrapped in a block (so a branch to the body's label lands
+// before the exit), and the budget given back before every way out. It
+// walks every instruction so that an immediate byte that happens to equal
+// an opcode is never mistaken for one.
+func instrumentBody(out, code []byte, ft funcType, g globals, types *typeTable) ([]byte, error) {
 	r := reader{b: code}
 	groups := r.u32()
+	groupsEnd := r.off
+	var locals uint64
 	for i := uint32(0); i < groups && r.err == nil; i++ {
-		r.u32()  // count
+		locals += uint64(r.u32())
 		r.byte() // value type
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	out = append(out, code[:r.off]...)
+	if locals > MaxLocals {
+		return nil, fmt.Errorf("it declares %d locals; at most %d", locals, MaxLocals)
+	}
+	localsEnd := r.off
+	nlocals := uint32(uint64(len(ft.params)) + locals)
+
+	// First pass: validate, and find whether the function calls others and
+	// uses bulk memory instructions.
+	calls, bulk := false, false
+	for r.off < len(r.b) {
+		in, err := r.instr()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case in.op >= 0x20 && in.op <= 0x22 && in.idx >= nlocals:
+			return nil, fmt.Errorf("uses local %d, which does not exist", in.idx)
+		case (in.op == 0x23 || in.op == 0x24) && in.idx >= g.countdown:
+			return nil, fmt.Errorf("uses global %d, which does not exist", in.idx)
+		}
+		calls = calls || in.calls()
+		bulk = bulk || in.bulk()
+	}
+
+	scratch := nlocals
+	if bulk {
+		out = appendU32(out, groups+1)
+		out = append(out, code[groupsEnd:localsEnd]...)
+		out = append(out, 0x01, 0x7F) // one i32
+	} else {
+		out = append(out, code[:localsEnd]...)
+	}
+	var leave []byte
+	if calls {
+		weight := frameWeight(len(ft.params), locals, len(code))
+		out = append(out, stackEnter(g, weight)...)
+		out = append(out, tick(g)...)
+		out = append(out, 0x02) // block
+		out = append(out, types.blockType(ft.results)...)
+		leave = stackLeave(g, weight)
+	}
+	loop := tick(g)
+	r.off = localsEnd
 	for r.off < len(r.b) {
 		start := r.off
-		op := r.byte()
-		isLoop := false
+		in, _ := r.instr() // validated above
 		switch {
-		case op == 0x02 || op == 0x04: // block, if
-			r.s33()
-		case op == 0x03: // loop
-			r.s33()
-			isLoop = true
-		case op == 0x0C || op == 0x0D: // br, br_if
-			r.u32()
-		case op == 0x0E: // br_table
-			k := r.u32()
-			for j := uint32(0); j <= k && r.err == nil; j++ {
-				r.u32()
-			}
-		case op == 0x10 || op == 0x12: // call, return_call
-			r.u32()
-		case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
-			r.u32()
-			r.u32()
-		case op == 0x1C: // select with types
-			k := r.u32()
-			for j := uint32(0); j < k && r.err == nil; j++ {
-				r.byte()
-			}
-		case op >= 0x20 && op <= 0x26: // local/global get/set/tee, table.get/set
-			r.u32()
-		case op >= 0x28 && op <= 0x3E: // loads and stores: memarg
-			r.u32()
-			r.u32()
-		case op == 0x3F || op == 0x40: // memory.size, memory.grow
-			r.byte()
-		case op == 0x41: // i32.const
-			r.sleb(32)
-		case op == 0x42: // i64.const
-			r.sleb(64)
-		case op == 0x43:
-			r.bytes(4)
-		case op == 0x44:
-			r.bytes(8)
-		case op == 0xD0: // ref.null
-			r.byte()
-		case op == 0xD2: // ref.func
-			r.u32()
-		case op == 0xFC:
-			if err := r.prefixedFC(); err != nil {
-				return nil, err
-			}
-		case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0B || op == 0x0F ||
-			op == 0x1A || op == 0x1B || (op >= 0x45 && op <= 0xC4) || op == 0xD1:
-			// no immediates
-		default:
-			return nil, fmt.Errorf("unsupported opcode 0x%02x at byte %d", op, start)
-		}
-		if r.err != nil {
-			return nil, r.err
+		case calls && in.returns():
+			out = append(out, leave...)
+		case in.bulk():
+			out = append(out, bulkTick(g, scratch)...)
 		}
 		out = append(out, code[start:r.off]...)
-		if isLoop {
-			out = append(out, check...)
+		if in.op == 0x03 {
+			out = append(out, loop...)
 		}
+	}
+	if calls {
+		// The body's own end closed the block; leave, then end the body.
+		out = append(out, leave...)
+		out = append(out, 0x0B)
 	}
 	return out, nil
 }
 
+// instr decodes the next instruction.
+func (r *reader) instr() (instr, error) {
+	start := r.off
+	in := instr{op: r.byte()}
+	switch op := in.op; {
+	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
+		r.s33()
+	case op == 0x0C || op == 0x0D: // br, br_if
+		r.u32()
+	case op == 0x0E: // br_table
+		k := r.u32()
+		for j := uint32(0); j <= k && r.err == nil; j++ {
+			r.u32()
+		}
+	case op == 0x10 || op == 0x12: // call, return_call
+		r.u32()
+	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1C: // select with types
+		k := r.u32()
+		for j := uint32(0); j < k && r.err == nil; j++ {
+			r.byte()
+		}
+	case op >= 0x20 && op <= 0x26: // local/global get/set/tee, table.get/set
+		in.idx = r.u32()
+	case op >= 0x28 && op <= 0x3E: // loads and stores: memarg
+		r.u32()
+		r.u32()
+	case op == 0x3F || op == 0x40: // memory.size, memory.grow
+		r.byte()
+	case op == 0x41: // i32.const
+		r.sleb(32)
+	case op == 0x42: // i64.const
+		r.sleb(64)
+	case op == 0x43:
+		r.bytes(4)
+	case op == 0x44:
+		r.bytes(8)
+	case op == 0xD0: // ref.null
+		r.byte()
+	case op == 0xD2: // ref.func
+		r.u32()
+	case op == 0xFC:
+		in.sub = r.u32()
+		if err := r.prefixedFC(in.sub); err != nil {
+			return in, err
+		}
+	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0B || op == 0x0F ||
+		op == 0x1A || op == 0x1B || (op >= 0x45 && op <= 0xC4) || op == 0xD1:
+		// no immediates
+	default:
+		return in, fmt.Errorf("unsupported opcode 0x%02x at byte %d", op, start)
+	}
+	return in, r.err
+}
+
 // prefixedFC reads the immediates of a 0xFC-prefixed instruction
 // (saturating conversions, bulk memory, table operations).
-func (r *reader) prefixedFC() error {
-	sub := r.u32()
+func (r *reader) prefixedFC(sub uint32) error {
 	switch {
 	case sub <= 7: // trunc_sat
 	case sub == 8: // memory.init
@@ -437,6 +726,25 @@ func (r *reader) prefixedFC() error {
 		return fmt.Errorf("unsupported instruction 0xfc %d", sub)
 	}
 	return nil
+}
+
+// valTypes reads a vector of value types.
+func (r *reader) valTypes() []byte {
+	n := r.u32()
+	if int(n) > len(r.b)-r.off {
+		r.fail(errTruncated)
+		return nil
+	}
+	ts := r.bytes(int(n))
+	for _, t := range ts {
+		switch t {
+		case 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
+		default:
+			r.fail(fmt.Errorf("unsupported value type 0x%02x", t))
+			return nil
+		}
+	}
+	return ts
 }
 
 func appendSection(out []byte, id byte, payload []byte) []byte {

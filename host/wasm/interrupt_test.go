@@ -100,7 +100,7 @@ func TestInstrumentIsDeterministic(t *testing.T) {
 // and whatever it accepts and wazero could compile before, wazero can
 // compile after.
 func FuzzInstrument(f *testing.F) {
-	for _, name := range []string{"spin", "abi_v2", "bad_reply", "command", "foreign_import", "start"} {
+	for _, name := range []string{"spin", "abi_v2", "bad_reply", "command", "foreign_import", "start", "hostile", "pinned", "exits"} {
 		b, err := os.ReadFile("testdata/" + name + ".wasm")
 		if err != nil {
 			f.Fatal(err)
@@ -153,5 +153,37 @@ func TestLoopPassesThroughGoSoGarbageCollectionCanStopIt(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the interrupt flag did not stop the loop")
+	}
+}
+
+func TestInstrumentedExitsKeepResultsAndStackBudget(t *testing.T) {
+	src, err := os.ReadFile("testdata/exits.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := Instrument(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	mod, err := rt.Instantiate(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten times more calls than the budget has frames: a way out that
+	// did not give its frame back would exhaust it.
+	n := uint32(10 * StackBudget / 2)
+	var want uint32
+	for i := uint32(0); i < n; i++ {
+		want += 10 + i%4 + i + 7
+	}
+	res, err := mod.ExportedFunction("run").Call(ctx, uint64(n))
+	if err != nil {
+		t.Fatalf("run(%d): %v", n, err)
+	}
+	if got := uint32(res[0]); got != want {
+		t.Fatalf("run(%d) = %d, want %d", n, got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,17 +24,23 @@ import (
 // are per runtime in wazero), the compiled code, and the host functions.
 // It implements policy.Backend.
 type Backend struct {
-	name     string
-	limits   Limits
-	runtime  wazero.Runtime
-	compiled wazero.CompiledModule
-	log      hclog.Logger
+	name      string
+	limits    Limits
+	runtime   wazero.Runtime
+	compiled  wazero.CompiledModule
+	log       hclog.Logger
+	output    outputLimiter
+	instances sync.Map // api.Module -> *instance, for the log import
 }
 
 // exportSig is the signature an ABI export must have.
 type exportSig struct {
 	params, results []api.ValueType
 }
+
+// memoryExport is the name the ABI requires for the guest's linear memory:
+// the host reads inputs and replies there.
+const memoryExport = "memory"
 
 var requiredExports = map[string]exportSig{
 	abi.ExportABIVersion: {nil, []api.ValueType{api.ValueTypeI32}},
@@ -51,17 +58,21 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte, lim Lim
 	if err != nil {
 		return nil, fmt.Errorf("module %q: %w", name, err)
 	}
+	cache, cacheDir, digest, seal := r.compilationCache(name, instrumented)
 	// No WithCloseOnContextDone: deadlines come from the interrupt global
 	// (see interrupt.go), which costs a load per loop iteration instead of
 	// a trampoline call.
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
-		WithCompilationCache(r.cache).
+		WithCompilationCache(cache).
 		WithMemoryLimitPages(lim.pages()))
 	b := &Backend{name: name, limits: lim, runtime: rt, log: r.log.With("module", name)}
 	compiled, err := rt.CompileModule(ctx, instrumented)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("module %q: compile: %w", name, err)
+	}
+	if seal {
+		r.sealCache(name, cacheDir, digest)
 	}
 	b.compiled = compiled
 	if err := checkShape(compiled); err != nil {
@@ -93,6 +104,9 @@ func checkShape(m wazero.CompiledModule) error {
 		}
 	}
 	var problems []string
+	if _, ok := m.ExportedMemories()[memoryExport]; !ok {
+		problems = append(problems, fmt.Sprintf("its linear memory is not exported as %q", memoryExport))
+	}
 	for name, want := range requiredExports {
 		def, ok := exports[name]
 		if !ok {
@@ -146,104 +160,61 @@ func (b *Backend) Limits() Limits { return b.limits }
 // _initialize run (Go and TinyGo reactors set up their runtime there),
 // under the call deadline like any other call.
 func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
-	out := &logWriter{log: b.log, stream: "stdout"}
-	errw := &logWriter{log: b.log, stream: "stderr"}
+	inst := &instance{backend: b, stack: make([]uint64, 3)}
+	inst.out.backend = b
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(). // _initialize runs below, under a deadline
-		WithStdout(out).
-		WithStderr(errw)
+		WithStdout(streamWriter{inst, streamStdout}).
+		WithStderr(streamWriter{inst, streamStderr})
 	mod, err := b.runtime.InstantiateModule(ctx, b.compiled, cfg)
 	if err != nil {
-		return nil, b.describe(err, "instantiate")
+		return nil, &guestError{msg: firstLine(err.Error()), err: err}
 	}
 	flag, ok := mod.ExportedGlobal(InterruptGlobal).(api.MutableGlobal)
 	if !ok {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("module %q: interrupt global missing after instrumentation", b.name)
 	}
-	inst := &instance{
-		backend: b,
-		mod:     mod,
-		mem:     mod.Memory(),
-		version: mod.ExportedFunction(abi.ExportABIVersion),
-		input:   mod.ExportedFunction(abi.ExportInput),
-		call:    mod.ExportedFunction(abi.ExportCall),
-		stack:   make([]uint64, 3),
-		guard:   deadline{flag: flag},
-	}
+	inst.mod = mod
+	inst.mem = mod.ExportedMemory(memoryExport)
+	inst.version = mod.ExportedFunction(abi.ExportABIVersion)
+	inst.input = mod.ExportedFunction(abi.ExportInput)
+	inst.call = mod.ExportedFunction(abi.ExportCall)
+	inst.guard.flag = flag
 	if inst.mem == nil {
 		mod.Close(ctx)
-		return nil, fmt.Errorf("module %q exports no memory", b.name)
+		return nil, fmt.Errorf("module %q does not export its memory as %q", b.name, memoryExport)
 	}
+	b.instances.Store(mod, inst)
 	if initFn := mod.ExportedFunction("_initialize"); initFn != nil {
 		if err := inst.invoke(ctx, initFn, "_initialize"); err != nil {
-			mod.Close(ctx)
+			inst.Close(ctx)
 			return nil, err
 		}
 	}
 	return inst, nil
 }
 
-// describe turns a wazero error into one that says what happened in words
-// a policy author can act on.
-func (b *Backend) describe(err error, what string) error {
-	var exit *sys.ExitError
-	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return fmt.Errorf("%s: deadline of %s exceeded", what, b.limits.CallTimeout)
-		case sys.ExitCodeContextCanceled:
-			return fmt.Errorf("%s: cancelled", what)
-		}
-		return fmt.Errorf("%s: guest exited with code %d (a Go or TinyGo guest exits like this on panic or out of memory; memory cap %d bytes)",
-			what, exit.ExitCode(), b.limits.MemoryBytes)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
-// hostLog implements the wasmsched.log import.
+// hostLog implements the wasmsched.log import: the message goes through
+// the calling instance's output bounds.
 func (b *Backend) hostLog(_ context.Context, mod api.Module, stack []uint64) {
 	level, ptr, n := abi.LogLevel(api.DecodeU32(stack[0])), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
-	const maxLine = 4096
-	if n > maxLine {
-		n = maxLine
+	v, ok := b.instances.Load(mod)
+	if !ok {
+		return
+	}
+	inst := v.(*instance)
+	inst.abortIfExpired()
+	if n > MaxOutputLine+1 {
+		n = MaxOutputLine + 1 // one more, so the cut shows
 	}
 	msg, ok := mod.Memory().Read(ptr, n)
 	if !ok {
-		b.log.Warn("guest log call with out-of-range message", "ptr", ptr, "len", n)
+		inst.out.emit(hclog.Warn, "guest log call with out-of-range message", "ptr", ptr, "len", n)
 		return
 	}
-	text := string(msg)
-	if i := strings.IndexByte(text, abi.LogPluginSeparator); i > 0 {
-		b.log.Log(policy.HclogLevel(level), text[i+1:], "plugin", text[:i])
-		return
-	}
-	b.log.Log(policy.HclogLevel(level), text)
-}
-
-// logWriter turns a guest's stdout/stderr into log lines.
-type logWriter struct {
-	log    hclog.Logger
-	stream string
-	buf    []byte
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.log.Info(string(w.buf[:i]), "stream", w.stream)
-		w.buf = w.buf[i+1:]
-	}
-	if len(w.buf) > 4096 {
-		w.log.Info(string(w.buf), "stream", w.stream)
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
+	inst.out.log(level, msg)
 }
 
 // instance is one wazero module instance.
@@ -256,45 +227,106 @@ type instance struct {
 	call    api.Function
 	stack   []uint64
 	guard   deadline
+	out     output
+}
+
+// errCallAborted is the panic a host function raises to end a call whose
+// deadline has passed; wazero recovers it and fails the call (as it does
+// for WASI's proc_exit), and invoke reports the deadline.
+var errCallAborted = errors.New("call aborted by the host: deadline passed")
+
+// abortIfExpired ends the current call from inside a host function (a
+// guest's write or log) once its deadline has passed, so a guest calling
+// the host in a loop is stopped at its next call, not at its next safe
+// point.
+func (i *instance) abortIfExpired() {
+	if i.guard.expired.Load() {
+		panic(errCallAborted)
+	}
 }
 
 // invoke runs one guest function under the call deadline. Its errors are
 // marked for the pool's counters: policy.ErrDeadlineExceeded when the
 // deadline stopped the guest, policy.ErrGuestTrap for any other failure
-// of guest code (a trap, a panic or out-of-memory exit); a cancelled
-// context is neither.
+// of guest code (a trap, a panic, an exit, the stack budget or
+// out-of-memory).
 func (i *instance) invoke(ctx context.Context, fn api.Function, what string) error {
+	i.out.startCall()
 	i.guard.arm(i.backend.limits.CallTimeout)
 	err := fn.CallWithStack(ctx, i.stack)
-	if fired := i.guard.disarm(); fired && err != nil {
-		return policy.GuestFault(policy.ErrDeadlineExceeded,
-			fmt.Errorf("%s: deadline of %s exceeded", what, i.backend.limits.CallTimeout))
-	}
+	fired := i.guard.disarm()
+	i.out.endCall()
 	if err == nil {
 		return nil
 	}
+	if fired {
+		return policy.GuestFault(policy.ErrDeadlineExceeded,
+			fmt.Errorf("%s: deadline of %s exceeded", what, i.backend.limits.CallTimeout))
+	}
+	return policy.GuestFault(policy.ErrGuestTrap, &guestError{msg: what + ": " + i.describe(err), err: err})
+}
+
+// describe says in one line why guest code failed, with what the guest
+// printed on stderr before failing (a Go or TinyGo panic message) instead
+// of wazero's stack trace.
+func (i *instance) describe(err error) string {
+	words, panicked := i.out.lastWords()
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return policy.GuestFault(policy.ErrDeadlineExceeded, i.backend.describe(err, what))
-		case sys.ExitCodeContextCanceled:
-			return i.backend.describe(err, what)
+		// Without WithCloseOnContextDone, wazero raises no exit of its
+		// own: this is the guest's proc_exit (Go exits 2 on panic).
+		switch {
+		case panicked:
+			return fmt.Sprintf("guest panicked: %s (exit code %d)", strings.TrimPrefix(words, "panic: "), exit.ExitCode())
+		case words != "":
+			return fmt.Sprintf("guest exited (code %d): %s", exit.ExitCode(), words)
 		}
+		return fmt.Sprintf("guest exited (code %d); a Go guest exits so on a panic or at its memory cap (%d bytes)",
+			exit.ExitCode(), i.backend.limits.MemoryBytes)
 	}
-	return policy.GuestFault(policy.ErrGuestTrap, i.backend.describe(err, what))
+	trap := firstLine(err.Error())
+	if i.guard.flag.Get() == interruptStack {
+		return fmt.Sprintf("call stack exhausted: more than %d MiB of frames (runaway recursion?) (%s)",
+			StackBudget*StackUnitBytes>>20, trap)
+	}
+	switch {
+	case panicked:
+		return fmt.Sprintf("guest panicked: %s (%s)", strings.TrimPrefix(words, "panic: "), trap)
+	case words != "":
+		return fmt.Sprintf("%s (guest stderr: %s)", trap, words)
+	}
+	return trap
+}
+
+// guestError is a failure of guest code, described in one line; it wraps
+// wazero's error (whose text carries a multi-line stack trace).
+type guestError struct {
+	msg string
+	err error
+}
+
+func (e *guestError) Error() string { return e.msg }
+func (e *guestError) Unwrap() error { return e.err }
+
+// firstLine cuts s at its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // deadline sets an instance's interrupt global when a call runs too long.
 // One timer per instance, re-armed per call; the mutex makes sure a timer
 // firing just as a call returns cannot leave the flag set for the next
-// call.
+// call. expired tells host functions the deadline has passed.
 type deadline struct {
-	flag   api.MutableGlobal
-	mu     sync.Mutex
-	timer  *time.Timer
-	active bool
-	fired  bool
+	flag    api.MutableGlobal
+	mu      sync.Mutex
+	timer   *time.Timer
+	active  bool
+	fired   bool
+	expired atomic.Bool
 }
 
 func (d *deadline) arm(timeout time.Duration) {
@@ -312,8 +344,9 @@ func (d *deadline) fire() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.active {
-		d.flag.Set(1)
+		d.flag.Set(interruptDeadline)
 		d.fired = true
+		d.expired.Store(true)
 	}
 }
 
@@ -324,7 +357,8 @@ func (d *deadline) disarm() bool {
 	defer d.mu.Unlock()
 	d.active = false
 	if d.fired {
-		d.flag.Set(0)
+		d.flag.Set(interruptNone)
+		d.expired.Store(false)
 	}
 	return d.fired
 }
@@ -366,4 +400,10 @@ func (i *instance) Call(ctx context.Context, fn abi.Func, arg uint32, n int) ([]
 	return reply, nil
 }
 
-func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
+func (i *instance) Close(ctx context.Context) error {
+	i.backend.instances.Delete(i.mod)
+	if i.guard.timer != nil {
+		i.guard.timer.Stop()
+	}
+	return i.mod.Close(ctx)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,11 +42,28 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// sharedCacheDir is the compilation cache of the tests' runtimes: each
+// test makes its own runtime, but the Go build of a guest, slow to compile
+// (above all with -race), is compiled once.
+var sharedCacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wasmsched-wasm-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sharedCacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func newRuntime(t *testing.T) (*wasm.Runtime, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
-	rt, err := wasm.NewRuntime(t.TempDir(), log)
+	rt, err := wasm.NewRuntime(sharedCacheDir, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,92 @@
+package boundedread
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLimitRefusesPastTheLimitAndNotBefore(t *testing.T) {
+	b, err := ReadAll(strings.NewReader("12345"), "-", 5, "a test")
+	if err != nil || string(b) != "12345" {
+		t.Fatalf("at the limit: %q, %v", b, err)
+	}
+	_, err = ReadAll(strings.NewReader("123456"), "-", 5, "a test")
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || err.Error() != "-: larger than 5 bytes, the limit for a test" {
+		t.Fatalf("past the limit: %v", err)
+	}
+	// An endless reader is cut off after limit+1 bytes, not read forever.
+	var zero countReader
+	if _, err := ReadAll(&zero, "-", 1<<20, "a test"); !IsTooLarge(err) || zero.n > 1<<20+1 {
+		t.Fatalf("endless: read %d, %v", zero.n, err)
+	}
+}
+
+type countReader struct{ n int }
+
+func (c *countReader) Read(p []byte) (int, error) { c.n += len(p); return len(p), nil }
+
+func TestOpenChecksTheKindOfFile(t *testing.T) {
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "f")
+	if err := os.WriteFile(reg, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "p")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(reg, 5, Regular, "a test"); err != nil || string(b) != "hello" {
+		t.Fatalf("regular: %q %v", b, err)
+	}
+	if _, err := ReadFile(reg, 4, Regular, "a test"); !IsTooLarge(err) {
+		t.Fatalf("regular over the limit: %v", err)
+	}
+	for _, tc := range []struct {
+		path  string
+		kinds Kinds
+		want  string
+	}{
+		{"/dev/zero", RegularOrPipe, "/dev/zero: is a character device, not a regular file or a pipe"},
+		{fifo, Regular, fifo + ": is a pipe (FIFO), not a regular file"},
+		{dir, Regular, dir + ": is a directory, not a file"},
+	} {
+		if _, err := ReadFile(tc.path, 1<<20, tc.kinds, "a test"); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: err = %v, want %q", tc.path, err, tc.want)
+		}
+	}
+	// A FIFO is accepted where pipes are, and opening it does not wait for
+	// a writer; what is written arrives.
+	done := make(chan string, 1)
+	go func() {
+		rc, err := Open(fifo, 1<<20, RegularOrPipe, "a test")
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		defer rc.Close()
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		w.WriteString("data")
+		w.Close()
+		b, _ := io.ReadAll(rc)
+		done <- string(b)
+	}()
+	select {
+	case got := <-done:
+		if got != "data" {
+			t.Fatalf("fifo read %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked on a FIFO")
+	}
+}
