@@ -75,7 +75,12 @@ func TestModuleSize(t *testing.T) {
 		}
 		t.Skipf("TinyGo not installed in %s (make tinygo): module size not checked", root)
 	}
-	target := filepath.Join(root, "targets-local", "wasip1-plugin.json")
+	// The project's TinyGo target, the one `make wasm` and `wasmsched
+	// plugin build` use (this package is plugins-wasm/examples/sizecheck).
+	target, err := filepath.Abs("../../../host/pluginbuild/wasip1-plugin.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "sizecheck.wasm")
 	// The flags of the Makefile's TINYGO_FLAGS; env.sh puts the Go
 	// toolchain TinyGo needs first on PATH.
