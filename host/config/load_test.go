@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
+	"github.com/wasmsched/wasmsched/host/internal/boundedread/specialfiles"
 )
 
 // writeConfig writes text to dir/profiles.yaml and returns the path.
@@ -107,10 +107,7 @@ func TestNumericFieldsAreBounded(t *testing.T) {
 
 func TestLoadRefusesFilesThatAreNotBoundedRegularFiles(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := specialfiles.FIFO(t, dir, "fifo")
 	big := filepath.Join(dir, "big.yaml")
 	if err := os.WriteFile(big, []byte(header+"# "+strings.Repeat("x", MaxFileBytes)+"\nprofiles: [{schedulerName: a}]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -123,18 +120,12 @@ func TestLoadRefusesFilesThatAreNotBoundedRegularFiles(t *testing.T) {
 		{"fifo without writer", fifo, "empty configuration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() { _, err := Load(tc.path); done <- err }()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("err = %v, want it to contain %q", err, tc.want)
-				}
-				if tc.name == "too large" && !boundedread.IsTooLarge(err) {
-					t.Fatalf("err %v is not a TooLargeError", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Load blocked")
+			err := specialfiles.Load(t, 10*time.Second, "Load", func() error { _, err := Load(tc.path); return err })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if tc.name == "too large" && !boundedread.IsTooLarge(err) {
+				t.Fatalf("err %v is not a TooLargeError", err)
 			}
 		})
 	}

@@ -3,10 +3,7 @@ package sim
 import (
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread/specialfiles"
 )
 
 const podHead = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n"
@@ -150,19 +149,8 @@ func TestLongDocumentsAreRefusedWithoutReadingThemWhole(t *testing.T) {
 
 func TestManifestFilesAreBounded(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	big := filepath.Join(dir, "big.yaml")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(MaxManifestBytes + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	fifo := specialfiles.FIFO(t, dir, "fifo")
+	big := specialfiles.Sparse(t, dir, "big.yaml", MaxManifestBytes+1)
 	for _, tc := range []struct{ name, path, want string }{
 		{"device", "/dev/zero", "/dev/zero: is a character device, not a regular file or a pipe"},
 		{"directory", dir, "is a directory"},
@@ -170,15 +158,9 @@ func TestManifestFilesAreBounded(t *testing.T) {
 		{"fifo without a writer reads empty", fifo, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() { _, err := LoadFiles(tc.path); done <- err }()
-			select {
-			case err := <-done:
-				if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-					t.Fatalf("err = %v, want %q", err, tc.want)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("LoadFiles blocked")
+			err := specialfiles.Load(t, 10*time.Second, "LoadFiles", func() error { _, err := LoadFiles(tc.path); return err })
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
