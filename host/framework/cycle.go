@@ -94,6 +94,7 @@ type cycle struct {
 
 	remaining []uint32 // scratch: nodes still passing in a chunk
 	passed    []bool   // scratch: filterChunk's verdicts
+	passIdx   []int32  // scratch: indexes of the nodes a Filter call passed
 	sample    bool     // time the plugin calls of this cycle
 }
 
@@ -392,39 +393,43 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, nom N
 }
 
 // filterVerdicts applies one Filter reply over slots (the nodes the call
-// covered): it returns the nodes that passed (appended to kept) and
-// records the rejections. A node the plugin answered Error for passes
-// under Ignore (the failure counted once per call) and fails the cycle
-// under Fail. onReject is called with the index in slots of each
-// rejected node and its status.
+// covered): it appends to passed the index in slots of each node that
+// passed and returns it, and calls onReject with the index and status of
+// each rejected node. A node the plugin answered Error for passes under
+// Ignore (the failure counted once per call) and fails the cycle under
+// Fail. Passing nodes are returned as indexes rather than reported through
+// a callback because this runs for every node of every filter in a cycle.
 func (prof *Profile) filterVerdicts(p *wasmPlugin, reply *abi.FilterReply, slots []uint32, snap *snapshot.Snapshot,
-	point string, onPass func(i int), onReject func(i int, st *Status)) error {
-	statuses := make([]*Status, len(reply.Entries))
+	point string, passed []int32, onReject func(i int, st *Status)) ([]int32, error) {
+	var statuses []*Status
 	counted := false
 	for i, ix := range reply.Indexes {
 		if ix == 0 {
-			onPass(i)
+			passed = append(passed, int32(i))
 			continue
 		}
 		e := reply.Entries[ix-1]
 		if e.Code == abi.Error {
 			err := nodeError(snap.Slot(slots[i]).Info.Node.Name, e.Reasons)
 			if !p.ignore {
-				return err
+				return passed, err
 			}
 			if !counted {
 				counted = true
 				prof.ignoredFailure(p.name, point, err)
 			}
-			onPass(i)
+			passed = append(passed, int32(i))
 			continue
+		}
+		if statuses == nil {
+			statuses = make([]*Status, len(reply.Entries))
 		}
 		if statuses[ix-1] == nil {
 			statuses[ix-1] = &Status{Code: e.Code, Reasons: append([]string(nil), e.Reasons...), Plugin: p.name}
 		}
 		onReject(i, statuses[ix-1])
 	}
-	return nil
+	return passed, nil
 }
 
 // nodeError is a plugin's Error verdict on one node.
@@ -464,14 +469,16 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, n
 			c.skip[p.name] = true // the nodes pass it, now and for the rest of the cycle
 			continue
 		}
-		kept := remaining[:0]
-		err = c.prof.filterVerdicts(p, reply, remaining, c.snap, metrics.Filter,
-			func(i int) { kept = append(kept, remaining[i]) },
+		c.passIdx, err = c.prof.filterVerdicts(p, reply, remaining, c.snap, metrics.Filter, c.passIdx[:0],
 			func(i int, st *Status) { diag.AddRejection(c.snap.Slot(remaining[i]).Info.Node.Name, st) })
 		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, err)
 		}
-		remaining = kept
+		// Compact in place: passing indexes ascend, so writes trail reads.
+		for k, i := range c.passIdx {
+			remaining[k] = remaining[i]
+		}
+		remaining = remaining[:len(c.passIdx)]
 	}
 	// remaining keeps chunk order, so one merge pass marks the passed nodes.
 	passed := c.passed[:0]

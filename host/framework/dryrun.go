@@ -228,7 +228,7 @@ func (s *Session) filterOne(ctx context.Context, slot uint32) (*Status, error) {
 			continue
 		}
 		var rejected *Status
-		err = s.prof.filterVerdicts(p, reply, one, s.snap, metrics.Filter, func(int) {}, func(_ int, st *Status) { rejected = st })
+		_, err = s.prof.filterVerdicts(p, reply, one, s.snap, metrics.Filter, nil, func(_ int, st *Status) { rejected = st })
 		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
 		}
@@ -321,14 +321,15 @@ func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, no
 			}
 			continue
 		}
-		keptSlots, keptPos := remaining[:0], pos[:0]
-		err = s.prof.filterVerdicts(p, reply, remaining, s.snap, metrics.Filter,
-			func(i int) { keptSlots, keptPos = append(keptSlots, remaining[i]), append(keptPos, pos[i]) },
+		passed, err := s.prof.filterVerdicts(p, reply, remaining, s.snap, metrics.Filter, nil,
 			func(i int, st *Status) { sts[pos[i]] = st })
 		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
 		}
-		remaining, pos = keptSlots, keptPos
+		for k, i := range passed {
+			remaining[k], pos[k] = remaining[i], pos[i]
+		}
+		remaining, pos = remaining[:len(passed)], pos[:len(passed)]
 	}
 	return sts, nil
 }

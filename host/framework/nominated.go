@@ -112,7 +112,7 @@ func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod) (*
 			continue
 		}
 		var rejected *Status
-		err = c.prof.filterVerdicts(p, reply, one, c.snap, metrics.Filter, func(int) {}, func(_ int, st *Status) { rejected = st })
+		_, err = c.prof.filterVerdicts(p, reply, one, c.snap, metrics.Filter, nil, func(_ int, st *Status) { rejected = st })
 		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q with nominated pods: %w", p.name, err)
 		}

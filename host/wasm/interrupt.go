@@ -137,6 +137,7 @@ type funcType struct{ params, results []byte }
 type moduleInfo struct {
 	types           []funcType
 	funcs           []uint32 // type index of each defined function
+	importedFuncs   uint32
 	importedGlobals int
 	definedGlobals  int
 	hasMemory       bool
@@ -184,6 +185,11 @@ func Instrument(bin []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	refs, readRefs := referencedFuncs(secs)
+	allRefs := !readRefs
+	if allRefs {
+		refs = map[uint32]bool{}
+	}
 	if !info.hasMemory {
 		return nil, fmt.Errorf("%w: it has no memory", ErrUnsupportedModule)
 	}
@@ -196,7 +202,7 @@ func Instrument(bin []byte) ([]byte, error) {
 	var code []byte
 	for _, s := range secs {
 		if s.id == secCode {
-			if code, err = instrumentCode(s.payload, info, g, types); err != nil {
+			if code, err = instrumentCode(s.payload, info, refs, allRefs, g, types); err != nil {
 				return nil, err
 			}
 		}
@@ -286,6 +292,7 @@ func analyze(secs []section) (*moduleInfo, error) {
 				switch kind := r.byte(); kind {
 				case 0x00: // func
 					r.u32()
+					info.importedFuncs++
 				case 0x01: // table
 					return nil, fmt.Errorf("%w: it imports a table", ErrUnsupportedModule)
 				case 0x02: // memory
@@ -422,11 +429,12 @@ func ifCountdownSpent(b []byte, g globals) []byte {
 	return append(b, 0x0B)
 }
 
-// tick is one tick: the code put at the top of every loop body and at the
-// entry of every calling function.
-func tick(g globals) []byte {
+// tick counts n ticks: the code put at the top of every loop body (n=1)
+// and at the entry of every instrumented function.
+func tick(g globals, n int32) []byte {
 	b := globalGet(nil, g.countdown)
-	b = append(b, 0x41, 0x01, 0x6B) // i32.const 1; i32.sub
+	b = appendS32(append(b, 0x41), n) // i32.const n
+	b = append(b, 0x6B)               // i32.sub
 	b = globalSet(b, g.countdown)
 	return ifCountdownSpent(b, g)
 }
@@ -520,91 +528,121 @@ func checkExports(payload []byte, globals uint32) error {
 	return nil
 }
 
-// instrumentCode rewrites every function body of the code section.
-func instrumentCode(payload []byte, info *moduleInfo, g globals, types *typeTable) ([]byte, error) {
+// instrumentCode rewrites every function body of the code section: a
+// first pass learns each function's calls, size and frame (scanBody),
+// planEntries decides which functions need entry checks, and a second
+// pass writes the bodies (instrumentBody).
+func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs bool, g globals, types *typeTable) ([]byte, error) {
 	r := reader{b: payload}
 	n := r.u32()
 	if r.err == nil && int(n) != len(info.funcs) {
 		return nil, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
 	}
-	out := appendU32(nil, n)
-	var body []byte
+	bodies := make([][]byte, 0, len(info.funcs))
+	facts := make([]funcFacts, 0, len(info.funcs))
 	for i := uint32(0); i < n; i++ {
 		size := r.u32()
 		code := r.bytes(int(size))
 		if r.err != nil {
 			return nil, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.err)
 		}
-		var err error
-		body, err = instrumentBody(body[:0], code, info.types[info.funcs[i]], g, types)
+		f, err := scanBody(code, info.types[info.funcs[i]], g, refs)
 		if err != nil {
 			return nil, fmt.Errorf("%w: function %d: %v", ErrUnsupportedModule, i, err)
 		}
-		out = appendU32(out, uint32(len(body)))
-		out = append(out, body...)
+		for _, c := range f.callees {
+			if uint64(c) >= uint64(info.importedFuncs)+uint64(len(info.funcs)) {
+				return nil, fmt.Errorf("%w: function %d calls function %d, which does not exist", ErrUnsupportedModule, i, c)
+			}
+		}
+		bodies, facts = append(bodies, code), append(facts, f)
 	}
 	if r.off != len(r.b) {
 		return nil, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
 	}
+	plans := planEntries(facts, info.importedFuncs, refs, allRefs)
+	out := appendU32(nil, n)
+	var body []byte
+	for i, code := range bodies {
+		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], facts[i].bulk, plans[i], g, types)
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
 	return out, nil
 }
 
-// instr is one decoded instruction: its opcode, the sub-opcode of a
-// prefixed one, and its first index immediate (local or global index).
-type instr struct {
-	op  byte
-	sub uint32
-	idx uint32
-}
-
-func (in instr) calls() bool   { return in.op >= 0x10 && in.op <= 0x13 }
-func (in instr) returns() bool { return in.op == 0x0F || in.op == 0x12 || in.op == 0x13 }
-func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub == 10 || in.sub == 11) }
-
-// instrumentBody copies one function body with its checks: a tick after
-// the block type of every loop and before every bulk memory instruction;
-// for a function that calls others, a tick and the stack budget at entry,
-// the body wrapped in a block (so a branch to the body's label lands
-// before the exit), and the budget given back before every way out. It
-// walks every instruction so that an immediate byte that happens to equal
-// an opcode is never mistaken for one.
-func instrumentBody(out, code []byte, ft funcType, g globals, types *typeTable) ([]byte, error) {
+// scanBody validates one function body and returns what planEntries needs
+// to know about it. Function indexes named by ref.func are added to refs.
+func scanBody(code []byte, ft funcType, g globals, refs map[uint32]bool) (funcFacts, error) {
+	var f funcFacts
 	r := reader{b: code}
 	groups := r.u32()
-	groupsEnd := r.off
 	var locals uint64
 	for i := uint32(0); i < groups && r.err == nil; i++ {
 		locals += uint64(r.u32())
 		r.byte() // value type
 	}
 	if r.err != nil {
-		return nil, r.err
+		return f, r.err
 	}
 	if locals > MaxLocals {
-		return nil, fmt.Errorf("it declares %d locals; at most %d", locals, MaxLocals)
+		return f, fmt.Errorf("it declares %d locals; at most %d", locals, MaxLocals)
 	}
-	localsEnd := r.off
 	nlocals := uint32(uint64(len(ft.params)) + locals)
-
-	// First pass: validate, and find whether the function calls others and
-	// uses bulk memory instructions.
-	calls, bulk := false, false
 	for r.off < len(r.b) {
 		in, err := r.instr()
 		if err != nil {
-			return nil, err
+			return f, err
 		}
 		switch {
 		case in.op >= 0x20 && in.op <= 0x22 && in.idx >= nlocals:
-			return nil, fmt.Errorf("uses local %d, which does not exist", in.idx)
+			return f, fmt.Errorf("uses local %d, which does not exist", in.idx)
 		case (in.op == 0x23 || in.op == 0x24) && in.idx >= g.countdown:
-			return nil, fmt.Errorf("uses global %d, which does not exist", in.idx)
+			return f, fmt.Errorf("uses global %d, which does not exist", in.idx)
+		case in.op == 0x10 || in.op == 0x12:
+			f.callees = append(f.callees, in.idx)
+		case in.op == 0x11 || in.op == 0x13:
+			f.indirect = true
+		case in.op == 0xD2:
+			refs[in.idx] = true
 		}
-		calls = calls || in.calls()
-		bulk = bulk || in.bulk()
+		f.bulk = f.bulk || in.bulk()
 	}
+	f.size = len(code)
+	f.weight = frameWeight(len(ft.params), locals, len(code))
+	return f, nil
+}
 
-	scratch := nlocals
+// instr is one decoded instruction: its opcode, the sub-opcode of a
+// prefixed one, and its first index immediate (local, global or function
+// index).
+type instr struct {
+	op  byte
+	sub uint32
+	idx uint32
+}
+
+func (in instr) returns() bool { return in.op == 0x0F || in.op == 0x12 || in.op == 0x13 }
+func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub == 10 || in.sub == 11) }
+
+// instrumentBody copies one (scanned) function body with its checks: a
+// tick after the block type of every loop and before every bulk memory
+// instruction; for a function planned for entry checks, the stack charge
+// and a tick at entry, the body wrapped in a block (so a branch to the
+// body's label lands before the exit), and the charge given back before
+// every way out. It walks every instruction so that an immediate byte that
+// happens to equal an opcode is never mistaken for one.
+func instrumentBody(out, code []byte, ft funcType, bulk bool, plan entryPlan, g globals, types *typeTable) []byte {
+	r := reader{b: code}
+	groups := r.u32()
+	groupsEnd := r.off
+	var locals uint64
+	for i := uint32(0); i < groups; i++ {
+		locals += uint64(r.u32())
+		r.byte() // value type
+	}
+	localsEnd := r.off
+	scratch := uint32(uint64(len(ft.params)) + locals)
 	if bulk {
 		out = appendU32(out, groups+1)
 		out = append(out, code[groupsEnd:localsEnd]...)
@@ -613,21 +651,19 @@ func instrumentBody(out, code []byte, ft funcType, g globals, types *typeTable) 
 		out = append(out, code[:localsEnd]...)
 	}
 	var leave []byte
-	if calls {
-		weight := frameWeight(len(ft.params), locals, len(code))
-		out = append(out, stackEnter(g, weight)...)
-		out = append(out, tick(g)...)
+	if plan.instrumented {
+		out = append(out, stackEnter(g, plan.charge)...)
+		out = append(out, tick(g, plan.ticks)...)
 		out = append(out, 0x02) // block
 		out = append(out, types.blockType(ft.results)...)
-		leave = stackLeave(g, weight)
+		leave = stackLeave(g, plan.charge)
 	}
-	loop := tick(g)
-	r.off = localsEnd
+	loop := tick(g, 1)
 	for r.off < len(r.b) {
 		start := r.off
-		in, _ := r.instr() // validated above
+		in, _ := r.instr() // validated by scanBody
 		switch {
-		case calls && in.returns():
+		case plan.instrumented && in.returns():
 			out = append(out, leave...)
 		case in.bulk():
 			out = append(out, bulkTick(g, scratch)...)
@@ -637,12 +673,12 @@ func instrumentBody(out, code []byte, ft funcType, g globals, types *typeTable) 
 			out = append(out, loop...)
 		}
 	}
-	if calls {
+	if plan.instrumented {
 		// The body's own end closed the block; leave, then end the body.
 		out = append(out, leave...)
 		out = append(out, 0x0B)
 	}
-	return out, nil
+	return out
 }
 
 // instr decodes the next instruction.
@@ -660,7 +696,7 @@ func (r *reader) instr() (instr, error) {
 			r.u32()
 		}
 	case op == 0x10 || op == 0x12: // call, return_call
-		r.u32()
+		in.idx = r.u32()
 	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
 		r.u32()
 		r.u32()
@@ -687,7 +723,7 @@ func (r *reader) instr() (instr, error) {
 	case op == 0xD0: // ref.null
 		r.byte()
 	case op == 0xD2: // ref.func
-		r.u32()
+		in.idx = r.u32()
 	case op == 0xFC:
 		in.sub = r.u32()
 		if err := r.prefixedFC(in.sub); err != nil {

@@ -100,7 +100,7 @@ func TestInstrumentIsDeterministic(t *testing.T) {
 // and whatever it accepts and wazero could compile before, wazero can
 // compile after.
 func FuzzInstrument(f *testing.F) {
-	for _, name := range []string{"spin", "abi_v2", "bad_reply", "command", "foreign_import", "start", "hostile", "pinned", "exits"} {
+	for _, name := range []string{"spin", "abi_v2", "bad_reply", "command", "foreign_import", "start", "hostile", "pinned", "exits", "callgraph"} {
 		b, err := os.ReadFile("testdata/" + name + ".wasm")
 		if err != nil {
 			f.Fatal(err)

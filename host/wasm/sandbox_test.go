@@ -36,9 +36,29 @@ const (
 	hostileManyLines abi.Func = 12
 )
 
+// The call-graph guest's misbehaviours (see testdata/callgraph.wat).
+const (
+	callTreeNoLoop      abi.Func = 1
+	recursionViaTable   abi.Func = 2
+	smallHelpersInALoop abi.Func = 3
+)
+
+// hostileCall is one misbehaviour: a test guest and the function to call.
+type hostileCall struct {
+	file string
+	fn   abi.Func
+}
+
 // hostile returns a fresh instance of testdata/hostile.wasm, and the log
 // its output goes to.
 func hostile(t *testing.T, timeout time.Duration) (policy.Instance, *syncBuffer) {
+	t.Helper()
+	return testGuest(t, "hostile.wasm", timeout)
+}
+
+// testGuest returns a fresh instance of the test guest testdata/file, and
+// the log its output goes to.
+func testGuest(t *testing.T, file string, timeout time.Duration) (policy.Instance, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
@@ -48,7 +68,7 @@ func hostile(t *testing.T, timeout time.Duration) (policy.Instance, *syncBuffer)
 	}
 	ctx := context.Background()
 	t.Cleanup(func() { rt.Close(ctx) })
-	b, err := rt.Compile(ctx, "hostile", testdata(t, "hostile.wasm"), wasm.Limits{CallTimeout: timeout})
+	b, err := rt.Compile(ctx, strings.TrimSuffix(file, ".wasm"), testdata(t, file), wasm.Limits{CallTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,19 +89,20 @@ const maxOverrun = time.Second
 
 func TestDeadlineCoversEveryWayAGuestSpendsTime(t *testing.T) {
 	const deadline = 300 * time.Millisecond
-	for name, fn := range map[string]abi.Func{
-		"exponential recursion, no loop":     hostileFib,
-		"memory.fill of 32 MiB in a loop":    hostileFill,
-		"memory.copy of 16 MiB in a loop":    hostileCopy,
-		"fd_write of 1 MiB chunks in a loop": hostileWrite,
-		"log import of 1 MiB in a loop":      hostileLog,
+	for name, hc := range map[string]hostileCall{
+		"exponential recursion, no loop":      {"hostile.wasm", hostileFib},
+		"call tree, no loop and no recursion": {"callgraph.wasm", callTreeNoLoop},
+		"memory.fill of 32 MiB in a loop":     {"hostile.wasm", hostileFill},
+		"memory.copy of 16 MiB in a loop":     {"hostile.wasm", hostileCopy},
+		"fd_write of 1 MiB chunks in a loop":  {"hostile.wasm", hostileWrite},
+		"log import of 1 MiB in a loop":       {"hostile.wasm", hostileLog},
 	} {
 		t.Run(name, func(t *testing.T) {
-			inst, _ := hostile(t, deadline)
+			inst, _ := testGuest(t, hc.file, deadline)
 			done := make(chan error, 1)
 			start := time.Now()
 			go func() {
-				_, err := inst.Call(context.Background(), fn, 0, 0)
+				_, err := inst.Call(context.Background(), hc.fn, 0, 0)
 				done <- err
 			}()
 			// While the guest runs, a GC must be able to stop the world.
@@ -121,14 +142,15 @@ func allocatedDuring(fn func()) uint64 {
 }
 
 func TestCallStackIsBounded(t *testing.T) {
-	for name, fn := range map[string]abi.Func{
-		"deep recursion":            hostileDeep,
-		"recursion with big frames": hostileBigFrames,
+	for name, hc := range map[string]hostileCall{
+		"deep recursion":            {"hostile.wasm", hostileDeep},
+		"recursion with big frames": {"hostile.wasm", hostileBigFrames},
+		"recursion through a table": {"callgraph.wasm", recursionViaTable},
 	} {
 		t.Run(name, func(t *testing.T) {
-			inst, _ := hostile(t, 10*time.Second)
+			inst, _ := testGuest(t, hc.file, 10*time.Second)
 			var err error
-			alloc := allocatedDuring(func() { _, err = inst.Call(context.Background(), fn, 0, 0) })
+			alloc := allocatedDuring(func() { _, err = inst.Call(context.Background(), hc.fn, 0, 0) })
 			if !errors.Is(err, policy.ErrGuestTrap) || !strings.Contains(err.Error(), "call stack exhausted") {
 				t.Fatalf("err = %v, want a trap for the exhausted call stack", err)
 			}
