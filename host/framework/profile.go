@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
@@ -75,6 +76,34 @@ type wasmPlugin struct {
 type profileModule struct {
 	mod  *modules.Module
 	pool *policy.Module
+	// shared counts the profiles using pool: a reload that leaves a
+	// module, its args and its pool size unchanged hands the pool (and
+	// its instances' node mirrors) to the new profile.
+	shared *sharedPool
+	// reused: the pool came from the previous profile (it served
+	// already; a reload's canary need not exercise it).
+	reused bool
+}
+
+// sharedPool is a pool and the number of profiles using it.
+type sharedPool struct {
+	pool *policy.Module
+	key  poolKey
+	refs atomic.Int32
+}
+
+// poolKey identifies what a pool was made from.
+type poolKey struct {
+	compiled modules.CompiledID
+	name     string
+	args     string // the init request's encoding
+	poolSize int
+}
+
+func (p *sharedPool) release(ctx context.Context) {
+	if p.refs.Add(-1) == 0 {
+		p.pool.Close(ctx)
+	}
 }
 
 // Profile is one scheduler profile, ready to run cycles.
@@ -111,6 +140,15 @@ type Profile struct {
 // per-point enabled/disabled lists, then pluginConfig args handed to the
 // modules' init. Every error names the offending field.
 func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins) (*Profile, error) {
+	return RebuildProfile(ctx, cfg, idx, reg, host, nil)
+}
+
+// RebuildProfile is BuildProfile for a reload: where prev (the running
+// profile of the same name, or nil) has a pool of the same compiled
+// module with the same args and size, the new profile shares it instead
+// of making and initialising new instances, so their node mirrors are
+// not sent again. prev stays usable and must still be closed.
+func RebuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins, prev *Profile) (*Profile, error) {
 	pc := &cfg.Profiles[idx]
 	field := fmt.Sprintf("profiles[%d]", idx)
 	prof := &Profile{Name: pc.SchedulerName, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", pc.SchedulerName))}
@@ -209,7 +247,7 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 	if err := prof.resolvePolicies(field, reg); err != nil {
 		return nil, err
 	}
-	if err := prof.initModules(ctx, pc, field, reg, known, unknown); err != nil {
+	if err := prof.initModules(ctx, pc, field, reg, known, unknown, prev); err != nil {
 		prof.Close(ctx)
 		return nil, err
 	}
@@ -385,7 +423,7 @@ func (prof *Profile) moduleIndex(m *modules.Module) int {
 // initModules gives each module of the profile its pool, initialised with
 // the profile's args for that module's plugins.
 func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field string, reg *modules.Registry,
-	known func(string) bool, unknown func(string, string) error) error {
+	known func(string) bool, unknown func(string, string) error, prev *Profile) error {
 	args := map[*modules.Module][]abi.PluginArgs{}
 	argField := map[string]string{}
 	for k, c := range pc.PluginConfig {
@@ -409,6 +447,14 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 		for _, p := range pm.mod.Manifest.Plugins {
 			require = append(require, p.Name)
 		}
+		var enc abi.Encoder
+		enc.InitRequest(&abi.InitRequest{Plugins: args[pm.mod]})
+		key := poolKey{compiled: pm.mod.Compiled(), name: pm.mod.Config.Name, args: string(enc.B), poolSize: pm.mod.Config.PoolSize}
+		if sp := prev.pool(key); sp != nil {
+			sp.refs.Add(1)
+			pm.pool, pm.shared, pm.reused = sp.pool, sp, true
+			continue
+		}
 		pool, err := policy.Load(ctx, pm.mod.Backend, policy.Config{
 			Name:     pm.mod.Config.Name,
 			Require:  require,
@@ -425,7 +471,21 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 			}
 			return fmt.Errorf("%s: module %q: %w", field, pm.mod.Config.Name, err)
 		}
-		pm.pool = pool
+		pm.pool, pm.shared = pool, &sharedPool{pool: pool, key: key}
+		pm.shared.refs.Add(1)
+	}
+	return nil
+}
+
+// pool returns prev's pool made from key, or nil (also for a nil prev).
+func (prev *Profile) pool(key poolKey) *sharedPool {
+	if prev == nil {
+		return nil
+	}
+	for _, pm := range prev.modules {
+		if pm.shared != nil && pm.shared.key == key {
+			return pm.shared
+		}
 	}
 	return nil
 }
@@ -493,11 +553,13 @@ func (prof *Profile) FilterPlugins() []string {
 	return names
 }
 
-// Close releases the profile's instance pools.
+// Close releases the profile's instance pools (a pool a later profile
+// shares stays open until that one is closed too).
 func (prof *Profile) Close(ctx context.Context) {
 	for _, pm := range prof.modules {
-		if pm.pool != nil {
-			pm.pool.Close(ctx)
+		if pm.shared != nil {
+			pm.shared.release(ctx)
+			pm.shared = nil
 		}
 	}
 }

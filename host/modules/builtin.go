@@ -3,6 +3,7 @@ package modules
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"sync"
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
@@ -18,6 +19,11 @@ type Builtin struct {
 
 // Builtins lists the modules embedded in this binary.
 func Builtins() []Builtin {
-	sum := sha256.Sum256(dist.DefaultWasm)
-	return []Builtin{{Name: config.BuiltinDefaultModule, Size: len(dist.DefaultWasm), SHA256: hex.EncodeToString(sum[:])}}
+	return []Builtin{{Name: config.BuiltinDefaultModule, Size: len(dist.DefaultWasm), SHA256: builtinDigest()}}
 }
+
+// builtinDigest is the default bundle's sha256, computed once.
+var builtinDigest = sync.OnceValue(func() string {
+	sum := sha256.Sum256(dist.DefaultWasm)
+	return hex.EncodeToString(sum[:])
+})

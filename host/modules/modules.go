@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
@@ -38,6 +40,57 @@ type Module struct {
 	Config   config.Module
 	Backend  policy.Backend
 	Manifest abi.Manifest
+	// SHA256 is the hex digest of the module's bytes ("" for a backend
+	// given in Options.Backends or the native twin): what
+	// wasmsched_module_info reports and what a reload compares.
+	SHA256 string
+
+	shared *sharedBackend
+}
+
+// CompiledID identifies a module's compiled code: equal for the entries
+// of successive registries that share it (see Options.Previous), so that
+// profiles can tell when a reload left a module unchanged.
+type CompiledID struct{ b *sharedBackend }
+
+// Compiled returns the identity of the module's compiled code.
+func (m *Module) Compiled() CompiledID { return CompiledID{m.shared} }
+
+// sharedBackend is a compiled module that successive registries share
+// when a reload leaves it unchanged: it is closed when the last registry
+// holding it is closed.
+type sharedBackend struct {
+	backend policy.Backend
+	key     backendKey
+	refs    atomic.Int32
+}
+
+func (b *sharedBackend) release(ctx context.Context) {
+	if b.refs.Add(-1) == 0 {
+		b.backend.Close(ctx)
+	}
+}
+
+// backendKey is what makes two module entries the same compiled module:
+// the same bytes compiled under the same limits, under the same name
+// (which tags its logs and metrics).
+type backendKey struct {
+	name, digest string
+	timeout      time.Duration
+	memory       int64
+	native       bool
+}
+
+// sharedRuntime is the wazero runtime successive registries share.
+type sharedRuntime struct {
+	rt   *wasm.Runtime
+	refs atomic.Int32
+}
+
+func (r *sharedRuntime) release(ctx context.Context) {
+	if r.refs.Add(-1) == 0 {
+		r.rt.Close(ctx)
+	}
 }
 
 // FailurePolicy is the module's failure policy, defaulted: what its
@@ -64,7 +117,7 @@ var HostPluginNames = []string{config.DefaultQueueSort, "DefaultBinder", "Defaul
 
 // Registry holds the compiled modules of one configuration.
 type Registry struct {
-	runtime *wasm.Runtime
+	runtime *sharedRuntime
 	modules []*Module
 	byName  map[string]*Module
 	plugins map[string]*Module // plugin name -> module serving it
@@ -90,6 +143,11 @@ type Options struct {
 	// native twins. Everything else (manifest checks, plugin names,
 	// profiles) is as for a file.
 	Backends map[string]policy.Backend
+	// Previous is the registry a reload replaces: modules whose bytes,
+	// name and limits are unchanged reuse its compiled code (and its
+	// wazero runtime) instead of being compiled again. Previous stays
+	// usable and must still be closed.
+	Previous *Registry
 }
 
 // Load compiles every module of cfg, plus the builtin default bundle
@@ -99,14 +157,21 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	dir := opts.CacheDir
-	if dir == "" {
-		dir = wasm.DefaultCacheDir()
+	var rt *sharedRuntime
+	if opts.Previous != nil {
+		rt = opts.Previous.runtime
+	} else {
+		dir := opts.CacheDir
+		if dir == "" {
+			dir = wasm.DefaultCacheDir()
+		}
+		w, err := wasm.NewRuntime(dir, log)
+		if err != nil {
+			return nil, err
+		}
+		rt = &sharedRuntime{rt: w}
 	}
-	rt, err := wasm.NewRuntime(dir, log)
-	if err != nil {
-		return nil, err
-	}
+	rt.refs.Add(1)
 	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, metrics: opts.Metrics, log: log}
 	fail := func(err error) (*Registry, error) {
 		r.Close(ctx)
@@ -175,37 +240,59 @@ func checkPluginNames(m *Module) error {
 
 // add loads one module and counts the load's outcome.
 func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Options) (err error) {
-	defer func() { r.metrics.ModuleLoaded(mc.Name, err) }()
+	reused := false
+	defer func() {
+		if !reused {
+			r.metrics.ModuleLoaded(mc.Name, err)
+		}
+	}()
 	field := fmt.Sprintf("modules[%d]", idx)
-	lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration}
-	if mc.MemoryLimit != nil {
-		lim.MemoryBytes = uint64(mc.MemoryLimit.Value())
+	if idx < 0 {
+		field = "builtin module"
 	}
-	var backend policy.Backend
+	key := backendKey{name: mc.Name, timeout: mc.CallTimeout.Duration}
+	if mc.MemoryLimit != nil {
+		key.memory = mc.MemoryLimit.Value()
+	}
+	var bin []byte
+	var given policy.Backend
 	switch {
 	case idx >= 0 && opts.Backends[mc.Name] != nil:
-		backend = opts.Backends[mc.Name]
+		given = opts.Backends[mc.Name]
 	case idx < 0 && opts.NativeBuiltin:
-		backend = native.New(opts.Log, defaults.Plugins()...)
+		key.native = true
 	case idx < 0:
-		b, err := r.runtime.Compile(ctx, mc.Name, dist.DefaultWasm, lim)
-		if err != nil {
-			return fmt.Errorf("builtin module: %w", err)
-		}
-		backend = b
+		bin, key.digest = dist.DefaultWasm, builtinDigest()
 	default:
-		bin, err := boundedread.ReadFile(mc.Path, MaxModuleBytes, boundedread.Regular, "a Wasm module")
-		if err != nil {
+		if bin, err = boundedread.ReadFile(mc.Path, MaxModuleBytes, boundedread.Regular, "a Wasm module"); err != nil {
 			return fmt.Errorf("%s.path: %w", field, err)
 		}
-		if mc.SHA256 != "" {
-			sum := sha256.Sum256(bin)
-			if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, mc.SHA256) {
-				return fmt.Errorf("%s.sha256: %s has sha256 %s, but the configuration pins %s", field, mc.Path, got, mc.SHA256)
-			}
+		sum := sha256.Sum256(bin)
+		key.digest = hex.EncodeToString(sum[:])
+		if mc.SHA256 != "" && !strings.EqualFold(key.digest, mc.SHA256) {
+			return fmt.Errorf("%s.sha256: %s has sha256 %s, but the configuration pins %s", field, mc.Path, key.digest, mc.SHA256)
 		}
-		b, err := r.runtime.Compile(ctx, mc.Name, bin, lim)
+	}
+	if given == nil && opts.Previous != nil {
+		if prev := opts.Previous.sharedFor(key); prev != nil {
+			prev.shared.refs.Add(1)
+			reused = true
+			r.adopt(&Module{Config: mc, Backend: prev.Backend, Manifest: prev.Manifest, SHA256: prev.SHA256, shared: prev.shared})
+			return nil
+		}
+	}
+	backend := given
+	switch {
+	case given != nil:
+	case key.native:
+		backend = native.New(opts.Log, defaults.Plugins()...)
+	default:
+		lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration, MemoryBytes: uint64(key.memory)}
+		b, err := r.runtime.rt.Compile(ctx, mc.Name, bin, lim)
 		if err != nil {
+			if idx < 0 {
+				return fmt.Errorf("%s: %w", field, err)
+			}
 			return fmt.Errorf("%s (%s): %w", field, mc.Path, err)
 		}
 		backend = b
@@ -214,17 +301,42 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	probe, err := policy.Load(ctx, backend, policy.Config{Name: mc.Name, PoolSize: 1, Metrics: r.metrics})
 	if err != nil {
 		backend.Close(ctx)
-		if idx < 0 {
-			return fmt.Errorf("builtin module: %w", err)
-		}
 		return fmt.Errorf("%s: %w", field, err)
 	}
-	m := &Module{Config: mc, Backend: backend, Manifest: *probe.Manifest()}
+	m := &Module{Config: mc, Backend: backend, Manifest: *probe.Manifest(), SHA256: key.digest,
+		shared: &sharedBackend{backend: backend, key: key}}
 	probe.Close(ctx)
-	r.modules = append(r.modules, m)
-	r.byName[mc.Name] = m
+	m.shared.refs.Add(1)
+	if given != nil {
+		m.shared.key = backendKey{} // never reused: the caller owns its lifetime
+	}
+	r.adopt(m)
 	return nil
 }
+
+// adopt records a loaded module.
+func (r *Registry) adopt(m *Module) {
+	r.modules = append(r.modules, m)
+	r.byName[m.Config.Name] = m
+}
+
+// sharedFor returns the module compiled from key, if this registry has
+// one a reload may reuse.
+func (r *Registry) sharedFor(key backendKey) *Module {
+	if key.digest == "" && !key.native {
+		return nil
+	}
+	for _, m := range r.modules {
+		if m.shared.key == key {
+			return m
+		}
+	}
+	return nil
+}
+
+// Modules lists the registry's modules, the builtin bundle first unless
+// a module replaces it.
+func (r *Registry) Modules() []*Module { return r.modules }
 
 // Metrics are the metrics the registry was loaded with (nil if none): the
 // profiles' pools count their guests' failures there.
@@ -247,10 +359,13 @@ func (r *Registry) PluginNames() []string {
 	return names
 }
 
-// Close releases every module and the runtime.
+// Close releases the registry's modules and runtime; what a later
+// registry still shares (Options.Previous) stays open until that one is
+// closed too.
 func (r *Registry) Close(ctx context.Context) {
 	for _, m := range r.modules {
-		m.Backend.Close(ctx)
+		m.shared.release(ctx)
 	}
-	r.runtime.Close(ctx)
+	r.modules = nil
+	r.runtime.release(ctx)
 }
