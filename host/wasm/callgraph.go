@@ -59,6 +59,12 @@ const WorkPerTick = 256
 // maxWork caps work estimates (a call tree's doubles at every level).
 const maxWork = 1 << 24
 
+// maxEntryTicks caps the ticks one entry counts: work is a static upper
+// bound (every call site taken), and a hot function overestimated by
+// orders of magnitude must not reach a safe point (a pass through Go)
+// on every call.
+const maxEntryTicks = SafePointEvery / 64
+
 // planEntries decides, for every defined function, whether it is
 // instrumented and what it charges. imported is the number of imported
 // functions (function indexes below it are host functions, which bound
@@ -96,7 +102,7 @@ func planEntries(facts []funcFacts, imported uint32, referenced map[uint32]bool,
 			calls := len(ff.callees) > 0 || ff.indirect
 			reachable := allReferenced || referenced[imported+uint32(f)]
 			if calls && (cyclic || ff.indirect || reachable || w > TickFreeWork || stack[f] > TickFreeStack) {
-				plans[f] = entryPlan{instrumented: true, charge: stack[f], ticks: int32(1 + w/WorkPerTick)}
+				plans[f] = entryPlan{instrumented: true, charge: stack[f], ticks: int32(min(1+w/WorkPerTick, maxEntryTicks))}
 			}
 		}
 	}
