@@ -113,6 +113,7 @@ type Metrics struct {
 	ignored     *prometheus.CounterVec
 
 	preemption *PreemptionMetrics
+	reload     *reloadMetrics
 
 	samplePercent int
 }
@@ -186,6 +187,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 				"(instance, sync, cycle, push_state, add_pod, ...), which counts once per Ignore plugin of the module.",
 		}, []string{"profile", "plugin", "extension_point"}),
 		preemption:    newPreemptionMetrics(),
+		reload:        newReloadMetrics(),
 		samplePercent: DefaultPluginSamplePercent,
 	}
 	for _, o := range opts {
@@ -195,7 +197,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances, m.ignored}, m.preemption.collectors()...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.ignored}, append(m.preemption.collectors(), m.reload.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}

@@ -123,6 +123,7 @@ type Registry struct {
 	plugins map[string]*Module // plugin name -> module serving it
 	metrics *metrics.Metrics
 	log     hclog.Logger
+	closed  bool
 }
 
 // Options tune how modules are run.
@@ -363,6 +364,10 @@ func (r *Registry) PluginNames() []string {
 // registry still shares (Options.Previous) stays open until that one is
 // closed too.
 func (r *Registry) Close(ctx context.Context) {
+	if r.closed {
+		return
+	}
+	r.closed = true
 	for _, m := range r.modules {
 		m.shared.release(ctx)
 	}

@@ -25,20 +25,53 @@ type Parts struct {
 	Scheduler *Scheduler
 	Queue     *queue.PriorityQueue
 	Cache     *cache.Cache
-	Profiles  []*framework.Profile
+	// Profiles are the profiles assembled first; after a reload the
+	// scheduler's Profiles are the ones serving.
+	Profiles []*framework.Profile
 	// Preemption is DefaultPreemption (nil without a PreemptionAPI); its
 	// Wait waits for asynchronous preemptions.
 	Preemption *preemption.Plugin
+
+	// host are the host plugins (binder, queue sort, preemption) the
+	// profiles were built with; a reload builds its profiles with the
+	// same ones, so queue gates and preemptions in flight stay one.
+	host framework.HostPlugins
 }
 
-// Close closes the queue and the profiles' pools.
+// Close closes the queue and releases the serving profiles (with the
+// registry they were built on, when the scheduler owns it).
 func (p *Parts) Close(ctx context.Context) {
 	if p.Queue != nil {
 		p.Queue.Close()
 	}
+	if p.Scheduler != nil {
+		p.Scheduler.Close()
+		return
+	}
 	for _, pr := range p.Profiles {
 		pr.Close(ctx)
 	}
+}
+
+// BuildProfiles builds every profile of cfg against reg with the host
+// plugins of the running scheduler, sharing the pools of the serving
+// profiles (by name) where module, args and size are unchanged. It does
+// not swap them in (Scheduler.SwapProfiles does). On error nothing is
+// left open.
+func (p *Parts) BuildProfiles(ctx context.Context, cfg *config.Configuration, reg *modules.Registry) ([]*framework.Profile, error) {
+	var out []*framework.Profile
+	for i := range cfg.Profiles {
+		prev := p.Scheduler.Profile(cfg.Profiles[i].SchedulerName)
+		prof, err := framework.RebuildProfile(ctx, cfg, i, reg, p.host, prev)
+		if err != nil {
+			for _, pr := range out {
+				pr.Close(ctx)
+			}
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		out = append(out, prof)
+	}
+	return out, nil
 }
 
 // AssembleOptions are the environment a scheduler is assembled in.
@@ -60,6 +93,10 @@ type AssembleOptions struct {
 	// the Registry with the same value (modules.Options.Metrics) so the
 	// guests' traps and deadlines land in it too. Nil records nothing.
 	Metrics *metrics.Metrics
+	// OwnRegistry hands Registry to the scheduler: it is closed with the
+	// profiles built on it, when a reload has replaced them and they are
+	// drained, or at Close.
+	OwnRegistry bool
 }
 
 // Assemble builds every profile of the configuration against the modules,
@@ -68,12 +105,14 @@ type AssembleOptions struct {
 // simulation and for a real cluster.
 func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 	parts := &Parts{}
-	byName := map[string]*framework.Profile{}
 	qopts := queue.Options{
 		Clock:        o.Clock,
 		PluginEvents: framework.PluginEvents,
 		PreEnqueue: func(pod *abi.Pod) []queue.PreEnqueuePlugin {
-			if p := byName[pod.SchedulerName]; p != nil {
+			if parts.Scheduler == nil {
+				return nil
+			}
+			if p := parts.Scheduler.Profile(pod.SchedulerName); p != nil {
 				return p.PreEnqueuePlugins()
 			}
 			return nil
@@ -119,11 +158,20 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		parts.Profiles = append(parts.Profiles, p)
-		byName[p.Name] = p
+	}
+	parts.host = host
+	initial := parts.Profiles
+	release := func() {
+		for _, p := range initial {
+			p.Close(context.Background())
+		}
+		if o.OwnRegistry {
+			o.Registry.Close(context.Background())
+		}
 	}
 	var err error
 	parts.Scheduler, err = New(Options{Profiles: parts.Profiles, Cache: parts.Cache, Queue: parts.Queue,
-		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics})
+		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics, Release: release})
 	if err != nil {
 		parts.Close(ctx)
 		return nil, err

@@ -46,7 +46,9 @@ func (s *Scheduler) OnNodeDelete(name string) {
 }
 
 // Responsible reports whether a profile of this scheduler schedules pod.
-func (s *Scheduler) Responsible(pod *abi.Pod) bool { return s.profiles[pod.SchedulerName] != nil }
+func (s *Scheduler) Responsible(pod *abi.Pod) bool {
+	return s.set.Load().byName[pod.SchedulerName] != nil
+}
 
 // OnPodAdd records a pod: a bound one in the cache, a pending one of our
 // profiles in the queue. Pending pods of other schedulers are left alone.

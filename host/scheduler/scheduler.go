@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,6 +61,10 @@ type Options struct {
 	// durations: New instruments the profiles and the queue with it. Nil
 	// records nothing.
 	Metrics *metrics.Metrics
+	// Release, if set, closes what the initial profiles own; it runs
+	// once they are replaced (SwapProfiles) or at Close, after the
+	// cycles and bindings in flight on them end.
+	Release func()
 }
 
 // profile is a profile with its attempt metrics resolved.
@@ -73,7 +78,6 @@ type profile struct {
 type Scheduler struct {
 	cache    *cache.Cache
 	queue    *queue.PriorityQueue
-	profiles map[string]*profile
 	recorder Recorder
 	metrics  *metrics.Metrics
 	rng      *rand.Rand
@@ -83,6 +87,16 @@ type Scheduler struct {
 	snap      *snapshot.Snapshot
 	nextStart int
 	bindings  sync.WaitGroup
+
+	// set is the profiles serving now (profileset.go); setMu guards the
+	// use counts of every set, so a set is never released while a cycle
+	// or binding that acquired it runs.
+	set       atomic.Pointer[profileSet]
+	setMu     sync.Mutex
+	closeOnce sync.Once
+	// lastPod is the pod of the last cycle: a reload's canary runs a
+	// real pod when there is one.
+	lastPod atomic.Pointer[abi.Pod]
 }
 
 // New returns a scheduler; the profiles must have distinct names.
@@ -90,7 +104,6 @@ func New(opts Options) (*Scheduler, error) {
 	s := &Scheduler{
 		cache:    opts.Cache,
 		queue:    opts.Queue,
-		profiles: map[string]*profile{},
 		recorder: opts.Recorder,
 		metrics:  opts.Metrics,
 		rng:      opts.Rand,
@@ -103,13 +116,11 @@ func New(opts Options) (*Scheduler, error) {
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}
-	for _, p := range opts.Profiles {
-		if _, dup := s.profiles[p.Name]; dup {
-			return nil, fmt.Errorf("two profiles named %q", p.Name)
-		}
-		p.Instrument(opts.Metrics)
-		s.profiles[p.Name] = &profile{Profile: p, attempts: opts.Metrics.Profile(p.Name)}
+	ps, err := newProfileSet(opts.Profiles, opts.Metrics, opts.Release)
+	if err != nil {
+		return nil, err
 	}
+	s.set.Store(ps)
 	if q := opts.Queue; q != nil {
 		opts.Metrics.SetPendingPodsSource(func() metrics.PendingPods {
 			c := q.PendingByQueue()
@@ -121,7 +132,7 @@ func New(opts Options) (*Scheduler, error) {
 
 // Profile returns the profile for a scheduler name, or nil.
 func (s *Scheduler) Profile(name string) *framework.Profile {
-	if p := s.profiles[name]; p != nil {
+	if p := s.set.Load().byName[name]; p != nil {
 		return p.Profile
 	}
 	return nil
@@ -151,13 +162,27 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) error {
 		return err
 	}
 	pod := qp.Pod
-	prof := s.profiles[pod.SchedulerName]
+	ps := s.acquire()
+	prof := ps.byName[pod.SchedulerName]
 	if prof == nil {
 		// Only pods of known profiles are queued; one that gets here had
 		// its schedulerName changed under us. Leave it alone.
+		s.done(ps)
 		s.queue.Done(pod.UID)
 		return nil
 	}
+	s.lastPod.Store(pod)
+	if !s.scheduleOn(ctx, ps, prof, qp) {
+		s.done(ps)
+	}
+	return nil
+}
+
+// scheduleOn runs pod's scheduling cycle on prof, a profile of ps. It
+// reports whether a binding goroutine took over ps (and will give it
+// back).
+func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profile, qp *queue.QueuedPodInfo) (binding bool) {
+	pod := qp.Pod
 	var start time.Time
 	if s.metrics != nil {
 		start = time.Now()
@@ -169,7 +194,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) error {
 	res, err := prof.Schedule(ctx, state, pod, s.snap, s.nextStart, s.queue, s.rng)
 	if err != nil {
 		s.handleFailure(prof, qp, err, start, log)
-		return nil
+		return false
 	}
 	if n := s.snap.NumNodes(); n > 0 {
 		s.nextStart = (s.nextStart + res.Processed) % n
@@ -179,25 +204,28 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) error {
 	assumed.NominatedNodeName = ""
 	if err := s.cache.AssumePod(&assumed); err != nil {
 		s.handleFailure(prof, qp, err, start, log)
-		return nil
+		return false
 	}
 	s.queue.DeleteNominatedPodIfExists(pod)
 	if st := prof.RunReserve(ctx, state, &assumed, res.Node); !st.IsSuccess() {
 		prof.RunUnreserve(ctx, state, &assumed, res.Node)
 		s.forget(&assumed, log)
 		s.handleFailure(prof, qp, fmt.Errorf("running Reserve plugin %q: %w", st.Plugin, st.AsError()), start, log)
-		return nil
+		return false
 	}
 	if st := prof.RunPermit(ctx, state, &assumed, res.Node); !st.IsSuccess() {
 		prof.RunUnreserve(ctx, state, &assumed, res.Node)
 		s.forget(&assumed, log)
 		s.handleFailure(prof, qp, permitError(st), start, log)
-		return nil
+		return false
 	}
 	log.Debug("assumed", "node", res.Node, "evaluated", res.EvaluatedNodes, "feasible", res.FeasibleNodes)
 	s.bindings.Add(1)
-	go s.bind(ctx, prof, state, qp, &assumed, res.Node, start, log)
-	return nil
+	go func() {
+		defer s.done(ps)
+		s.bind(ctx, prof, state, qp, &assumed, res.Node, start, log)
+	}()
+	return true
 }
 
 func permitError(st *framework.Status) error {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -52,9 +53,14 @@ type Objects struct {
 // hold many objects, up to 64 MiB in all. A longer line, document or
 // stream is refused as soon as it passes its bound, without reading the
 // rest into memory.
+//
+// A List document (what `kubectl get -o yaml` prints) holds many objects,
+// so it may be as large as MaxListBytes; each of its items is held to
+// MaxObjectBytes.
 const (
 	MaxManifestBytes = 64 << 20
 	MaxObjectBytes   = 3 << 20
+	MaxListBytes     = MaxManifestBytes
 )
 
 // maxErrorsPerDocument caps the problems reported for one document.
@@ -65,9 +71,12 @@ const maxErrorsPerDocument = 20
 // the field, and what is wrong. It reads
 // cluster.yaml:37 (document 3, Pod web/a): spec.containers[0].resources.requests.cpu: "x" is not a quantity (e.g. 64Mi or 500m).
 type ManifestError struct {
-	File      string
-	Line      int // 1-based line in File; 0 if unknown
-	Document  int
+	File     string
+	Line     int // 1-based line in File; 0 if unknown
+	Document int
+	// Item is "items[3]" when the object is an item of a List document
+	// (kind: List, or a typed list such as PodList); "" otherwise.
+	Item      string
 	Kind      string
 	Namespace string
 	Name      string
@@ -82,6 +91,9 @@ func (e *ManifestError) Error() string {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	fmt.Fprintf(&b, " (document %d", e.Document)
+	if e.Item != "" {
+		b.WriteString(", " + e.Item)
+	}
 	if e.Kind != "" {
 		b.WriteString(", " + e.Kind)
 		if e.Name != "" {
@@ -134,6 +146,12 @@ func LoadFiles(paths ...string) (*Objects, error) {
 // bad document, joined. Deployments, ReplicaSets and StatefulSets are
 // expanded into their pods where they stand (see AddDeployment), since no
 // controller runs in a simulation.
+//
+// A List document — apiVersion v1, kind List, as `kubectl get -o yaml`
+// prints, or a typed list such as PodList — is read as if each of its
+// items were a document of its own, in order; errors name the item
+// (items[3]). Items of a typed list may leave out apiVersion and kind, as
+// the API server's own list responses do.
 func (o *Objects) Read(name string, r io.Reader) error {
 	sp := &splitter{br: bufio.NewReader(boundedread.Limit(r, name, MaxManifestBytes, "a manifest file or stream"))}
 	for doc := 0; ; doc++ {
@@ -156,10 +174,13 @@ func (o *Objects) Read(name string, r io.Reader) error {
 	}
 }
 
-// document is one YAML document being read, for its errors.
+// document is one YAML document, or one item of a List document, being
+// read, for its errors.
 type document struct {
 	file           string
 	index, start   int
+	item           string // "items[3]" for an item of a List document
+	itemLine       int    // the item's line in the document, for errors of the whole item
 	kind, ns, name string
 	lines          yamlcheck.Lines
 }
@@ -171,10 +192,13 @@ func (d *document) fail(line int, field string, err error) *ManifestError {
 	if line == 0 && field != "" {
 		line = d.lines.Find(field)
 	}
+	if line == 0 {
+		line = d.itemLine
+	}
 	if line > 0 {
 		abs = d.start + line - 1
 	}
-	return &ManifestError{File: d.file, Line: abs, Document: d.index, Kind: d.kind, Namespace: d.ns, Name: d.name, Field: field, Err: err}
+	return &ManifestError{File: d.file, Line: abs, Document: d.index, Item: d.item, Kind: d.kind, Namespace: d.ns, Name: d.name, Field: field, Err: err}
 }
 
 // wrap turns an error from the workload code, which starts with the field
@@ -216,6 +240,113 @@ func (o *Objects) readDocument(file string, index, start int, raw []byte) error 
 	if root.Kind != yaml.MappingNode {
 		return d.fail(root.Line, "", errors.New("want an object with apiVersion, kind and metadata"))
 	}
+	if apiVersion, kind := scalarAt(root, "apiVersion"), scalarAt(root, "kind"); isList(apiVersion, kind) {
+		return o.readList(d, root, apiVersion, kind)
+	}
+	if len(raw) > MaxObjectBytes {
+		return d.fail(0, "", errObjectTooLarge) // only a List may be larger
+	}
+	return o.readObject(d, root, raw)
+}
+
+// isList reports whether apiVersion/kind is a list simulate reads: v1
+// List, or the list of a kind it reads (v1 PodList, apps/v1
+// ReplicaSetList, ...).
+func isList(apiVersion, kind string) bool {
+	if apiVersion == "v1" && kind == "List" {
+		return true
+	}
+	elem, ok := strings.CutSuffix(kind, "List")
+	return ok && elem != "" && newObject(apiVersion+"/"+elem) != nil
+}
+
+// readList reads the items of a List document, each as a document of its
+// own would be read. An item of a typed list (PodList) that leaves out
+// apiVersion and kind gets the list's; one that gives them must agree.
+func (o *Objects) readList(d *document, root *yaml.Node, apiVersion, kind string) error {
+	d.kind = kind
+	lines, problems := yamlcheck.Check(root, reflect.TypeFor[metav1.List](), nil) // items are checked one by one below
+	d.lines = lines
+	if len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = d.fail(p.Line, p.Path, errors.New(p.Msg))
+		}
+		return join(errs)
+	}
+	elemKind, _ := strings.CutSuffix(kind, "List") // "" for v1 List
+	items := valueAt(root, "items")
+	if items == nil || items.Kind == yaml.ScalarNode && items.Tag == "!!null" {
+		return nil
+	}
+	for i, item := range items.Content {
+		id := &document{file: d.file, index: d.index, start: d.start, item: fmt.Sprintf("items[%d]", i), itemLine: item.Line}
+		for depth := 0; item.Kind == yaml.AliasNode && item.Alias != nil && depth < 100; depth++ {
+			item = item.Alias
+		}
+		if item.Kind != yaml.MappingNode {
+			return id.fail(item.Line, "", errors.New("want an object with apiVersion, kind and metadata"))
+		}
+		if elemKind != "" {
+			item = withTypeMeta(item, apiVersion, elemKind)
+			if v, k := scalarAt(item, "apiVersion"), scalarAt(item, "kind"); v != apiVersion || k != elemKind {
+				id.kind = k
+				return id.fail(item.Line, "", fmt.Errorf("%s %s in a %s %s: want %s %s", v, k, apiVersion, kind, apiVersion, elemKind))
+			}
+		}
+		if v, k := scalarAt(item, "apiVersion"), scalarAt(item, "kind"); isList(v, k) {
+			id.kind = k
+			return id.fail(item.Line, "", errors.New("a List inside a List is not supported"))
+		}
+		raw, err := encodeNode(item)
+		if err == nil && len(raw) > MaxObjectBytes {
+			err = errObjectTooLarge
+		}
+		if err != nil {
+			return id.fail(item.Line, "", err)
+		}
+		if err := o.readObject(id, item, raw); err != nil {
+			return err
+		}
+		items.Content[i] = nil // read: let it go
+	}
+	return nil
+}
+
+// withTypeMeta returns item with apiVersion and kind added where it has
+// none (a shallow copy: the caller's node is not changed).
+func withTypeMeta(item *yaml.Node, apiVersion, kind string) *yaml.Node {
+	var add []*yaml.Node
+	for _, kv := range [][2]string{{"apiVersion", apiVersion}, {"kind", kind}} {
+		if valueAt(item, kv[0]) == nil {
+			add = append(add,
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: kv[0], Line: item.Line, Column: item.Column},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: kv[1], Line: item.Line, Column: item.Column})
+		}
+	}
+	if len(add) == 0 {
+		return item
+	}
+	c := *item
+	c.Content = append(add, item.Content...)
+	return &c
+}
+
+// encodeNode writes one item of a List back as a YAML document, so it is
+// decoded exactly as the same object written on its own would be.
+func encodeNode(n *yaml.Node) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("cannot re-encode the item (%v)", r)
+		}
+	}()
+	return yaml.Marshal(n)
+}
+
+// readObject checks and adds one object: a document, or an item of a
+// List document. root is its parsed YAML (lines counted from d.start),
+// raw its text.
+func (o *Objects) readObject(d *document, root *yaml.Node, raw []byte) error {
 	apiVersion := scalarAt(root, "apiVersion")
 	d.kind = scalarAt(root, "kind")
 	if md := valueAt(root, "metadata"); md != nil {
@@ -229,7 +360,7 @@ func (o *Objects) readDocument(file string, index, start int, raw []byte) error 
 	}
 	obj := newObject(apiVersion + "/" + d.kind)
 	if obj == nil {
-		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget)",
+		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; their lists and v1 List)",
 			apiVersion, d.kind))
 	}
 	lines, problems := yamlcheck.Check(root, reflect.TypeOf(obj), nil)

@@ -367,9 +367,9 @@ func (e *Env) Close(ctx context.Context) {
 // admit converts the objects as the API server would admit them: pods
 // get a namespace, a UID and their priority from their PriorityClass.
 func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
-	classes := map[string]int32{
-		"system-cluster-critical": 2000000000,
-		"system-node-critical":    2000001000,
+	classes := map[string]int32{}
+	for name, v := range systemClasses {
+		classes[name] = v
 	}
 	policies := map[string]*corev1.PreemptionPolicy{}
 	guards := map[string]*int32{}

@@ -31,11 +31,22 @@ var (
 
 // HighestUserPriority is the largest value a PriorityClass not named
 // system-… may have, as the API server enforces; SystemCriticalPriority
-// is the largest any may have.
+// is the largest any other may have. The two classes the API server
+// creates itself must have their own values, as there:
+// system-cluster-critical SystemCriticalPriority and system-node-critical
+// SystemNodeCriticalPriority (so a cluster's classes, read back from
+// `kubectl get priorityclasses -o yaml`, are accepted).
 const (
-	HighestUserPriority    = 1_000_000_000
-	SystemCriticalPriority = 2 * HighestUserPriority
+	HighestUserPriority        = 1_000_000_000
+	SystemCriticalPriority     = 2 * HighestUserPriority
+	SystemNodeCriticalPriority = SystemCriticalPriority + 1000
 )
+
+// systemClasses are the PriorityClasses the API server creates, by name.
+var systemClasses = map[string]int32{
+	"system-cluster-critical": SystemCriticalPriority,
+	"system-node-critical":    SystemNodeCriticalPriority,
+}
 
 // validateObject checks obj as the API server's validation would on
 // create, for the fields a simulation reads: names and labels, resources,
@@ -79,7 +90,11 @@ func validateObject(obj any) field.ErrorList {
 		if strings.HasPrefix(o.Name, "system-") {
 			limit = SystemCriticalPriority
 		}
-		if o.Value > limit {
+		if want, ok := systemClasses[o.Name]; ok {
+			if o.Value != want {
+				errs = append(errs, field.Invalid(field.NewPath("value"), o.Value, fmt.Sprintf("%s is the API server's own class; its value is %d", o.Name, want)))
+			}
+		} else if o.Value > limit {
 			errs = append(errs, field.Invalid(field.NewPath("value"), o.Value, fmt.Sprintf("must not be greater than %d", limit)))
 		}
 		if p := o.PreemptionPolicy; p != nil && *p != corev1.PreemptLowerPriority && *p != corev1.PreemptNever {

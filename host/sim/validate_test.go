@@ -204,7 +204,8 @@ func FuzzManifests(f *testing.F) {
 			checkResources(t, n.Status.Allocatable)
 		}
 		for _, pc := range o.PriorityClasses {
-			if pc.Value > SystemCriticalPriority || pc.Value > HighestUserPriority && !strings.HasPrefix(pc.Name, "system-") {
+			if want, ok := systemClasses[pc.Name]; ok && pc.Value != want ||
+				!ok && (pc.Value > SystemCriticalPriority || pc.Value > HighestUserPriority && !strings.HasPrefix(pc.Name, "system-")) {
 				t.Fatalf("accepted priority class %s = %d", pc.Name, pc.Value)
 			}
 		}

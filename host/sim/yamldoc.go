@@ -18,6 +18,10 @@ import (
 // kubectl's reader does, counting lines so each document knows where it
 // starts, and refusing a document (or a single line) longer than
 // MaxObjectBytes once it gets there rather than after reading it whole.
+// A document that looks like a List (a top-level items key) may grow to
+// MaxListBytes instead: `kubectl get -o yaml` prints a whole cluster's
+// pods as one such document, and each of its items is bounded after
+// parsing.
 type splitter struct {
 	br   *bufio.Reader
 	line int // lines consumed
@@ -25,18 +29,27 @@ type splitter struct {
 
 var errObjectTooLarge = fmt.Errorf("document is larger than %s, the API server's limit for one object", boundedread.Size(MaxObjectBytes))
 
+var errListTooLarge = fmt.Errorf("List document is larger than %s", boundedread.Size(MaxListBytes))
+
 // next returns the next document and the line (from 1) it starts on, or
 // io.EOF when there are no more.
 func (s *splitter) next() (doc []byte, start int, err error) {
 	start = s.line + 1
+	limit := MaxObjectBytes
 	for {
-		line, err := s.readLine(MaxObjectBytes - len(doc))
+		line, err := s.readLine(limit - len(doc))
+		if errors.Is(err, errObjectTooLarge) && limit == MaxListBytes {
+			err = errListTooLarge
+		}
 		if len(line) > 0 {
 			s.line++
 			if isSeparator(line) {
 				return doc, start, nil
 			}
 			doc = append(doc, line...)
+			if limit < MaxListBytes && opensItems(line) {
+				limit = MaxListBytes
+			}
 		}
 		switch {
 		case errors.Is(err, io.EOF) && len(doc) == 0:
@@ -62,6 +75,13 @@ func (s *splitter) readLine(room int) ([]byte, error) {
 			return line, err
 		}
 	}
+}
+
+// opensItems reports whether a line starts a List's items: "items:" at
+// the top level of YAML, or "items": at the top level of JSON as kubectl
+// indents it (four spaces).
+func opensItems(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("items:")) || bytes.HasPrefix(line, []byte(`    "items":`))
 }
 
 // isSeparator reports whether a line ends a document: "---" alone or

@@ -1,0 +1,437 @@
+package reload_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/internal/testwasm"
+	"github.com/wasmsched/wasmsched/host/memapi"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/reload"
+	"github.com/wasmsched/wasmsched/host/scheduler"
+)
+
+// A policy the tests can tell apart by where a pod lands: node "busy" has
+// half its CPU taken, node "empty" none. LeastAllocated spreads (empty),
+// MostAllocated packs (busy).
+func policyConfig(strategy string, extra string) string {
+	return fmt.Sprintf(`apiVersion: wasmsched.io/v1alpha1
+kind: WasmSchedulerConfiguration
+%s
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+      - name: ImageLocality
+      enabled:
+      - name: NodeResourcesFit
+        weight: 20
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: %s
+`, extra, strategy)
+}
+
+type env struct {
+	t       *testing.T
+	dir     string
+	cfgPath string
+	parts   *scheduler.Parts
+	cluster *memapi.Cluster
+	r       *reload.Reloader
+	reg     *prometheus.Registry
+	m       *metrics.Metrics
+	n       atomic.Int64
+	logs    *strings.Builder
+}
+
+func newEnv(t *testing.T, cfgYAML string) *env {
+	return newEnvWith(t, cfgYAML, nil, nil)
+}
+
+// newEnvWith is newEnv with the config file written by place (nil: a
+// plain config.yaml), which returns its path, and an OnSwap hook.
+func newEnvWith(t *testing.T, cfgYAML string, place func(dir, cfg string) string, onSwap func(*config.Configuration)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), reg: prometheus.NewRegistry(), logs: &strings.Builder{}}
+	if place == nil {
+		e.cfgPath = filepath.Join(e.dir, "config.yaml")
+		e.write("config.yaml", cfgYAML)
+	} else {
+		e.cfgPath = place(e.dir, cfgYAML)
+	}
+	var err error
+	if e.m, err = metrics.New(e.reg); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: e.logs}, Level: hclog.Info})
+	mo := modules.Options{CacheDir: filepath.Join(e.dir, "cache"), Log: log, Metrics: e.m}
+	reg, err := modules.Load(ctx, cfg, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cluster = memapi.New(nil)
+	e.parts, err = scheduler.Assemble(ctx, scheduler.AssembleOptions{Config: cfg, Registry: reg, Binder: e.cluster,
+		Log: log, Metrics: e.m, OwnRegistry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.parts.Close(context.Background()) })
+	e.cluster.SetWatcher(e.parts.Scheduler)
+	for _, n := range []struct {
+		name string
+	}{{"busy"}, {"empty"}} {
+		e.parts.Scheduler.OnNodeAdd(&abi.Node{Name: n.name, AllowedPods: 110,
+			Labels:      abi.Labels{{Key: "kubernetes.io/hostname", Value: n.name}},
+			Allocatable: abi.Resources{MilliCPU: 4000, Memory: 16 << 30}})
+	}
+	filler := pod("filler", 2000)
+	filler.NodeName = "busy"
+	e.parts.Scheduler.OnPodAdd(filler)
+	e.r, err = reload.New(reload.Options{ConfigPath: e.cfgPath, Parts: e.parts, Config: cfg, Registry: reg,
+		Modules: mo, Metrics: e.m, Log: log, Debounce: 50 * time.Millisecond, OnSwap: onSwap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type syncWriter struct {
+	mu atomic.Bool
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	for !w.mu.CompareAndSwap(false, true) {
+	}
+	defer w.mu.Store(false)
+	return w.b.Write(p)
+}
+
+func (e *env) write(name, content string) {
+	e.t.Helper()
+	if err := os.WriteFile(filepath.Join(e.dir, name), []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func pod(name string, milliCPU int64) *abi.Pod {
+	return &abi.Pod{UID: "uid-" + name, Namespace: "default", Name: name, SchedulerName: config.DefaultSchedulerName,
+		Containers: []abi.Container{{Name: "c", Requests: abi.Resources{MilliCPU: milliCPU, Memory: 64 << 20}}}}
+}
+
+// schedule creates a pod (named name, or with a fresh name) and returns
+// the node it was bound to.
+func (e *env) schedule(name string) string {
+	e.t.Helper()
+	if name == "" {
+		name = fmt.Sprintf("p%d", e.n.Add(1))
+	}
+	p := pod(name, 100)
+	e.cluster.AddPod(p)
+	e.parts.Scheduler.OnPodAdd(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.parts.Scheduler.ScheduleOne(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	e.parts.Scheduler.WaitBindings()
+	bound := e.cluster.Pod(p.UID)
+	if bound == nil || bound.NodeName == "" {
+		e.t.Fatalf("pod %s was not bound", name)
+	}
+	return bound.NodeName
+}
+
+func (e *env) reloads(result string) float64 {
+	return sample(e.t, e.reg, "wasmsched_config_reloads_total", "result", result)
+}
+
+// sample reads the value of the series of metric name whose label has
+// value (summed over its other labels; 0 when there is none).
+func sample(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func TestReloadSwapsPolicyBetweenCycles(t *testing.T) {
+	e := newEnv(t, policyConfig("LeastAllocated", ""))
+	if got := e.schedule(""); got != "empty" {
+		t.Fatalf("LeastAllocated placed a pod on %s, want empty", got)
+	}
+	e.write("config.yaml", policyConfig("MostAllocated", ""))
+	res, err := e.r.Reload(context.Background())
+	if err != nil || res != reload.Swapped {
+		t.Fatalf("Reload = %v, %v; want swapped", res, err)
+	}
+	if got := e.schedule(""); got != "busy" {
+		t.Fatalf("after the reload to MostAllocated a pod went to %s, want busy", got)
+	}
+	if res, err := e.r.Reload(context.Background()); err != nil || res != reload.Unchanged {
+		t.Fatalf("a reload with nothing changed = %v, %v; want unchanged", res, err)
+	}
+	if got := e.reloads(metrics.ReloadSuccess); got != 2 { // the first load counts
+		t.Errorf("reloads_total{success} = %v, want 2", got)
+	}
+	if got := e.reloads(metrics.ReloadUnchanged); got != 1 {
+		t.Errorf("reloads_total{unchanged} = %v, want 1", got)
+	}
+}
+
+func TestReloadReusesUnchangedModules(t *testing.T) {
+	e := newEnv(t, policyConfig("LeastAllocated", ""))
+	e.schedule("")
+	loads := func() float64 {
+		return sample(t, e.reg, "wasmsched_module_loads_total", "module", "default")
+	}
+	before := loads()
+	// Only a weight changes: the builtin bundle is neither compiled nor
+	// loaded again.
+	e.write("config.yaml", strings.Replace(policyConfig("LeastAllocated", ""), "weight: 20", "weight: 19", 1))
+	if res, err := e.r.Reload(context.Background()); err != nil || res != reload.Swapped {
+		t.Fatalf("Reload = %v, %v", res, err)
+	}
+	if after := loads(); after != before {
+		t.Errorf("module_loads_total{module=default} went from %v to %v: an unchanged module was loaded again", before, after)
+	}
+	if got := e.schedule(""); got != "empty" {
+		t.Errorf("pod went to %s after a weight-only reload, want empty", got)
+	}
+}
+
+// TestRefusedReloadKeepsServing: every way a candidate can be bad leaves
+// the running policy (LeastAllocated) in place, with an error naming the
+// problem, counted as refused.
+func TestRefusedReloadKeepsServing(t *testing.T) {
+	abiV2 := readTestdata(t, "abi_v2.wasm")
+	badReply := readTestdata(t, "bad_reply.wasm")
+	misbehave := testwasm.TinyGoBytes(t, testwasm.Misbehave)
+	moduleEntry := func(name, path, sum string) string {
+		s := "modules:\n- name: " + name + "\n  path: " + path + "\n"
+		if sum != "" {
+			s += "  sha256: " + sum + "\n"
+		}
+		return s
+	}
+	withFilter := func(cfg, plugin string) string {
+		return strings.Replace(cfg, "  plugins:\n", "  plugins:\n    filter:\n      enabled:\n      - name: "+plugin+"\n", 1)
+	}
+	cases := []struct {
+		name  string
+		files map[string][]byte
+		cfg   string
+		want  []string // in the error
+	}{
+		{"unparseable YAML", nil, "profiles: [\n", []string{"config.yaml"}},
+		{"unknown field", nil, strings.Replace(policyConfig("MostAllocated", ""), "schedulerName:", "schedulerNam:", 1),
+			[]string{"config.yaml:", "schedulerNam"}},
+		{"missing module", nil, policyConfig("MostAllocated", moduleEntry("gone", "gone.wasm", "")),
+			[]string{"modules[0].path", "gone.wasm"}},
+		{"sha256 mismatch", map[string][]byte{"m.wasm": misbehave},
+			policyConfig("MostAllocated", moduleEntry("misbehave", "m.wasm", strings.Repeat("ab", 32))),
+			[]string{"modules[0].sha256"}},
+		{"ABI mismatch", map[string][]byte{"v2.wasm": abiV2}, policyConfig("MostAllocated", moduleEntry("v2", "v2.wasm", "")),
+			[]string{"modules[0]", "ABI"}},
+		{"invalid reply at load", map[string][]byte{"bad.wasm": badReply},
+			policyConfig("MostAllocated", moduleEntry("bad", "bad.wasm", "")), []string{"modules[0]"}},
+		{"args the guest refuses at init", nil, policyConfig("Bogus", ""), []string{"pluginConfig", "NodeResourcesFit"}},
+		{"unknown plugin", nil, withFilter(policyConfig("MostAllocated", ""), "NoSuchPlugin"),
+			[]string{"NoSuchPlugin", "unknown plugin"}},
+		{"trap in the canary", map[string][]byte{"m.wasm": misbehave},
+			withFilter(policyConfig("MostAllocated", moduleEntry("misbehave", "m.wasm", "")), "Misbehave"),
+			[]string{"canary", "Misbehave", "Filter"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, policyConfig("LeastAllocated", ""))
+			// The last pod scheduled is the canary's: named "trap", it
+			// makes the Misbehave filter trap.
+			if got := e.schedule("trap"); got != "empty" {
+				t.Fatalf("first pod went to %s", got)
+			}
+			for name, b := range c.files {
+				e.write(name, string(b))
+			}
+			e.write("config.yaml", c.cfg)
+			res, err := e.r.Reload(context.Background())
+			if res != reload.Refused || err == nil {
+				t.Fatalf("Reload = %v, %v; want refused", res, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if got := e.reloads(metrics.ReloadRefused); got != 1 {
+				t.Errorf("reloads_total{refused} = %v, want 1", got)
+			}
+			if !strings.Contains(e.logs.String(), "configuration refused") {
+				t.Errorf("the refusal was not logged:\n%s", e.logs.String())
+			}
+			// The old policy still serves.
+			for i := 0; i < 3; i++ {
+				if got := e.schedule(""); got != "empty" {
+					t.Fatalf("after a refused reload a pod went to %s, want empty (LeastAllocated still serving)", got)
+				}
+			}
+		})
+	}
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	root, err := testwasm.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "host", "wasm", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// configMapUpdate does what the kubelet does to a ConfigMap volume: the
+// files live in a timestamped directory, ..data points at it, and an
+// update writes a new directory and renames a new symlink over ..data.
+func configMapUpdate(t *testing.T, dir, version string, files map[string]string) {
+	t.Helper()
+	ts := filepath.Join(dir, "..2026_11_24_"+version)
+	if err := os.Mkdir(ts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(ts, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigMapSymlinkSwapReloads(t *testing.T) {
+	swapped := make(chan *config.Configuration, 4)
+	e := newEnvWith(t, policyConfig("LeastAllocated", ""), func(dir, cfg string) string {
+		configMapUpdate(t, dir, "1", map[string]string{"config.yaml": cfg})
+		return filepath.Join(dir, "config.yaml")
+	}, func(c *config.Configuration) { swapped <- c })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.r.Run(ctx, true, false) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	if got := e.schedule(""); got != "empty" {
+		t.Fatalf("pod went to %s, want empty", got)
+	}
+	time.Sleep(100 * time.Millisecond) // let the watcher start
+	configMapUpdate(t, e.dir, "2", map[string]string{"config.yaml": policyConfig("MostAllocated", "")})
+	select {
+	case <-swapped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no reload after the ..data swap; log:\n%s", e.logs.String())
+	}
+	if got := e.schedule(""); got != "busy" {
+		t.Fatalf("after the ConfigMap update a pod went to %s, want busy", got)
+	}
+	// A broken update is refused; the last good one keeps serving.
+	configMapUpdate(t, e.dir, "3", map[string]string{"config.yaml": "profiles: [\n"})
+	deadline := time.Now().Add(10 * time.Second)
+	for e.reloads(metrics.ReloadRefused) < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := e.reloads(metrics.ReloadRefused); got != 1 {
+		t.Fatalf("reloads_total{refused} = %v after a broken ConfigMap update, want 1", got)
+	}
+	if got := e.schedule(""); got != "busy" {
+		t.Fatalf("after a refused update a pod went to %s, want busy", got)
+	}
+}
+
+func TestSIGHUPReloads(t *testing.T) {
+	swapped := make(chan *config.Configuration, 4)
+	e := newEnvWith(t, policyConfig("LeastAllocated", ""), nil, func(c *config.Configuration) { swapped <- c })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.r.Run(ctx, false, true) }()
+	defer func() { cancel(); <-done }()
+	// Our own subscription keeps a SIGHUP sent before Run subscribes from
+	// killing the test binary; keep sending until Run reloads.
+	mine := make(chan os.Signal, 16)
+	signal.Notify(mine, syscall.SIGHUP)
+	defer signal.Stop(mine)
+	e.write("config.yaml", policyConfig("MostAllocated", ""))
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-swapped:
+			break wait
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("no reload after SIGHUP")
+		}
+	}
+	if got := e.schedule(""); got != "busy" {
+		t.Fatalf("after SIGHUP a pod went to %s, want busy", got)
+	}
+}

@@ -1,0 +1,127 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/metrics"
+)
+
+// profileSet is one generation of profiles: what one configuration
+// built. The scheduler runs cycles on the current set; a reload replaces
+// it between two cycles (SwapProfiles). Cycles and bindings in flight
+// hold the set they started on, so they finish on it; the set's release
+// (closing its pools and its registry) runs once it is both replaced and
+// no longer in use.
+type profileSet struct {
+	byName  map[string]*profile
+	release func()
+
+	// users and retired are guarded by Scheduler.setMu.
+	users   int
+	retired bool
+}
+
+func newProfileSet(profiles []*framework.Profile, m *metrics.Metrics, release func()) (*profileSet, error) {
+	ps := &profileSet{byName: map[string]*profile{}, release: release}
+	for _, p := range profiles {
+		if _, dup := ps.byName[p.Name]; dup {
+			return nil, fmt.Errorf("two profiles named %q", p.Name)
+		}
+		p.Instrument(m)
+		ps.byName[p.Name] = &profile{Profile: p, attempts: m.Profile(p.Name)}
+	}
+	return ps, nil
+}
+
+// names lists the set's profile names, sorted.
+func (ps *profileSet) names() []string {
+	names := make([]string, 0, len(ps.byName))
+	for n := range ps.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// acquire returns the current set, held until done is called.
+func (s *Scheduler) acquire() *profileSet {
+	s.setMu.Lock()
+	ps := s.set.Load()
+	ps.users++
+	s.setMu.Unlock()
+	return ps
+}
+
+// done gives back a set acquire returned; the last user of a replaced
+// set releases it.
+func (s *Scheduler) done(ps *profileSet) {
+	s.setMu.Lock()
+	ps.users--
+	last := ps.retired && ps.users == 0
+	s.setMu.Unlock()
+	if last && ps.release != nil {
+		ps.release()
+	}
+}
+
+// SwapProfiles makes profiles the ones every later cycle uses. Cycles and
+// bindings in flight finish on the profiles they started with; those are
+// released (the release given with them) once the last of them ends.
+// release, run once when this new set is in turn replaced (or at Close)
+// and drained, closes what it owns. The new set must have the same
+// profile names as the running one: the queue and the informers decided
+// which pods are ours by those names.
+func (s *Scheduler) SwapProfiles(profiles []*framework.Profile, release func()) error {
+	ps, err := newProfileSet(profiles, s.metrics, release)
+	if err != nil {
+		return err
+	}
+	s.setMu.Lock()
+	old := s.set.Load()
+	if got, want := ps.names(), old.names(); strings.Join(got, ",") != strings.Join(want, ",") {
+		s.setMu.Unlock()
+		return fmt.Errorf("the profiles would change from %s to %s: adding or removing a profile (schedulerName) needs a restart",
+			strings.Join(want, ", "), strings.Join(got, ", "))
+	}
+	s.set.Store(ps)
+	old.retired = true
+	last := old.users == 0
+	s.setMu.Unlock()
+	if last && old.release != nil {
+		old.release()
+	}
+	return nil
+}
+
+// Profiles lists the profiles serving now.
+func (s *Scheduler) Profiles() []*framework.Profile {
+	ps := s.set.Load()
+	out := make([]*framework.Profile, 0, len(ps.byName))
+	for _, n := range ps.names() {
+		out = append(out, ps.byName[n].Profile)
+	}
+	return out
+}
+
+// Close releases the serving profiles (once cycles and bindings in
+// flight on them end). The scheduler must not run cycles afterwards.
+func (s *Scheduler) Close() {
+	s.closeOnce.Do(func() {
+		s.setMu.Lock()
+		ps := s.set.Load()
+		ps.retired = true
+		last := ps.users == 0
+		s.setMu.Unlock()
+		if last && ps.release != nil {
+			ps.release()
+		}
+	})
+}
+
+// LastPod is the pod of the most recent cycle (nil before the first): a
+// reload's canary runs a real pod when there is one.
+func (s *Scheduler) LastPod() *abi.Pod { return s.lastPod.Load() }
