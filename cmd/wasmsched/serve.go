@@ -17,7 +17,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		kubeconfig, configPath, cacheDir string
 		qps                              float32
 		burst                            int
-		leaderElect                      bool
+		leaderElect, watch, requireSHA   bool
 		election                         = kube.DefaultLeaderElection()
 		endpoints                        endpointFlags
 	)
@@ -27,7 +27,15 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		Long: `serve watches a cluster (the kubeconfig's, or the in-cluster one) and schedules
 the pending pods whose spec.schedulerName names one of its profiles, binding
 them through the API and reporting Scheduled/FailedScheduling Events and the
-PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
+PodScheduled condition as kube-scheduler does. It runs until interrupted.
+
+Policy changes need no restart: when the --config file or a module file it
+names changes (a mounted ConfigMap's update included), or on SIGHUP, the new
+configuration is built and checked off the scheduling path — modules read,
+pinned digests checked, compiled, initialised and each new plugin run once
+on a real pod (the canary) — and swapped in between two scheduling cycles.
+A candidate that fails any check is refused and logged; the running one
+keeps serving.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger()
@@ -53,7 +61,8 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready}
+			opts := kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready,
+				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA}
 			if leaderElect {
 				opts.LeaderElection = &election
 			}
@@ -66,6 +75,8 @@ PodScheduled condition as kube-scheduler does. It runs until interrupted.`,
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
 	f := cmd.Flags()
+	f.BoolVar(&watch, "watch", true, "reload the configuration when --config or a module file it names changes (SIGHUP reloads either way)")
+	f.BoolVar(&requireSHA, "require-sha256", false, "refuse module files without a sha256 pin, at start and at every reload")
 	f.BoolVar(&leaderElect, "leader-elect", true, "run as one of several replicas: schedule only while holding the Lease")
 	f.StringVar(&election.LeaseName, "leader-elect-resource-name", election.LeaseName, "name of the Lease used for leader election")
 	f.StringVar(&election.LeaseNamespace, "leader-elect-resource-namespace", election.LeaseNamespace, "namespace of the Lease used for leader election")

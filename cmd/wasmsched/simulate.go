@@ -19,6 +19,7 @@ import (
 func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 	var (
 		configPath string
+		shadowPath string
 		output     string
 		seed       uint64
 		latency    time.Duration
@@ -35,40 +36,129 @@ not go anywhere. When pods preempt others it also lists who preempted whom
 on which node and how (delete, or evict through the Eviction API for
 PodDisruptionBudget-guarded victims), and the timeline of the scheduler's
 calls to the in-memory API (nominations, victim conditions, deletions,
-evictions, events).`,
+evictions, events).
+
+With --shadow OTHER.yaml it is a what-if before a rollout: the same objects
+are scheduled twice with the same seed, under the live configuration
+(--config, or the default) and under OTHER.yaml, and it prints per pod both
+outcomes and the change — same, moved, newly-unschedulable or newly-placed —
+followed by the counts.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o: want table or json, not %q", output)
 			}
-			cfg := config.Default()
-			if configPath != "" {
-				var err error
-				if cfg, err = config.Load(configPath); err != nil {
-					return err
+			live, err := loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			var shadow *config.Configuration
+			if shadowPath != "" {
+				if shadow, err = config.Load(shadowPath); err != nil {
+					return fmt.Errorf("--shadow: %w", err)
 				}
 			}
-			objs, err := sim.LoadFiles(args...)
+			objs, err := loadInputs(args)
 			if err != nil {
 				return err
 			}
-			rep, err := sim.Run(context.Background(), objs, sim.Options{Config: cfg, Seed: seed, APILatency: latency, Log: logger()})
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			opts := sim.Options{Config: live, Seed: seed, APILatency: latency, Log: logger()}
+			rep, err := sim.Run(ctx, objs, opts)
 			if err != nil {
 				return err
 			}
+			if shadow == nil {
+				if output == "json" {
+					return writeJSON(cmd.OutOrStdout(), rep)
+				}
+				return printTable(cmd.OutOrStdout(), rep)
+			}
+			// sim.Run copies what it admits and leaves objs as read, so
+			// the shadow run starts from the same objects (host/sim
+			// TestRunLeavesItsObjectsAsRead holds it to that).
+			opts.Config, opts.Log = shadow, opts.Log.Named("shadow")
+			shadowRep, err := sim.Run(ctx, objs, opts)
+			if err != nil {
+				return fmt.Errorf("shadow run with %s: %w", shadowPath, err)
+			}
+			cmp := sim.Compare(rep, shadowRep)
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(cmd.OutOrStdout(), cmp)
 			}
-			return printTable(cmd.OutOrStdout(), rep)
+			return printComparison(cmd.OutOrStdout(), cmp)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "profiles file (WasmSchedulerConfiguration); default: one default-scheduler profile")
+	cmd.Flags().StringVar(&shadowPath, "shadow", "", "a second profiles file to compare with --config: schedule the same objects under both and print what changes per pod")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for breaking score ties")
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
 	return cmd
+}
+
+// loadConfig reads the profiles file at path, or gives the default
+// configuration when path is empty.
+func loadConfig(path string) (*config.Configuration, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+// loadInputs reads the objects a simulation starts from. It is the one
+// place that knows where they come from (manifest files today), so another
+// source — a live cluster's objects — plugs in here and every run, the
+// shadow one included, starts from what it returns.
+func loadInputs(args []string) (*sim.Objects, error) {
+	return sim.LoadFiles(args...)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printComparison prints one line per pod — where it went, or why not,
+// under each configuration, and the change — then the counts.
+func printComparison(w io.Writer, c *sim.Comparison) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tPROFILE\tLIVE\tSHADOW\tCHANGE")
+	for _, p := range c.Pods {
+		profile := p.Profile
+		if profile == "" {
+			profile = "-"
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, profile, outcome(p.Live), outcome(p.Shadow), p.Change)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	s := c.Summary
+	_, err := fmt.Fprintf(w, "\n%d pods: %d same, %d moved, %d newly unschedulable, %d newly placed\n",
+		s.Pods, s.Same, s.Moved, s.NewlyUnschedulable, s.NewlyPlaced)
+	return err
+}
+
+// outcome is one run's result for a comparison cell: the node a placed
+// pod runs on, else its status and message, on one line.
+func outcome(r *sim.PodResult) string {
+	if r == nil {
+		return "(absent)"
+	}
+	if node, ok := r.Placed(); ok {
+		return node
+	}
+	s := r.Status
+	if r.Message != "" {
+		// One pod, one line: a message may carry a guest's text.
+		s += ": " + policy.GuestText(r.Message)
+	}
+	return s
 }
 
 func printTable(w io.Writer, rep *sim.Report) error {

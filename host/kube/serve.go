@@ -15,6 +15,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/framework"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/reload"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
 
@@ -36,6 +37,18 @@ type ServeOptions struct {
 	// Metrics records module loads, guest failures and scheduling
 	// metrics; nil records nothing.
 	Metrics *metrics.Metrics
+	// ConfigPath is the file Config came from ("" for the default): with
+	// Watch, a change to it or to a module file it names reloads the
+	// configuration (package reload); SIGHUP always does.
+	ConfigPath string
+	// Watch reloads on file changes (serve --watch, on by default).
+	Watch bool
+	// RequireSHA256 refuses module files without a sha256 pin, at start
+	// and at every reload.
+	RequireSHA256 bool
+	// OnReloader, if set, is given the reloader once serving starts
+	// (tests trigger reloads through it).
+	OnReloader func(*reload.Reloader)
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
@@ -58,11 +71,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		o.LeaderElection = &le
 	}
-	reg, err := modules.Load(ctx, o.Config, modules.Options{CacheDir: o.CacheDir, Log: log, Metrics: o.Metrics})
+	if o.RequireSHA256 {
+		if err := reload.CheckPinned(o.Config); err != nil {
+			return err
+		}
+	}
+	modOpts := modules.Options{CacheDir: o.CacheDir, Log: log, Metrics: o.Metrics}
+	reg, err := modules.Load(ctx, o.Config, modOpts)
 	if err != nil {
 		return err
 	}
-	defer reg.Close(context.Background())
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
@@ -78,12 +96,18 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: o.Config, Registry: reg, Binder: binder, Recorder: rec,
 		PreemptionAPI: PreemptionAPI{Client: o.Client, Recorder: rec}, PreemptionMetrics: o.Metrics.Preemption(),
-		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics,
+		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics, OwnRegistry: true,
 	})
 	if err != nil {
+		reg.Close(context.Background())
 		return err
 	}
 	defer parts.Close(context.Background())
+	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
+		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log})
+	if err != nil {
+		return err
+	}
 	if err := Watch(ctx, o.Client, parts.Scheduler, log); err != nil {
 		return fmt.Errorf("watch the cluster: %w", err)
 	}
@@ -94,6 +118,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			log.Warn("binding never confirmed; assumed pod expired", "pod", p.Namespace+"/"+p.Name)
 		}
 	})
+	go func() {
+		if err := reloader.Run(ctx, o.Watch, true); err != nil {
+			log.Error("configuration reloads are off", "error", err)
+		}
+	}()
+	if o.OnReloader != nil {
+		o.OnReloader(reloader)
+	}
 	if o.Ready != nil {
 		close(o.Ready)
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 // preemptionCalls runs select_victims and rank_candidates of a preemption

@@ -8,11 +8,11 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/internal/fixtures"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/native"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 	"github.com/wasmsched/wasmsched/plugins-wasm/zonepreference"
 )
 

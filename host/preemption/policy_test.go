@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 // A profile swaps the victim policy for a Wasm module loaded from YAML.

@@ -17,12 +17,12 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/memapi"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/reload"
 	"github.com/wasmsched/wasmsched/host/scheduler"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 // A policy the tests can tell apart by where a pod lands: node "busy" has

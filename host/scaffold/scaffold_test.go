@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 func TestSDKArchiveIsCurrent(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 // TestFailurePolicyOfATrappingModule runs a profile with the misbehave test

@@ -10,8 +10,8 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/internal/testmetrics"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 type series = testmetrics.Labels

@@ -15,9 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/abi"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 // The hostile guest's misbehaviours (see testdata/hostile.wat).

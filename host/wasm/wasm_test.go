@@ -17,11 +17,11 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/internal/testmetrics"
-	"github.com/wasmsched/wasmsched/host/internal/testwasm"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
 // syncBuffer is a log sink safe for the concurrent writes of hclog.

@@ -19,12 +19,20 @@ type Guest struct {
 	Name    string
 	Package string
 	TinyGo  string
+	// LDFlags are passed to the Go build (-ldflags), for guests whose
+	// behaviour is fixed at build time.
+	LDFlags string
 }
 
 // Known guests.
 var (
-	Default   = Guest{"default", "./cmd/default", "plugins-wasm/dist/default.tinygo.wasm"}
-	Misbehave = Guest{"misbehave", "./testguests/misbehave", "plugins-wasm/testguests/misbehave/misbehave.tinygo.wasm"}
+	Default   = Guest{"default", "./cmd/default", "plugins-wasm/dist/default.tinygo.wasm", ""}
+	Misbehave = Guest{"misbehave", "./testguests/misbehave", "plugins-wasm/testguests/misbehave/misbehave.tinygo.wasm", ""}
+	// ZonePickerA and ZonePickerB are two builds of one Score plugin,
+	// ZonePicker, preferring zone-a and zone-b: a policy change by module
+	// swap. Go builds only.
+	ZonePickerA = Guest{"zonepicker-a", "./testguests/zonepicker", "", "-X main.zone=zone-a"}
+	ZonePickerB = Guest{"zonepicker-b", "./testguests/zonepicker", "", "-X main.zone=zone-b"}
 )
 
 // Root returns the repository root (the directory with the host go.mod).
@@ -112,7 +120,7 @@ func buildGo(g Guest) ([]byte, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, g.Package)
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags="+g.LDFlags, "-o", out, g.Package)
 	cmd.Dir = filepath.Join(root, "plugins-wasm")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
