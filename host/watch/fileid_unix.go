@@ -14,5 +14,5 @@ func fileID(fi fs.FileInfo) (dev, ino uint64) {
 	if !ok {
 		return 0, 0
 	}
-	return uint64(st.Dev), uint64(st.Ino) //nolint:unconvert // types differ by platform
+	return uint64(st.Dev), uint64(st.Ino) // field types differ by platform
 }

@@ -36,8 +36,9 @@ type Watcher struct {
 	fw       *fsnotify.Watcher
 	changes  chan struct{}
 
-	stop      chan struct{}
-	done      chan struct{}
+	kick      chan struct{} // buffered(1): "something happened, look again"
+	stop      chan struct{} // closed by Close to end debounceLoop
+	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 
@@ -71,8 +72,8 @@ func New(paths []string, debounce time.Duration, log hclog.Logger) (*Watcher, er
 		debounce: debounce,
 		fw:       fw,
 		changes:  make(chan struct{}, 1),
+		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 		prints:   make(map[string]fingerprint),
 	}
 	w.mu.Lock()
@@ -83,7 +84,9 @@ func New(paths []string, debounce time.Duration, log hclog.Logger) (*Watcher, er
 		_ = fw.Close()
 		return nil, err
 	}
-	go w.run()
+	w.wg.Add(2)
+	go w.pump()
+	go w.debounceLoop()
 	return w, nil
 }
 
@@ -121,63 +124,83 @@ func (w *Watcher) SetPaths(paths []string) error {
 	return w.refreshLocked()
 }
 
-// Close stops the watcher goroutine and releases the fsnotify watcher. It
-// waits for the goroutine to exit and is safe to call more than once.
+// Close stops the watcher's goroutines and releases the fsnotify watcher. It
+// waits for the goroutines to exit and is safe to call more than once.
 func (w *Watcher) Close() error {
 	w.closeOnce.Do(func() {
 		w.mu.Lock()
 		w.closed = true
 		w.mu.Unlock()
+		// stop ends debounceLoop; closing fsnotify releases an Add
+		// it may be inside and closes fsnotify's channels, which ends
+		// pump. pump keeps reading until then, so nothing blocks.
 		close(w.stop)
-		<-w.done
 		if err := w.fw.Close(); err != nil {
 			w.closeErr = fmt.Errorf("watch: close fsnotify watcher: %w", err)
 		}
+		w.wg.Wait()
 	})
 	return w.closeErr
 }
 
-// run is the watcher goroutine: it turns fsnotify events into debounced
-// checks.
-func (w *Watcher) run() {
-	defer close(w.done)
+// pump drains fsnotify's channels and turns every event or error into a
+// kick. It never does anything that could block on fsnotify: fsnotify may
+// hold its internal lock while it waits to hand us an error, so the
+// goroutine that calls Add and Remove (debounce, or SetPaths) must not be
+// the one that reads. It ends when fsnotify closes its channels in Close.
+func (w *Watcher) pump() {
+	defer w.wg.Done()
+	events, errs := w.fw.Events, w.fw.Errors
+	for events != nil || errs != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.log.Trace("fsnotify event", "path", ev.Name, "op", ev.Op.String())
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			// An overflow means events were dropped; any error may
+			// mean the same. Look again rather than trust the gap.
+			w.log.Warn("file watch error; rechecking watched files", "error", err)
+		}
+		select {
+		case w.kick <- struct{}{}:
+		default: // a kick is already waiting
+		}
+	}
+}
+
+// debounceLoop turns kicks into checks: each kick pushes the check to
+// debounce after it, but never past maxWaitFactor×debounce after the first
+// kick of the burst.
+func (w *Watcher) debounceLoop() {
+	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 
 	pending := false
 	var burstStart time.Time
-	schedule := func() {
-		now := time.Now()
-		if !pending {
-			pending = true
-			burstStart = now
-		}
-		deadline := now.Add(w.debounce)
-		if latest := burstStart.Add(maxWaitFactor * w.debounce); false && deadline.After(latest) {
-			deadline = latest
-		}
-		timer.Reset(time.Until(deadline))
-	}
-
 	for {
 		select {
 		case <-w.stop:
 			return
-		case ev, ok := <-w.fw.Events:
-			if !ok {
-				return
+		case <-w.kick:
+			now := time.Now()
+			if !pending {
+				pending = true
+				burstStart = now
 			}
-			w.log.Trace("fsnotify event", "path", ev.Name, "op", ev.Op.String())
-			schedule()
-		case err, ok := <-w.fw.Errors:
-			if !ok {
-				return
+			deadline := now.Add(w.debounce)
+			if latest := burstStart.Add(maxWaitFactor * w.debounce); deadline.After(latest) {
+				deadline = latest
 			}
-			// An overflow means events were dropped; any error may
-			// mean the same. Look again rather than trust the gap.
-			w.log.Warn("file watch error; rechecking watched files", "error", err)
-			schedule()
+			timer.Reset(time.Until(deadline))
 		case <-timer.C:
 			pending = false
 			w.check()
@@ -276,6 +299,9 @@ func (w *Watcher) syncWatches(res map[string]resolution) (int, error) {
 			continue
 		}
 		if err := w.fw.Add(d); err != nil {
+			if errors.Is(err, fsnotify.ErrClosed) {
+				return added, nil // shutting down
+			}
 			// The chain moved while we resolved it: count this as
 			// a change to the watch list so the caller resolves
 			// again and watches where the chain runs now.
