@@ -26,7 +26,7 @@ type endpointFlags struct {
 
 func (f *endpointFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.address, "metrics-bind-address", defaultMetricsAddress,
-		"host:port serving /metrics, /healthz and /readyz over plain HTTP; empty: serve none")
+		"host:port serving /metrics, /healthz, /readyz and /debug/shadow over plain HTTP; empty: serve none")
 	fs.BoolVar(&f.enablePprof, "enable-pprof", false,
 		"also serve the Go runtime profiles under /debug/pprof/ (unauthenticated: keep the address private)")
 }
@@ -54,7 +54,9 @@ func (f *endpointFlags) start(ctx context.Context, log hclog.Logger) (*metrics.M
 			return errors.New("informers not synced or scheduling not started yet")
 		}
 	}
-	srv, err := metrics.Listen(f.address, metrics.NewServeMux(reg, isReady, f.enablePprof), log)
+	mux := metrics.NewServeMux(reg, isReady, f.enablePprof)
+	mux.Handle("/debug/shadow", m.ShadowHandler())
+	srv, err := metrics.Listen(f.address, mux, log)
 	if err != nil {
 		return nil, nil, err
 	}

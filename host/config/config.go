@@ -113,6 +113,22 @@ type Profile struct {
 	PercentageOfNodesToScore *int32         `json:"percentageOfNodesToScore,omitempty"`
 	Plugins                  *Plugins       `json:"plugins,omitempty"`
 	PluginConfig             []PluginConfig `json:"pluginConfig,omitempty"`
+	// Shadow is a candidate policy evaluated next to this profile: for
+	// every pod this profile schedules, the shadow profile (same shape;
+	// any module's plugins) decides too, off the scheduling goroutine and
+	// on the same cluster state, and the two decisions are compared
+	// (wasmsched_shadow_decisions_total, /debug/shadow). A shadow never
+	// binds, nominates or preempts. Its schedulerName only names it in
+	// logs (default: this profile's name + "/shadow").
+	Shadow *Profile `json:"shadow,omitempty"`
+}
+
+// ShadowName is the name a profile's shadow goes by in logs and errors.
+func (p *Profile) ShadowName() string {
+	if p.Shadow != nil && p.Shadow.SchedulerName != "" {
+		return p.Shadow.SchedulerName
+	}
+	return p.SchedulerName + "/shadow"
 }
 
 // Plugins says which plugins run at each extension point, on top of the
@@ -318,44 +334,11 @@ func (c *Configuration) Validate() error {
 		} else {
 			names[p.SchedulerName] = i
 		}
-		checkPercentage(p.PercentageOfNodesToScore, f+".percentageOfNodesToScore", add)
-		if p.Plugins != nil {
-			for _, ns := range p.Plugins.Points() {
-				for k, pl := range ns.Set.Enabled {
-					pf := fmt.Sprintf("%s.plugins.%s.enabled[%d]", f, ns.Name, k)
-					if pl.Name == "" || pl.Name == "*" {
-						add(pf+".name", "must name a plugin")
-					}
-					if pl.Weight < 0 || pl.Weight > MaxWeight {
-						add(pf+".weight", "%d is outside 0..%d (0 means the default)", pl.Weight, MaxWeight)
-					}
-					if pl.Weight != 0 && ns.Name != "score" && ns.Name != "multiPoint" {
-						add(pf+".weight", "only score plugins have weights")
-					}
-				}
-				for k, pl := range ns.Set.Disabled {
-					if pl.Name == "" {
-						add(fmt.Sprintf("%s.plugins.%s.disabled[%d].name", f, ns.Name, k), "must name a plugin or be \"*\"")
-					}
-				}
-			}
-		}
-		seen := map[string]int{}
-		for k, pc := range p.PluginConfig {
-			pf := fmt.Sprintf("%s.pluginConfig[%d]", f, k)
-			if pc.Name == "" {
-				add(pf+".name", "must not be empty")
-			} else if j, dup := seen[pc.Name]; dup {
-				add(pf+".name", "duplicate %q (also pluginConfig[%d])", pc.Name, j)
-			}
-			seen[pc.Name] = k
-			if len(pc.Args) > 0 {
-				var v any
-				if err := json.Unmarshal(pc.Args, &v); err != nil {
-					add(pf+".args", "%v", err)
-				} else if _, ok := v.(map[string]any); !ok && v != nil {
-					add(pf+".args", "must be an object")
-				}
+		checkProfileBody(&p, f, add)
+		if p.Shadow != nil {
+			checkProfileBody(p.Shadow, f+".shadow", add)
+			if p.Shadow.Shadow != nil {
+				add(f+".shadow.shadow", "a shadow profile cannot have a shadow of its own")
 			}
 		}
 	}
@@ -371,6 +354,51 @@ func (c *Configuration) Validate() error {
 		return nil
 	}
 	return errs
+}
+
+// checkProfileBody checks what a profile and a shadow profile share:
+// percentage, plugin lists and pluginConfig (f is the field path).
+func checkProfileBody(p *Profile, f string, add func(field, format string, a ...any)) {
+	checkPercentage(p.PercentageOfNodesToScore, f+".percentageOfNodesToScore", add)
+	if p.Plugins != nil {
+		for _, ns := range p.Plugins.Points() {
+			for k, pl := range ns.Set.Enabled {
+				pf := fmt.Sprintf("%s.plugins.%s.enabled[%d]", f, ns.Name, k)
+				if pl.Name == "" || pl.Name == "*" {
+					add(pf+".name", "must name a plugin")
+				}
+				if pl.Weight < 0 || pl.Weight > MaxWeight {
+					add(pf+".weight", "%d is outside 0..%d (0 means the default)", pl.Weight, MaxWeight)
+				}
+				if pl.Weight != 0 && ns.Name != "score" && ns.Name != "multiPoint" {
+					add(pf+".weight", "only score plugins have weights")
+				}
+			}
+			for k, pl := range ns.Set.Disabled {
+				if pl.Name == "" {
+					add(fmt.Sprintf("%s.plugins.%s.disabled[%d].name", f, ns.Name, k), "must name a plugin or be \"*\"")
+				}
+			}
+		}
+	}
+	seen := map[string]int{}
+	for k, pc := range p.PluginConfig {
+		pf := fmt.Sprintf("%s.pluginConfig[%d]", f, k)
+		if pc.Name == "" {
+			add(pf+".name", "must not be empty")
+		} else if j, dup := seen[pc.Name]; dup {
+			add(pf+".name", "duplicate %q (also pluginConfig[%d])", pc.Name, j)
+		}
+		seen[pc.Name] = k
+		if len(pc.Args) > 0 {
+			var v any
+			if err := json.Unmarshal(pc.Args, &v); err != nil {
+				add(pf+".args", "%v", err)
+			} else if _, ok := v.(map[string]any); !ok && v != nil {
+				add(pf+".args", "must be an object")
+			}
+		}
+	}
 }
 
 // DefaultQueueSort is the queue sort every profile uses unless it names

@@ -49,6 +49,9 @@ type Result struct {
 	// Processed is how far the walk over nodes went, so the next cycle
 	// starts after it (kube-scheduler's round-robin nextStartNodeIndex).
 	Processed int
+	// Score is the chosen node's weighted total (0 when only one node
+	// was feasible, which is not scored).
+	Score int64
 }
 
 // Nominator lists pods nominated to a node (waiting for preemption victims
@@ -305,11 +308,12 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		res.Node = snap.Slot(feasible[0]).Info.Node.Name
 		return res, nil
 	}
-	totals, err := c.score(ctx, feasible)
+	totals, err := c.score(ctx, feasible, state.breakdown)
 	if err != nil {
 		return Result{}, err
 	}
-	res.Node = snap.Slot(feasible[selectHost(totals, rng)]).Info.Node.Name
+	best := selectHost(totals, rng)
+	res.Node, res.Score = snap.Slot(feasible[best]).Info.Node.Name, totals[best]
 	return res, nil
 }
 
@@ -501,8 +505,14 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, n
 // score runs PreScore and Score and returns each feasible node's weighted
 // total. A plugin that fails under Ignore adds nothing (its Score is
 // skipped after a failed PreScore).
-func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
+func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBreakdown) ([]int64, error) {
 	totals := make([]int64, len(feasible))
+	if breakdown != nil {
+		breakdown.Nodes = breakdown.Nodes[:0]
+		for _, slot := range feasible {
+			breakdown.Nodes = append(breakdown.Nodes, c.snap.Slot(slot).Info.Node.Name)
+		}
+	}
 	skip := map[string]bool{}
 	for k := range c.prof.preScore {
 		p := &c.prof.preScore[k]
@@ -559,6 +569,14 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 		}
 		for i, s := range scores {
 			totals[i] += s * p.weight
+		}
+		if breakdown != nil {
+			weighted := make([]int64, len(scores))
+			for i, s := range scores {
+				weighted[i] = s * p.weight
+			}
+			breakdown.Plugins = append(breakdown.Plugins, p.name)
+			breakdown.Scores = append(breakdown.Scores, weighted)
 		}
 	}
 	return totals, nil

@@ -149,9 +149,29 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 // of making and initialising new instances, so their node mirrors are
 // not sent again. prev stays usable and must still be closed.
 func RebuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins, prev *Profile) (*Profile, error) {
+	return buildProfile(ctx, cfg, &cfg.Profiles[idx], cfg.Profiles[idx].SchedulerName, fmt.Sprintf("profiles[%d]", idx), reg, host, prev)
+}
+
+// BuildShadow builds the shadow of profile idx (nil when it has none),
+// sharing prev's pools as RebuildProfile does. A shadow gets the host's
+// queue sort and nothing else of the host: it never binds, nominates or
+// preempts, so DefaultBinder and DefaultPreemption are left out of its
+// defaults (and naming them is an error).
+func BuildShadow(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins, prev *Profile) (*Profile, error) {
 	pc := &cfg.Profiles[idx]
-	field := fmt.Sprintf("profiles[%d]", idx)
-	prof := &Profile{Name: pc.SchedulerName, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", pc.SchedulerName))}
+	if pc.Shadow == nil {
+		return nil, nil
+	}
+	sortOnly := HostPlugins{}
+	if qs, ok := host[config.DefaultQueueSort]; ok {
+		sortOnly[config.DefaultQueueSort] = qs
+	}
+	return buildProfile(ctx, cfg, pc.Shadow, pc.ShadowName(), fmt.Sprintf("profiles[%d].shadow", idx), reg, sortOnly, prev)
+}
+
+func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Profile, name, field string, reg *modules.Registry,
+	host HostPlugins, prev *Profile) (*Profile, error) {
+	prof := &Profile{Name: name, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", name))}
 	switch {
 	case pc.PercentageOfNodesToScore != nil:
 		prof.percentage = *pc.PercentageOfNodesToScore

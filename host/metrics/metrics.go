@@ -114,6 +114,8 @@ type Metrics struct {
 
 	preemption *PreemptionMetrics
 	reload     *reloadMetrics
+	// shadowSource feeds /debug/shadow (SetShadowSource).
+	shadowSource atomic.Pointer[func() any]
 
 	samplePercent int
 }

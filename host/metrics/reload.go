@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,4 +103,29 @@ func (m *Metrics) ShadowDecision(profile, result string) {
 	if m != nil {
 		m.reload.shadow.WithLabelValues(profile, result).Inc()
 	}
+}
+
+// SetShadowSource sets what /debug/shadow serves: the scheduler's latest
+// differing shadow decisions.
+func (m *Metrics) SetShadowSource(f func() any) {
+	if m != nil {
+		m.shadowSource.Store(&f)
+	}
+}
+
+// ShadowHandler serves the shadow source as JSON ([] before a scheduler
+// set one).
+func (m *Metrics) ShadowHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var v any = []any{}
+		if m != nil {
+			if f := m.shadowSource.Load(); f != nil {
+				v = (*f)()
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+	})
 }

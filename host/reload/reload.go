@@ -235,27 +235,33 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		reg.Close(ctx)
 		return Unchanged, nil
 	}
-	profiles, err := r.o.Parts.BuildProfiles(ctx, cfg, reg)
+	built, err := r.o.Parts.BuildProfiles(ctx, cfg, reg)
 	if err != nil {
 		reg.Close(ctx)
 		return Refused, err
 	}
-	discard := func() {
-		for _, p := range profiles {
+	// What the new profiles own, closed when they are replaced in turn
+	// (the shadows the scheduler closes itself).
+	release := func() {
+		for _, p := range built.Profiles {
 			p.Close(context.Background())
 		}
 		reg.Close(context.Background())
 	}
+	discard := func() {
+		built.Close(context.Background())
+		reg.Close(context.Background())
+	}
 	pod := r.canaryPod()
 	r.o.Parts.Cache.UpdateSnapshot(r.snap)
-	for _, p := range profiles {
+	for _, p := range built.All() {
 		if err := p.Canary(ctx, pod, r.snap); err != nil {
 			discard()
 			return Refused, err
 		}
 	}
 	r.warnRestartOnly(cfg)
-	if err := r.o.Parts.Scheduler.SwapProfiles(profiles, discard); err != nil {
+	if err := r.o.Parts.Scheduler.SwapProfiles(built.Profiles, built.Shadows, release); err != nil {
 		discard()
 		return Refused, err
 	}

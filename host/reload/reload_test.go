@@ -435,3 +435,75 @@ wait:
 		t.Fatalf("after SIGHUP a pod went to %s, want busy", got)
 	}
 }
+
+// shadowConfig is policyConfig(live) with a shadow profile using the
+// other strategy.
+func shadowConfig(live, shadow string) string {
+	return policyConfig(live, "") + `  shadow:
+    plugins:
+      score:
+        disabled:
+        - name: NodeResourcesBalancedAllocation
+        - name: ImageLocality
+        enabled:
+        - name: NodeResourcesFit
+          weight: 20
+    pluginConfig:
+    - name: NodeResourcesFit
+      args:
+        scoringStrategy:
+          type: ` + shadow + "\n"
+}
+
+func TestShadowProfileReportsDifferencesAndNeverBinds(t *testing.T) {
+	e := newEnv(t, shadowConfig("LeastAllocated", "MostAllocated"))
+	const pods = 5
+	for i := 0; i < pods; i++ {
+		if got := e.schedule(""); got != "empty" {
+			t.Fatalf("pod %d went to %s: the live profile (LeastAllocated) must place, not the shadow", i, got)
+		}
+		// One pod at a time: the shadow takes a pod only when idle.
+		deadline := time.Now().Add(10 * time.Second)
+		for len(e.parts.Scheduler.ShadowDiffs()) < i+1 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	diffs := e.parts.Scheduler.ShadowDiffs()
+	if len(diffs) != pods {
+		t.Fatalf("%d differing shadow decisions recorded, want %d: %+v", len(diffs), pods, diffs)
+	}
+	for _, d := range diffs {
+		if d.Result != metrics.ShadowDifferentNode || d.LiveNode != "empty" || d.ShadowNode != "busy" {
+			t.Errorf("shadow diff %+v, want live empty vs shadow busy", d)
+		}
+		if len(d.Plugins) == 0 || d.Plugins[0].Plugin != "NodeResourcesFit" || d.Plugins[0].ShadowNode <= d.Plugins[0].LiveNode {
+			t.Errorf("shadow diff %+v: want NodeResourcesFit first, scoring busy above empty", d)
+		}
+	}
+	if got := sample(t, e.reg, "wasmsched_shadow_decisions_total", "result", metrics.ShadowDifferentNode); got != pods {
+		t.Errorf("shadow_decisions_total{different_node} = %v, want %d", got, pods)
+	}
+	// Never binds: every binding the API saw is a live one, to "empty".
+	for _, entry := range e.cluster.Timeline() {
+		if entry.Node == "busy" {
+			t.Errorf("the API saw %s of %s to busy: the shadow must never bind", entry.Op, entry.Pod)
+		}
+	}
+}
+
+func TestShadowSameDecisionsAreCountedNotListed(t *testing.T) {
+	e := newEnv(t, shadowConfig("LeastAllocated", "LeastAllocated"))
+	for i := 0; i < 3; i++ {
+		e.schedule("")
+		deadline := time.Now().Add(10 * time.Second)
+		for sample(t, e.reg, "wasmsched_shadow_decisions_total", "result", metrics.ShadowSame) < float64(i+1) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if got := sample(t, e.reg, "wasmsched_shadow_decisions_total", "result", metrics.ShadowSame); got != 3 {
+		t.Errorf("shadow_decisions_total{same} = %v, want 3", got)
+	}
+	if d := e.parts.Scheduler.ShadowDiffs(); len(d) != 0 {
+		t.Errorf("identical shadow listed differences: %+v", d)
+	}
+}

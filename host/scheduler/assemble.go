@@ -58,20 +58,59 @@ func (p *Parts) Close(ctx context.Context) {
 // profiles (by name) where module, args and size are unchanged. It does
 // not swap them in (Scheduler.SwapProfiles does). On error nothing is
 // left open.
-func (p *Parts) BuildProfiles(ctx context.Context, cfg *config.Configuration, reg *modules.Registry) ([]*framework.Profile, error) {
-	var out []*framework.Profile
+func (p *Parts) BuildProfiles(ctx context.Context, cfg *config.Configuration, reg *modules.Registry) (*Built, error) {
+	return buildProfiles(ctx, cfg, reg, p.host, p.Scheduler)
+}
+
+// Built are the profiles of a configuration and their shadows.
+type Built struct {
+	Profiles []*framework.Profile
+	// Shadows by the name of the profile they shadow.
+	Shadows map[string]*framework.Profile
+}
+
+// All lists the profiles and the shadows.
+func (b *Built) All() []*framework.Profile {
+	all := append([]*framework.Profile(nil), b.Profiles...)
+	for _, sh := range b.Shadows {
+		all = append(all, sh)
+	}
+	return all
+}
+
+// Close closes every profile and shadow.
+func (b *Built) Close(ctx context.Context) {
+	for _, p := range b.All() {
+		p.Close(ctx)
+	}
+}
+
+// buildProfiles builds cfg's profiles and shadows, sharing running's
+// pools (nil: a first build).
+func buildProfiles(ctx context.Context, cfg *config.Configuration, reg *modules.Registry, host framework.HostPlugins, running *Scheduler) (*Built, error) {
+	b := &Built{Shadows: map[string]*framework.Profile{}}
 	for i := range cfg.Profiles {
-		prev := p.Scheduler.Profile(cfg.Profiles[i].SchedulerName)
-		prof, err := framework.RebuildProfile(ctx, cfg, i, reg, p.host, prev)
+		name := cfg.Profiles[i].SchedulerName
+		var prev, prevShadow *framework.Profile
+		if running != nil {
+			prev, prevShadow = running.Profile(name), running.Shadow(name)
+		}
+		prof, err := framework.RebuildProfile(ctx, cfg, i, reg, host, prev)
 		if err != nil {
-			for _, pr := range out {
-				pr.Close(ctx)
-			}
+			b.Close(ctx)
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		out = append(out, prof)
+		b.Profiles = append(b.Profiles, prof)
+		sh, err := framework.BuildShadow(ctx, cfg, i, reg, host, prevShadow)
+		if err != nil {
+			b.Close(ctx)
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if sh != nil {
+			b.Shadows[name] = sh
+		}
 	}
-	return out, nil
+	return b, nil
 }
 
 // AssembleOptions are the environment a scheduler is assembled in.
@@ -151,28 +190,25 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 		})
 		host[preemption.Name] = parts.Preemption
 	}
-	for i := range o.Config.Profiles {
-		p, err := framework.BuildProfile(ctx, o.Config, i, o.Registry, host)
-		if err != nil {
-			parts.Close(ctx)
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		parts.Profiles = append(parts.Profiles, p)
+	built, err := buildProfiles(ctx, o.Config, o.Registry, host, nil)
+	if err != nil {
+		parts.Close(ctx)
+		return nil, err
 	}
+	parts.Profiles = built.Profiles
 	parts.host = host
-	initial := parts.Profiles
 	release := func() {
-		for _, p := range initial {
+		for _, p := range built.Profiles {
 			p.Close(context.Background())
 		}
 		if o.OwnRegistry {
 			o.Registry.Close(context.Background())
 		}
 	}
-	var err error
-	parts.Scheduler, err = New(Options{Profiles: parts.Profiles, Cache: parts.Cache, Queue: parts.Queue,
+	parts.Scheduler, err = New(Options{Profiles: built.Profiles, Shadows: built.Shadows, Cache: parts.Cache, Queue: parts.Queue,
 		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics, Release: release})
 	if err != nil {
+		built.Close(ctx)
 		parts.Close(ctx)
 		return nil, err
 	}

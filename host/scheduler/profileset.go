@@ -7,7 +7,6 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/framework"
-	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
 // profileSet is one generation of profiles: what one configuration
@@ -25,16 +24,58 @@ type profileSet struct {
 	retired bool
 }
 
-func newProfileSet(profiles []*framework.Profile, m *metrics.Metrics, release func()) (*profileSet, error) {
-	ps := &profileSet{byName: map[string]*profile{}, release: release}
+// newProfileSet makes a set of profiles and their shadows (by live
+// profile name), starting the shadows' goroutines. Its release stops them
+// and closes the shadows before running release.
+func (s *Scheduler) newProfileSet(profiles []*framework.Profile, shadows map[string]*framework.Profile, release func()) (*profileSet, error) {
+	ps := &profileSet{byName: map[string]*profile{}}
 	for _, p := range profiles {
 		if _, dup := ps.byName[p.Name]; dup {
 			return nil, fmt.Errorf("two profiles named %q", p.Name)
 		}
-		p.Instrument(m)
-		ps.byName[p.Name] = &profile{Profile: p, attempts: m.Profile(p.Name)}
+		p.Instrument(s.metrics)
+		ps.byName[p.Name] = &profile{Profile: p, attempts: s.metrics.Profile(p.Name)}
+	}
+	for live, sh := range shadows {
+		if sh == nil {
+			continue
+		}
+		p := ps.byName[live]
+		if p == nil {
+			return nil, fmt.Errorf("shadow %q of profile %q, which does not exist", sh.Name, live)
+		}
+		p.shadow = s.newShadowRunner(live, sh)
+	}
+	ps.release = func() {
+		for _, p := range ps.byName {
+			if p.shadow != nil {
+				p.shadow.stop()
+			}
+		}
+		if release != nil {
+			release()
+		}
 	}
 	return ps, nil
+}
+
+// Shadow returns the shadow profile of a live profile (nil: none).
+func (s *Scheduler) Shadow(name string) *framework.Profile {
+	if p := s.set.Load().byName[name]; p != nil && p.shadow != nil {
+		return p.shadow.prof
+	}
+	return nil
+}
+
+// stopShadows stops the set's shadow goroutines without closing
+// anything else (a set that never served).
+func (ps *profileSet) stopShadows() {
+	for _, p := range ps.byName {
+		if p.shadow != nil {
+			close(p.shadow.jobs)
+			<-p.shadow.stopped
+		}
+	}
 }
 
 // names lists the set's profile names, sorted.
@@ -68,15 +109,16 @@ func (s *Scheduler) done(ps *profileSet) {
 	}
 }
 
-// SwapProfiles makes profiles the ones every later cycle uses. Cycles and
+// SwapProfiles makes profiles (with shadows, by live profile name) the
+// ones every later cycle uses. Cycles and
 // bindings in flight finish on the profiles they started with; those are
 // released (the release given with them) once the last of them ends.
 // release, run once when this new set is in turn replaced (or at Close)
 // and drained, closes what it owns. The new set must have the same
 // profile names as the running one: the queue and the informers decided
 // which pods are ours by those names.
-func (s *Scheduler) SwapProfiles(profiles []*framework.Profile, release func()) error {
-	ps, err := newProfileSet(profiles, s.metrics, release)
+func (s *Scheduler) SwapProfiles(profiles []*framework.Profile, shadows map[string]*framework.Profile, release func()) error {
+	ps, err := s.newProfileSet(profiles, shadows, release)
 	if err != nil {
 		return err
 	}
@@ -84,6 +126,7 @@ func (s *Scheduler) SwapProfiles(profiles []*framework.Profile, release func()) 
 	old := s.set.Load()
 	if got, want := ps.names(), old.names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		s.setMu.Unlock()
+		ps.stopShadows()
 		return fmt.Errorf("the profiles would change from %s to %s: adding or removing a profile (schedulerName) needs a restart",
 			strings.Join(want, ", "), strings.Join(got, ", "))
 	}

@@ -61,16 +61,21 @@ type Options struct {
 	// durations: New instruments the profiles and the queue with it. Nil
 	// records nothing.
 	Metrics *metrics.Metrics
+	// Shadows are shadow profiles, by the name of the live profile they
+	// shadow (config: profiles[].shadow).
+	Shadows map[string]*framework.Profile
 	// Release, if set, closes what the initial profiles own; it runs
 	// once they are replaced (SwapProfiles) or at Close, after the
 	// cycles and bindings in flight on them end.
 	Release func()
 }
 
-// profile is a profile with its attempt metrics resolved.
+// profile is a profile with its attempt metrics resolved, and its
+// shadow's runner when it has one.
 type profile struct {
 	*framework.Profile
 	attempts *metrics.ProfileMetrics
+	shadow   *shadowRunner
 }
 
 // Scheduler runs scheduling cycles for every profile over one cache and
@@ -97,6 +102,8 @@ type Scheduler struct {
 	// lastPod is the pod of the last cycle: a reload's canary runs a
 	// real pod when there is one.
 	lastPod atomic.Pointer[abi.Pod]
+	// shadowDiffs are the latest differing shadow decisions.
+	shadowDiffs diffRing
 }
 
 // New returns a scheduler; the profiles must have distinct names.
@@ -116,11 +123,12 @@ func New(opts Options) (*Scheduler, error) {
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}
-	ps, err := newProfileSet(opts.Profiles, opts.Metrics, opts.Release)
+	ps, err := s.newProfileSet(opts.Profiles, opts.Shadows, opts.Release)
 	if err != nil {
 		return nil, err
 	}
 	s.set.Store(ps)
+	opts.Metrics.SetShadowSource(func() any { return s.ShadowDiffs() })
 	if q := opts.Queue; q != nil {
 		opts.Metrics.SetPendingPodsSource(func() metrics.PendingPods {
 			c := q.PendingByQueue()
@@ -191,7 +199,17 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 	s.cache.UpdateSnapshot(s.snap)
 	state := framework.NewCycleState()
 	state.SetRecordPluginMetrics(s.metrics.SamplePluginMetrics())
-	res, err := prof.Schedule(ctx, state, pod, s.snap, s.nextStart, s.queue, s.rng)
+	walkStart := s.nextStart
+	res, err := prof.Schedule(ctx, state, pod, s.snap, walkStart, s.queue, s.rng)
+	if prof.shadow != nil {
+		var fit *framework.FitError
+		switch {
+		case err == nil:
+			prof.shadow.offer(shadowJob{pod: pod, start: walkStart, liveNode: res.Node, liveScore: res.Score})
+		case errors.As(err, &fit):
+			prof.shadow.offer(shadowJob{pod: pod, start: walkStart})
+		}
+	}
 	if err != nil {
 		s.handleFailure(prof, qp, err, start, log)
 		return false
