@@ -81,12 +81,29 @@ const (
 	Unchanged Result = metrics.ReloadUnchanged
 )
 
+// Timings are how long the phases of the last reload took.
+type Timings struct {
+	// Load: reading and parsing the config, reading, checking and
+	// compiling (or reusing) the modules, and loading them.
+	Load time.Duration
+	// Build: the profiles, with their instance pools initialised.
+	Build time.Duration
+	// Canary: every new plugin run once on a real pod and nodes.
+	Canary time.Duration
+	// Swap: handing the new profiles to the scheduler.
+	Swap time.Duration
+}
+
+// Total is the whole reload, from reading the files to serving.
+func (t Timings) Total() time.Duration { return t.Load + t.Build + t.Canary + t.Swap }
+
 // Reloader reloads one scheduler's configuration. Reloads are serialised.
 type Reloader struct {
 	o   Options
 	log hclog.Logger
 
 	mu     sync.Mutex // one reload at a time
+	last   Timings
 	cfg    *config.Configuration
 	reg    *modules.Registry
 	digest [sha256.Size]byte // of the config bytes and module digests serving
@@ -149,6 +166,14 @@ func (r *Reloader) paths() []string {
 	return ps
 }
 
+// LastTimings are the phase durations of the last reload that got past
+// loading (a refused one included, up to where it stopped).
+func (r *Reloader) LastTimings() Timings {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
 // Config is the configuration serving now.
 func (r *Reloader) Config() *config.Configuration {
 	r.mu.Lock()
@@ -202,7 +227,8 @@ func (r *Reloader) Reload(ctx context.Context) (Result, error) {
 	case Refused:
 		r.log.Error("configuration refused; the running one keeps serving", "config", r.o.ConfigPath, "error", err)
 	case Swapped:
-		r.log.Info("configuration reloaded", "config", r.o.ConfigPath, "took", time.Since(start))
+		r.log.Info("configuration reloaded", "config", r.o.ConfigPath, "took", time.Since(start),
+			"load", r.last.Load, "build", r.last.Build, "canary", r.last.Canary, "swap", r.last.Swap)
 	default:
 		r.log.Debug("configuration unchanged", "config", r.o.ConfigPath)
 	}
@@ -210,6 +236,12 @@ func (r *Reloader) Reload(ctx context.Context) (Result, error) {
 }
 
 func (r *Reloader) reload(ctx context.Context) (Result, error) {
+	r.last = Timings{}
+	t0 := time.Now()
+	phase := func(d *time.Duration) {
+		now := time.Now()
+		*d, t0 = now.Sub(t0), now
+	}
 	raw, err := r.readConfig()
 	if err != nil {
 		return Refused, err
@@ -231,11 +263,13 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Refused, err
 	}
+	phase(&r.last.Load)
 	if fp := fingerprint(raw, reg); fp == r.digest {
 		reg.Close(ctx)
 		return Unchanged, nil
 	}
 	built, err := r.o.Parts.BuildProfiles(ctx, cfg, reg)
+	phase(&r.last.Build)
 	if err != nil {
 		reg.Close(ctx)
 		return Refused, err
@@ -260,11 +294,13 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 			return Refused, err
 		}
 	}
+	phase(&r.last.Canary)
 	r.warnRestartOnly(cfg)
 	if err := r.o.Parts.Scheduler.SwapProfiles(built.Profiles, built.Shadows, release); err != nil {
 		discard()
 		return Refused, err
 	}
+	phase(&r.last.Swap)
 	r.cfg, r.reg, r.digest = cfg, reg, fingerprint(raw, reg)
 	r.o.Metrics.SetServingModules(servingModules(reg))
 	if r.o.OnSwap != nil {

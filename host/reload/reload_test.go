@@ -172,7 +172,7 @@ func (e *env) reloads(result string) float64 {
 
 // sample reads the value of the series of metric name whose label has
 // value (summed over its other labels; 0 when there is none).
-func sample(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+func sample(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
