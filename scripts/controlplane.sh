@@ -6,6 +6,10 @@
 #   scripts/controlplane.sh start RUNDIR   # start etcd + kube-apiserver; writes RUNDIR/kubeconfig
 #   scripts/controlplane.sh stop RUNDIR    # stop them
 #
+# With WASMSCHED_AUDIT=1, start also has the API server write an audit log
+# of every request (metadata: user, user agent, verb, resource; one JSON
+# line per request) to RUNDIR/audit.log, so a test can see what a client did.
+#
 # Why build: no release archives are reachable from here, but the Go module
 # proxy serves k8s.io/kubernetes. It cannot be `go install`ed (its go.mod
 # replaces the staging modules with local paths), so `build` writes a
@@ -93,7 +97,12 @@ start() {
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "e=http://127.0.0.1:$peer_port" > "$run/etcd.log" 2>&1 &
   echo $! > "$run/etcd.pid"
-  "$bins/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+  local audit=()
+  if [[ ${WASMSCHED_AUDIT:-} == 1 ]]; then
+    printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n' > "$run/audit-policy.yaml"
+    audit=(--audit-policy-file "$run/audit-policy.yaml" --audit-log-path "$run/audit.log" --audit-log-format json)
+  fi
+  "$bins/kube-apiserver" ${audit[@]+"${audit[@]}"} --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --tls-cert-file "$pki/server.crt" --tls-private-key-file "$pki/server.key" --client-ca-file "$pki/ca.crt" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \

@@ -48,6 +48,19 @@ var systemClasses = map[string]int32{
 	"system-node-critical":    SystemNodeCriticalPriority,
 }
 
+// Validate checks an object of a kind simulate reads (*corev1.Pod, Node,
+// Namespace, Service, *appsv1.ReplicaSet, ... as pointers) as a
+// manifest's object is checked once decoded, for objects that come from
+// elsewhere — a live cluster — so the same rules hold for them. It
+// returns nil or the problems, each naming its field.
+func Validate(obj any) error {
+	errs := validateObject(obj)
+	if p, ok := obj.(*corev1.Pod); ok && len(p.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(field.NewPath("spec", "containers"), "at least one container is required"))
+	}
+	return errs.ToAggregate()
+}
+
 // validateObject checks obj as the API server's validation would on
 // create, for the fields a simulation reads: names and labels, resources,
 // ports, tolerations and taints, affinity, spread constraints, priority

@@ -172,6 +172,7 @@ func FuzzManifests(f *testing.F) {
 	f.Add([]byte("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: hi}\nvalue: 1000\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {maxUnavailable: 50%, selector: {matchLabels: {a: b}}}\n"))
 	f.Add([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: i, resources: {requests: {cpu: 1e30}}}]}\n"))
 	f.Add([]byte("a: &a [1, *a]\n"))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- &n {apiVersion: v1, kind: Node, metadata: {name: n}}\n- *n\n---\napiVersion: v1\nkind: PodList\nitems: [{metadata: {name: p}, spec: {containers: [{name: c}]}}]\n"))
 	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: &m {name: p}\nspec: {<<: *m}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o := &Objects{}
