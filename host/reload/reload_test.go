@@ -507,3 +507,24 @@ func TestShadowSameDecisionsAreCountedNotListed(t *testing.T) {
 		t.Errorf("identical shadow listed differences: %+v", d)
 	}
 }
+
+func TestRequireSHA256RefusesUnpinnedModules(t *testing.T) {
+	cfg := policyConfig("LeastAllocated", "")
+	if err := reload.CheckPinned(mustParse(t, cfg)); err != nil {
+		t.Fatalf("a config without module files needs no pin: %v", err)
+	}
+	unpinned := policyConfig("LeastAllocated", "modules:\n- name: m\n  path: m.wasm\n")
+	err := reload.CheckPinned(mustParse(t, unpinned))
+	if err == nil || !strings.Contains(err.Error(), "modules[0]") || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("CheckPinned = %v, want modules[0] refused for having no sha256", err)
+	}
+}
+
+func mustParse(t *testing.T, yaml string) *config.Configuration {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -29,6 +29,10 @@ import (
 // is skipped and counted; the live path never waits. One snapshot object
 // per shadow keeps the shadow's guests' mirrors incremental.
 
+// shadowRestFactor is how long a shadow rests after an evaluation, as a
+// multiple of the evaluation's time: 1 caps it at half a core.
+const shadowRestFactor = 1.0
+
 // ShadowDiffsKept is how many differing decisions /debug/shadow lists.
 const ShadowDiffsKept = 100
 
@@ -96,7 +100,12 @@ func (s *Scheduler) newShadowRunner(live string, prof *framework.Profile) *shado
 func (r *shadowRunner) run() {
 	defer close(r.stopped)
 	for job := range r.jobs {
+		start := time.Now()
 		r.evaluate(job)
+		// Rest as long as the evaluation took: a shadow uses at most half
+		// a core, leaving the rest to the live cycle, its bindings and the
+		// GC (the pods it misses meanwhile are counted as skipped).
+		time.Sleep(time.Duration(float64(time.Since(start)) * shadowRestFactor))
 		r.idle <- struct{}{}
 	}
 }
