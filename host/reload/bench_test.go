@@ -186,10 +186,12 @@ profiles:
 }
 
 // BenchmarkSchedulingUnderRollout is SchedulingBasic (5000 nodes, 1000
-// pods placed, 10000 measured) while policy changes: "none" as the
-// baseline, "reload-every-second" switching the scoring strategy every
-// second, "shadow" with a shadow profile evaluating every pod it can. It
-// fails if any cycle fails.
+// pods placed, 10000 measured) while policy rolls out: "none" as the
+// baseline; "reload-every-second" replacing the default bundle's module
+// file every second by another build of the same code (other bytes: it is
+// loaded from the compile cache, gets a new pool, a full mirror sync and a
+// canary, while placements stay comparable); "shadow" with a shadow profile
+// (MostAllocated) evaluating every pod it can. It fails if any cycle fails.
 func BenchmarkSchedulingUnderRollout(b *testing.B) {
 	const nodes, placed, measured = 5000, 1000, 10000
 	for _, mode := range []string{"none", "reload-every-second", "shadow"} {
@@ -202,7 +204,11 @@ func BenchmarkSchedulingUnderRollout(b *testing.B) {
 				if mode == "shadow" {
 					shadow = "MostAllocated"
 				}
-				h := newHarness(b, nodes, strategyConfig("LeastAllocated", shadow), nil, cacheDir)
+				cfg, files := strategyConfig("LeastAllocated", shadow), map[string][]byte(nil)
+				if mode == "reload-every-second" {
+					cfg, files = bundleConfig, map[string][]byte{"bundle.wasm": bundleVariant("b")}
+				}
+				h := newHarness(b, nodes, cfg, files, cacheDir)
 				for j := 0; j < placed; j++ {
 					p := basicPod("init", j)
 					p.NodeName = fmt.Sprintf("node-%05d", j%nodes)
@@ -228,7 +234,7 @@ func BenchmarkSchedulingUnderRollout(b *testing.B) {
 								return
 							case <-tick.C:
 							}
-							h.write(b, "config.yaml", []byte(strategyConfig([]string{"MostAllocated", "LeastAllocated"}[k%2], "")))
+							h.write(b, "bundle.wasm", bundleVariant([]string{"a", "b"}[k%2]))
 							res, err := h.r.Reload(ctx)
 							reloads++
 							if res != reload.Swapped {
