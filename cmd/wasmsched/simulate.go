@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os/signal"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -23,6 +25,7 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 		output     string
 		seed       uint64
 		latency    time.Duration
+		watchFiles bool
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate MANIFEST...",
@@ -42,11 +45,29 @@ With --shadow OTHER.yaml it is a what-if before a rollout: the same objects
 are scheduled twice with the same seed, under the live configuration
 (--config, or the default) and under OTHER.yaml, and it prints per pod both
 outcomes and the change — same, moved, newly-unschedulable or newly-placed —
-followed by the counts.`,
+followed by the counts.
+
+With --watch it keeps running, for a plugin author's edit-build-look loop:
+after each change to a manifest, the --config or --shadow file or a module
+file they name, it runs again and prints, before the new result, which pods
+changed node or status since the last good run and the counts. A run that
+fails (a bad manifest, configuration or module) prints its error and the
+loop goes on; Ctrl-C ends it. Unchanged modules are not compiled again.
+Standard input cannot be watched.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o: want table or json, not %q", output)
+			}
+			if watchFiles {
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				notes := cmd.OutOrStdout()
+				if output == "json" {
+					notes = cmd.ErrOrStderr()
+				}
+				return watchLoop(ctx, cmd.OutOrStdout(), watchOptions{Manifests: args, ConfigPath: configPath, ShadowPath: shadowPath,
+					Output: output, Seed: seed, APILatency: latency, Notes: notes, Log: logger()})
 			}
 			live, err := loadConfig(configPath)
 			if err != nil {
@@ -97,6 +118,7 @@ followed by the counts.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for breaking score ties")
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
+	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
 }
 
@@ -138,10 +160,14 @@ func printComparison(w io.Writer, c *sim.Comparison) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	s := c.Summary
-	_, err := fmt.Fprintf(w, "\n%d pods: %d same, %d moved, %d newly unschedulable, %d newly placed\n",
-		s.Pods, s.Same, s.Moved, s.NewlyUnschedulable, s.NewlyPlaced)
+	_, err := fmt.Fprintf(w, "\n%s\n", summaryLine(c.Summary))
 	return err
+}
+
+// summaryLine is a comparison's counts, as simulate --shadow prints them.
+func summaryLine(s sim.Summary) string {
+	return fmt.Sprintf("%d pods: %d same, %d moved, %d newly unschedulable, %d newly placed",
+		s.Pods, s.Same, s.Moved, s.NewlyUnschedulable, s.NewlyPlaced)
 }
 
 // outcome is one run's result for a comparison cell: the node a placed

@@ -9,9 +9,10 @@
 // running configuration: the error names the file, field or plugin, is
 // logged and counted, and scheduling goes on as before.
 //
-// Reloads are triggered by Reload (SIGHUP, tests, `simulate --watch`) and,
-// with Run, by changes to the files (package watch, which understands the
-// symlink swap of a mounted ConfigMap).
+// Reloads are triggered by Reload (SIGHUP, tests) and, with Run, by
+// changes to the files (package watch, which understands the symlink swap
+// of a mounted ConfigMap). `simulate --watch` builds a fresh scheduler per
+// run instead, with the same module loading (modules.Options.Previous).
 package reload
 
 import (
@@ -65,7 +66,7 @@ type Options struct {
 	Metrics *metrics.Metrics
 	Log     hclog.Logger
 	// OnSwap, if set, is called after each configuration that went live,
-	// with it (simulate --watch re-runs its simulation there).
+	// with it.
 	OnSwap func(*config.Configuration)
 	// Now is the clock for the last-success timestamp (nil: time.Now).
 	Now func() time.Time

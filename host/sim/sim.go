@@ -62,6 +62,12 @@ type Options struct {
 	// Backends serve configured modules in-process, by module name (see
 	// modules.Options.Backends): tests of guests that misbehave.
 	Backends map[string]policy.Backend
+	// Registry, if set, is the compiled modules of Config, used instead
+	// of loading them (CacheDir, NativeBuiltin and Backends are then
+	// unused). The run does not close it: a caller that runs again on
+	// the same modules (simulate --watch, loading each run's registry
+	// with modules.Options.Previous) keeps unchanged modules compiled.
+	Registry *modules.Registry
 }
 
 // Pod outcomes in a Report.
@@ -138,6 +144,7 @@ type Env struct {
 	Preemption *preemption.Plugin
 	clock      *testingclock.FakeClock
 	registry   *modules.Registry
+	ownsReg    bool // registry was loaded by Start, so Close closes it
 	parts      *scheduler.Parts
 	cluster    *memapi.Cluster
 	rec        *recorder
@@ -165,14 +172,19 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log, Backends: opts.Backends,
-		Metrics: opts.Metrics})
-	if err != nil {
-		return nil, err
+	reg, owns := opts.Registry, false
+	if reg == nil {
+		reg, err = modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log, Backends: opts.Backends,
+			Metrics: opts.Metrics})
+		if err != nil {
+			return nil, err
+		}
+		owns = true
 	}
 	env := &Env{
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		registry: reg,
+		ownsReg:  owns,
 		cluster:  memapi.New(nil),
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}
@@ -186,7 +198,9 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log, Metrics: opts.Metrics,
 	})
 	if err != nil {
-		reg.Close(ctx)
+		if owns {
+			reg.Close(ctx)
+		}
 		return nil, err
 	}
 	env.parts = parts
@@ -356,12 +370,15 @@ func (e *Env) report(cycles int) *Report {
 	return rep
 }
 
-// Close releases the profiles and modules.
+// Close releases the profiles, and the modules unless the caller gave
+// them (Options.Registry).
 func (e *Env) Close(ctx context.Context) {
 	if e.parts != nil {
 		e.parts.Close(ctx)
 	}
-	e.registry.Close(ctx)
+	if e.ownsReg {
+		e.registry.Close(ctx)
+	}
 }
 
 // admit converts the objects as the API server would admit them: pods

@@ -1,0 +1,365 @@
+package main
+
+// simulate --watch: a plugin author's loop. Edit a plugin, rebuild its
+// module (or edit the profiles or the manifests), and the simulation runs
+// again by itself and says which pods went elsewhere.
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/reload"
+	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/watch"
+)
+
+// watchOptions are what a `simulate --watch` session runs: the same
+// inputs as one simulate run, plus how the loop waits and where it writes.
+type watchOptions struct {
+	Manifests  []string
+	ConfigPath string // "" for the default configuration
+	ShadowPath string // "" for no shadow run
+	// Output is "table" or "json": the format of each run's result, as
+	// simulate without --watch prints it.
+	Output     string
+	Seed       uint64
+	APILatency time.Duration
+	// Debounce is how quiet the files must be before a re-run; 0 means
+	// reload.DefaultDebounce, the live scheduler's.
+	Debounce time.Duration
+	// Notes receives what is not a run's result — the re-run banners,
+	// what changed, a failed run's error — so that -o json keeps its
+	// output a stream of JSON documents. Nil means the result writer.
+	Notes io.Writer
+	// Metrics, if set, records module loads and the runs (tests read it
+	// to see a module reused rather than compiled again).
+	Metrics *metrics.Metrics
+	Log     hclog.Logger
+}
+
+// watchRun is one good run: its reports, and the registries they were
+// scheduled with, which the next run loads through (modules.Options.
+// Previous) so that unchanged modules are not compiled again.
+type watchRun struct {
+	live, shadow       *sim.Report
+	liveReg, shadowReg *modules.Registry
+}
+
+func (r *watchRun) close(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	if r.liveReg != nil {
+		r.liveReg.Close(ctx)
+	}
+	if r.shadowReg != nil {
+		r.shadowReg.Close(ctx)
+	}
+}
+
+// watchSession is the loop's state between runs.
+type watchSession struct {
+	o          watchOptions
+	out, notes io.Writer
+	w          *watch.Watcher
+	// last is the last good run: the base of the next "what changed"
+	// and the registries the next run reuses. A failed run leaves it.
+	last *watchRun
+	// liveModules and shadowModules are the module files the last
+	// configurations that parsed name: watched even while a later edit
+	// of the configuration does not parse.
+	liveModules, shadowModules []string
+	// seen is the content digest of each watched file as of the last
+	// run, to name the files a change event was about.
+	seen map[string][sha256.Size]byte
+}
+
+// watchLoop runs the simulation, prints its result, and runs it again
+// after each change to a manifest, the configuration, the shadow
+// configuration or a module file they name, until ctx ends; it then
+// returns nil. A run that fails is reported on Notes and the loop goes
+// on. It returns an error only when the files cannot be watched at all.
+func watchLoop(ctx context.Context, out io.Writer, o watchOptions) error {
+	for _, m := range o.Manifests {
+		if m == "-" {
+			return errors.New(`--watch: standard input ("-") cannot be watched; name manifest files`)
+		}
+	}
+	if o.ConfigPath == "-" || o.ShadowPath == "-" {
+		return errors.New(`--watch: standard input ("-") cannot be watched; name the configuration file`)
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = reload.DefaultDebounce
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	s := &watchSession{o: o, out: out, notes: o.Notes}
+	if s.notes == nil {
+		s.notes = out
+	}
+	// Watch before the first run reads anything, so that an edit made
+	// while it runs is not missed.
+	w, err := watch.New(s.paths(), o.Debounce, o.Log.Named("watch"))
+	if err != nil {
+		return fmt.Errorf("--watch: %w", err)
+	}
+	s.w = w
+	defer func() {
+		w.Close()
+		s.last.close(context.Background())
+	}()
+	s.seen = s.digests()
+	s.run(ctx)
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		files := "files"
+		if len(s.paths()) == 1 {
+			files = "file"
+		}
+		fmt.Fprintf(s.notes, "--- watching %d %s; Ctrl-C to stop ---\n", len(s.paths()), files)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.Changes():
+		}
+		now := s.digests()
+		fmt.Fprintf(s.notes, "\n--- re-running: %s ---\n", changedFiles(s.seen, now))
+		s.seen = now
+		s.run(ctx)
+	}
+}
+
+// paths are the files whose change re-runs the simulation, in a stable
+// order: the manifests, the configurations, then their module files.
+func (s *watchSession) paths() []string {
+	ps := slices.Clone(s.o.Manifests)
+	if s.o.ConfigPath != "" {
+		ps = append(ps, s.o.ConfigPath)
+	}
+	if s.o.ShadowPath != "" {
+		ps = append(ps, s.o.ShadowPath)
+	}
+	ps = append(ps, s.liveModules...)
+	ps = append(ps, s.shadowModules...)
+	var out []string
+	for _, p := range ps {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// digests reads every watched file's content digest; a file that cannot
+// be read gets the zero digest, so that its disappearing or coming back
+// counts as a change.
+func (s *watchSession) digests() map[string][sha256.Size]byte {
+	d := map[string][sha256.Size]byte{}
+	for _, p := range s.paths() {
+		var sum [sha256.Size]byte
+		if b, err := os.ReadFile(p); err == nil {
+			sum = sha256.Sum256(b)
+		}
+		d[p] = sum
+	}
+	return d
+}
+
+// changedFiles names the files whose content differs between two
+// digests, or says "change detected" when the watcher saw an event but
+// no content moved (a touch, a save of the same bytes).
+func changedFiles(before, after map[string][sha256.Size]byte) string {
+	var changed []string
+	for p, sum := range after {
+		if old, ok := before[p]; !ok || old != sum {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) == 0 {
+		return "change detected"
+	}
+	slices.Sort(changed)
+	return strings.Join(changed, ", ")
+}
+
+// setConfigModules records the module files cfg names and watches them.
+// It runs before the modules are read (watch.SetPaths' rule), so a module
+// rebuilt while this run reads it still triggers the next one.
+func (s *watchSession) setConfigModules(shadow bool, cfg *config.Configuration) {
+	var ps []string
+	for _, m := range cfg.Modules {
+		if m.Path != "" {
+			ps = append(ps, m.Path)
+		}
+	}
+	if shadow {
+		s.shadowModules = ps
+	} else {
+		s.liveModules = ps
+	}
+	if err := s.w.SetPaths(s.paths()); err != nil {
+		// The run goes on; it will say whether the file is there.
+		fmt.Fprintf(s.notes, "warning: cannot watch the module files: %v\n", err)
+	}
+	for _, p := range ps {
+		if _, ok := s.seen[p]; !ok {
+			var sum [sha256.Size]byte
+			if b, err := os.ReadFile(p); err == nil {
+				sum = sha256.Sum256(b)
+			}
+			s.seen[p] = sum
+		}
+	}
+}
+
+// run makes one simulation and prints it; a failure is printed instead
+// and leaves the last good run as it was.
+func (s *watchSession) run(ctx context.Context) {
+	next, err := s.simulate(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // interrupted: not the run's fault
+		}
+		fmt.Fprintf(s.notes, "error: %v\n", err)
+		if s.last != nil {
+			fmt.Fprintln(s.notes, "(the last good run stays the base for the next comparison)")
+		}
+		return
+	}
+	if s.last != nil {
+		s.printChanges(s.last, next)
+	}
+	if err := s.printResult(next); err != nil {
+		fmt.Fprintf(s.notes, "error: print the result: %v\n", err)
+	}
+	s.last.close(context.Background())
+	s.last = next
+}
+
+// simulate reads everything again and runs: the configuration(s), the
+// manifests, the modules (through the last good run's registries), then
+// the live run and the shadow run, as simulate does once.
+func (s *watchSession) simulate(ctx context.Context) (_ *watchRun, err error) {
+	o := s.o
+	live, err := loadConfig(o.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	s.setConfigModules(false, live)
+	var shadow *config.Configuration
+	if o.ShadowPath != "" {
+		if shadow, err = config.Load(o.ShadowPath); err != nil {
+			return nil, fmt.Errorf("--shadow: %w", err)
+		}
+		s.setConfigModules(true, shadow)
+	}
+	objs, err := loadInputs(o.Manifests)
+	if err != nil {
+		return nil, err
+	}
+	r := &watchRun{}
+	defer func() {
+		if err != nil {
+			r.close(context.Background())
+		}
+	}()
+	var prevLive, prevShadow *modules.Registry
+	if s.last != nil {
+		prevLive, prevShadow = s.last.liveReg, s.last.shadowReg
+	}
+	mo := modules.Options{Log: o.Log, Metrics: o.Metrics, Previous: prevLive}
+	if r.liveReg, err = modules.Load(ctx, live, mo); err != nil {
+		return nil, err
+	}
+	opts := sim.Options{Config: live, Seed: o.Seed, APILatency: o.APILatency, Log: o.Log, Metrics: o.Metrics, Registry: r.liveReg}
+	if r.live, err = sim.Run(ctx, objs, opts); err != nil {
+		return nil, err
+	}
+	if shadow == nil {
+		return r, nil
+	}
+	// The shadow's modules are often the live ones: on the first run,
+	// reuse those.
+	mo.Previous, mo.Log = prevShadow, o.Log.Named("shadow")
+	if mo.Previous == nil {
+		mo.Previous = r.liveReg
+	}
+	if r.shadowReg, err = modules.Load(ctx, shadow, mo); err != nil {
+		return nil, fmt.Errorf("--shadow %s: %w", o.ShadowPath, err)
+	}
+	opts.Config, opts.Log, opts.Registry = shadow, mo.Log, r.shadowReg
+	if r.shadow, err = sim.Run(ctx, objs, opts); err != nil {
+		return nil, fmt.Errorf("shadow run with %s: %w", o.ShadowPath, err)
+	}
+	return r, nil
+}
+
+// printResult prints a run as simulate without --watch does.
+func (s *watchSession) printResult(r *watchRun) error {
+	switch {
+	case r.shadow != nil && s.o.Output == "json":
+		return writeJSON(s.out, sim.Compare(r.live, r.shadow))
+	case r.shadow != nil:
+		return printComparison(s.out, sim.Compare(r.live, r.shadow))
+	case s.o.Output == "json":
+		return writeJSON(s.out, r.live)
+	}
+	return printTable(s.out, r.live)
+}
+
+// printChanges prints what changed since the last good run: per pod
+// whose node or status changed, its outcome before and now, then the
+// counts (in Compare's words); for the shadow run too when there is one.
+func (s *watchSession) printChanges(before, now *watchRun) {
+	if now.shadow == nil {
+		fmt.Fprintln(s.notes, "CHANGES SINCE THE LAST RUN")
+		printRunChanges(s.notes, before.live, now.live)
+	} else {
+		fmt.Fprintln(s.notes, "CHANGES SINCE THE LAST RUN, LIVE (--config)")
+		printRunChanges(s.notes, before.live, now.live)
+		fmt.Fprintln(s.notes, "CHANGES SINCE THE LAST RUN, SHADOW (--shadow)")
+		printRunChanges(s.notes, before.shadow, now.shadow)
+	}
+	fmt.Fprintln(s.notes)
+}
+
+// printRunChanges prints `ns/name: old -> new` for each pod whose node or
+// status differs between two runs of the same kind, then the summary. A
+// side is the pod's node when it runs on one, else its status: the
+// reasons are in the result printed next.
+func printRunChanges(w io.Writer, before, now *sim.Report) {
+	c := sim.Compare(before, now)
+	for _, p := range c.Pods {
+		if p.Live != nil && p.Shadow != nil && p.Live.Node == p.Shadow.Node && p.Live.Status == p.Shadow.Status {
+			continue
+		}
+		fmt.Fprintf(w, "%s/%s: %s -> %s\n", p.Namespace, p.Name, placement(p.Live), placement(p.Shadow))
+	}
+	fmt.Fprintln(w, summaryLine(c.Summary))
+}
+
+// placement is where a run left a pod, in one word.
+func placement(r *sim.PodResult) string {
+	if r == nil {
+		return "(absent)"
+	}
+	if node, ok := r.Placed(); ok {
+		return node
+	}
+	return r.Status
+}
