@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/wasmsched/wasmsched/host/clusterread"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/sim"
@@ -20,15 +22,17 @@ import (
 
 func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 	var (
-		configPath string
-		shadowPath string
-		output     string
-		seed       uint64
-		latency    time.Duration
-		watchFiles bool
+		configPath  string
+		shadowPath  string
+		output      string
+		seed        uint64
+		latency     time.Duration
+		watchFiles  bool
+		fromCluster bool
+		kubeconfig  string
 	)
 	cmd := &cobra.Command{
-		Use:   "simulate MANIFEST...",
+		Use:   "simulate [MANIFEST...]",
 		Short: "Schedule the pods of Kubernetes manifests on an in-memory cluster",
 		Long: `simulate reads Nodes, Pods, Namespaces, PriorityClasses, PodDisruptionBudgets and
 the pods of Deployments, ReplicaSets and StatefulSets from
@@ -53,11 +57,29 @@ file they name, it runs again and prints, before the new result, which pods
 changed node or status since the last good run and the counts. A run that
 fails (a bad manifest, configuration or module) prints its error and the
 loop goes on; Ctrl-C ends it. Unchanged modules are not compiled again.
-Standard input cannot be watched.`,
-		Args: cobra.MinimumNArgs(1),
+Standard input cannot be watched.
+
+With --from-cluster it starts from a live cluster (--kubeconfig, else
+$KUBECONFIG, ~/.kube/config or the in-cluster configuration) instead of, or
+besides, manifests: it lists — never writes — Nodes, bound and pending Pods,
+Namespaces, Services, ReplicaSets, StatefulSets, PodDisruptionBudgets and
+PriorityClasses; bound pods stay where they are, pending ones and the pods
+of any MANIFEST given are scheduled ("would my 50 new pods fit under this
+policy?"). Combine it with --shadow to see what a new policy would change on
+today's cluster.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o: want table or json, not %q", output)
+			}
+			if len(args) == 0 && !fromCluster {
+				return errors.New("no input: name manifest files (\"-\" for standard input), or --from-cluster")
+			}
+			if kubeconfig != "" && !fromCluster {
+				return errors.New("--kubeconfig: only with --from-cluster")
+			}
+			if watchFiles && fromCluster {
+				return errors.New("--watch reads files only: it cannot be combined with --from-cluster")
 			}
 			if watchFiles {
 				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -79,13 +101,13 @@ Standard input cannot be watched.`,
 					return fmt.Errorf("--shadow: %w", err)
 				}
 			}
-			objs, err := loadInputs(args)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
+			}
+			objs, err := loadInputs(ctx, args, fromCluster, kubeconfig, logger())
+			if err != nil {
+				return err
 			}
 			opts := sim.Options{Config: live, Seed: seed, APILatency: latency, Log: logger()}
 			rep, err := sim.Run(ctx, objs, opts)
@@ -118,6 +140,8 @@ Standard input cannot be watched.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for breaking score ties")
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
+	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "start from a live cluster's objects (read-only: list, never write), plus any MANIFEST given")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --from-cluster: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
 }
@@ -131,12 +155,25 @@ func loadConfig(path string) (*config.Configuration, error) {
 	return config.Load(path)
 }
 
-// loadInputs reads the objects a simulation starts from. It is the one
-// place that knows where they come from (manifest files today), so another
-// source — a live cluster's objects — plugs in here and every run, the
-// shadow one included, starts from what it returns.
-func loadInputs(args []string) (*sim.Objects, error) {
-	return sim.LoadFiles(args...)
+// loadInputs reads the objects a simulation starts from: manifest files,
+// or a live cluster's objects (read-only) plus the manifests' objects.
+// Every run, the shadow one included, starts from what it returns.
+func loadInputs(ctx context.Context, args []string, fromCluster bool, kubeconfig string, log hclog.Logger) (*sim.Objects, error) {
+	if !fromCluster {
+		return sim.LoadFiles(args...)
+	}
+	client, err := clusterread.Client(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	objs, err := clusterread.Read(ctx, client, clusterread.Options{Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	if err := objs.ReadFiles(args...); err != nil {
+		return nil, err
+	}
+	return objs, nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -268,7 +268,7 @@ func (s *watchSession) simulate(ctx context.Context) (_ *watchRun, err error) {
 		}
 		s.setConfigModules(true, shadow)
 	}
-	objs, err := loadInputs(o.Manifests)
+	objs, err := sim.LoadFiles(o.Manifests...)
 	if err != nil {
 		return nil, err
 	}

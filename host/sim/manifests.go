@@ -119,21 +119,35 @@ func (e *ManifestError) Unwrap() error { return e.Err }
 // and directories are refused) of at most MaxManifestBytes.
 func LoadFiles(paths ...string) (*Objects, error) {
 	objs := &Objects{}
-	for _, p := range paths {
-		var r io.Reader = os.Stdin
-		if p != "-" {
-			rc, err := boundedread.Open(p, MaxManifestBytes, boundedread.RegularOrPipe, "a manifest file")
-			if err != nil {
-				return nil, err
-			}
-			defer rc.Close()
-			r = rc
-		}
-		if err := objs.Read(p, r); err != nil {
-			return nil, err
-		}
+	if err := objs.ReadFiles(paths...); err != nil {
+		return nil, err
 	}
 	return objs, nil
+}
+
+// ReadFiles adds the objects of manifest files ("-" for standard input)
+// to o, as LoadFiles reads them: simulate --from-cluster adds the extra
+// pods of manifests to what it read from the cluster.
+func (o *Objects) ReadFiles(paths ...string) error {
+	for _, p := range paths {
+		if err := o.readFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Objects) readFile(p string) error {
+	var r io.Reader = os.Stdin
+	if p != "-" {
+		rc, err := boundedread.Open(p, MaxManifestBytes, boundedread.RegularOrPipe, "a manifest file")
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		r = rc
+	}
+	return o.Read(p, r)
 }
 
 // Read adds the objects of a multi-document YAML stream named name, of at

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -162,6 +163,10 @@ func TestClusterReadIsReadOnlyAndSimulates(t *testing.T) {
 		t.Errorf("report has %d pods, want 3: %+v", len(rep.Pods), rep.Pods)
 	}
 
+	// The command line: the same cluster plus a manifest of extra pods,
+	// under the default policy and a shadow one, read-only as well.
+	simulateFromClusterCLI(t, ctx, kubeconfig, auditLog)
+
 	// What `kubectl get -o yaml` prints for the same cluster — one v1
 	// List with the server's fields, managedFields included — reads as
 	// manifests: API server objects pass the simulation's validation.
@@ -292,4 +297,74 @@ func kubectlList(t *testing.T, ctx context.Context, c kubernetes.Interface) []by
 		t.Fatal("the List lacks the server's managedFields; it is not what kubectl prints")
 	}
 	return out
+}
+
+// simulateFromClusterCLI runs `wasmsched simulate --from-cluster` with an
+// extra pod and a shadow configuration against the test's cluster, and
+// checks the result and that the API server saw only lists from it.
+func simulateFromClusterCLI(t *testing.T, ctx context.Context, kubeconfig, auditLog string) {
+	t.Helper()
+	dir := t.TempDir()
+	extra := filepath.Join(dir, "extra.yaml")
+	if err := os.WriteFile(extra, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: extra, namespace: default}
+spec:
+  containers:
+  - name: c
+    image: pause
+    resources: {requests: {cpu: "1"}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shadow := filepath.Join(dir, "shadow.yaml")
+	if err := os.WriteFile(shadow, []byte(`apiVersion: wasmsched.io/v1alpha1
+kind: WasmSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := auditVerbs(t, auditLog, clusterread.UserAgent)
+	cmd := exec.CommandContext(ctx, wasmschedBinary(t), "simulate", "--from-cluster", "--kubeconfig", kubeconfig,
+		"--shadow", shadow, "-o", "json", extra)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("simulate --from-cluster: %v\n%s", err, out)
+	}
+	var cmp struct {
+		Pods []struct {
+			Namespace, Name, Change string
+			Live                    *sim.PodResult
+		}
+		Summary struct{ Pods int }
+	}
+	if err := json.Unmarshal(out, &cmp); err != nil {
+		t.Fatalf("output is not the comparison JSON: %v\n%s", err, out)
+	}
+	found := false
+	for _, p := range cmp.Pods {
+		if p.Namespace == "default" && p.Name == "extra" {
+			found = true
+			if p.Live == nil || p.Live.Status != sim.StatusScheduled {
+				t.Errorf("the extra pod: %+v, want scheduled", p.Live)
+			}
+		}
+	}
+	if !found || cmp.Summary.Pods != 4 {
+		t.Errorf("want the 3 cluster pods and the extra one compared, got %d: %s", cmp.Summary.Pods, out)
+	}
+	waitFor(t, ctx, "the audit log to have the command's lists", func() bool {
+		after := auditVerbs(t, auditLog, clusterread.UserAgent)
+		return after["list"] > before["list"]
+	})
+	for verb, n := range auditVerbs(t, auditLog, clusterread.UserAgent) {
+		if verb != "list" {
+			t.Errorf("the API server saw %d %q requests from simulate --from-cluster", n, verb)
+		}
+	}
 }
