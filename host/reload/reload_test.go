@@ -22,6 +22,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/reload"
 	"github.com/wasmsched/wasmsched/host/scheduler"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
@@ -174,24 +175,7 @@ func (e *env) reloads(result string) float64 {
 // value (summed over its other labels; 0 when there is none).
 func sample(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return testmetrics.Value(t, reg, name, testmetrics.Labels{label: value})
 }
 
 func TestReloadSwapsPolicyBetweenCycles(t *testing.T) {
@@ -455,6 +439,19 @@ func shadowConfig(live, shadow string) string {
           type: ` + shadow + "\n"
 }
 
+// waitShadowIdle waits until the default profile's shadow has finished
+// with its pod (and rested), so it takes the next one.
+func (e *env) waitShadowIdle() {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.parts.Scheduler.ShadowIdle(config.DefaultSchedulerName) {
+		if time.Now().After(deadline) {
+			e.t.Fatal("the shadow stayed busy")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func TestShadowProfileReportsDifferencesAndNeverBinds(t *testing.T) {
 	e := newEnv(t, shadowConfig("LeastAllocated", "MostAllocated"))
 	const pods = 5
@@ -463,10 +460,7 @@ func TestShadowProfileReportsDifferencesAndNeverBinds(t *testing.T) {
 			t.Fatalf("pod %d went to %s: the live profile (LeastAllocated) must place, not the shadow", i, got)
 		}
 		// One pod at a time: the shadow takes a pod only when idle.
-		deadline := time.Now().Add(10 * time.Second)
-		for len(e.parts.Scheduler.ShadowDiffs()) < i+1 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		e.waitShadowIdle()
 	}
 	diffs := e.parts.Scheduler.ShadowDiffs()
 	if len(diffs) != pods {
@@ -495,10 +489,7 @@ func TestShadowSameDecisionsAreCountedNotListed(t *testing.T) {
 	e := newEnv(t, shadowConfig("LeastAllocated", "LeastAllocated"))
 	for i := 0; i < 3; i++ {
 		e.schedule("")
-		deadline := time.Now().Add(10 * time.Second)
-		for sample(t, e.reg, "wasmsched_shadow_decisions_total", "result", metrics.ShadowSame) < float64(i+1) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		e.waitShadowIdle()
 	}
 	if got := sample(t, e.reg, "wasmsched_shadow_decisions_total", "result", metrics.ShadowSame); got != 3 {
 		t.Errorf("shadow_decisions_total{same} = %v, want 3", got)

@@ -244,3 +244,10 @@ func (d *diffRing) list() []ShadowDiff {
 // ShadowDiffs lists the most recent differing shadow decisions, oldest
 // first (served at /debug/shadow).
 func (s *Scheduler) ShadowDiffs() []ShadowDiff { return s.shadowDiffs.list() }
+
+// ShadowIdle reports whether the shadow of a profile would take the next
+// pod (false also when it has none): tests pace their pods with it.
+func (s *Scheduler) ShadowIdle(profile string) bool {
+	p := s.set.Load().byName[profile]
+	return p != nil && p.shadow != nil && len(p.shadow.idle) == 1
+}

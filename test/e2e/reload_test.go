@@ -18,6 +18,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
@@ -110,7 +111,7 @@ func TestHotReloadThroughConfigMapSwap(t *testing.T) {
 	startServe(t, ctx, kube.ServeOptions{Client: client, Config: cfg, ConfigPath: cfgPath, Watch: true, Metrics: met,
 		Log: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}})})
 	reloads := func(result string) float64 {
-		return counterValue(t, promReg, "wasmsched_config_reloads_total", "result", result)
+		return testmetrics.Value(t, promReg, "wasmsched_config_reloads_total", testmetrics.Labels{"result": result})
 	}
 
 	// A steady load: one pod every 20ms until stopped; each remembers
@@ -217,27 +218,4 @@ func countBound(ctx context.Context, client kubernetes.Interface) int {
 		}
 	}
 	return n
-}
-
-// counterValue reads the value of the series of metric name whose label
-// has value (0 when there is none yet).
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
