@@ -208,6 +208,9 @@ func (o *output) line(stream int, cut bool) {
 	text := string(o.partial[stream])
 	o.partial[stream] = o.partial[stream][:0]
 	o.note(stream, text)
+	// A guest's line reaches operators' terminals and log pipelines: no
+	// control characters or escape sequences pass (policy.GuestText).
+	text = policy.GuestText(text)
 	if cut {
 		o.emit(hclog.Info, text+" [line cut]", "stream", streamNames[stream])
 		return
@@ -256,14 +259,15 @@ func (o *output) log(level abi.LogLevel, msg []byte) {
 		msg = msg[:MaxOutputLine]
 	}
 	text := string(msg)
+	suffix := ""
 	if cut {
-		text += " [line cut]"
+		suffix = " [line cut]"
 	}
 	if i := strings.IndexByte(text, abi.LogPluginSeparator); i > 0 {
-		o.emit(policy.HclogLevel(level), text[i+1:], "plugin", text[:i])
+		o.emit(policy.HclogLevel(level), policy.GuestText(text[i+1:])+suffix, "plugin", policy.GuestText(text[:i]))
 		return
 	}
-	o.emit(policy.HclogLevel(level), text)
+	o.emit(policy.HclogLevel(level), policy.GuestText(text)+suffix)
 }
 
 // streamWriter is the io.Writer behind a guest's stdout or stderr. After
