@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,27 +15,9 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )
-
-// syncBuffer is a bytes.Buffer the loop's goroutine writes while the
-// test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // spreadConfig is the default profile written out: LeastAllocated.
 const spreadConfig = `apiVersion: wasmsched.io/v1alpha1
@@ -93,7 +73,7 @@ func startLoop(t *testing.T, out io.Writer, o watchOptions) (stop func() error) 
 
 // waitRuns waits until the loop has finished n runs (good or failed) and
 // returns the notes written so far.
-func waitRuns(t *testing.T, notes *syncBuffer, n int) string {
+func waitRuns(t *testing.T, notes *testlog.Buffer, n int) string {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -158,7 +138,7 @@ func TestWatchLoopConfigEdits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testlog.Buffer
 	stop := startLoop(t, &out, watchOptions{Manifests: []string{cluster}, ConfigPath: cfg})
 
 	// Run 1: the plain table, no comparison yet.
@@ -255,7 +235,7 @@ func TestWatchLoopModulesJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, notes syncBuffer
+	var out, notes testlog.Buffer
 	stop := startLoop(t, &out, watchOptions{Manifests: []string{cluster}, ConfigPath: cfg, Output: "json", Notes: &notes, Metrics: m})
 
 	waitRuns(t, &notes, 1)
@@ -354,7 +334,7 @@ func TestWatchLoopShadow(t *testing.T) {
 	dir := t.TempDir()
 	cluster := copyTestdata(t, dir, "shadow-cluster.yaml")
 	shadow := copyTestdata(t, dir, "shadow-pack.yaml")
-	var out syncBuffer
+	var out testlog.Buffer
 	startLoop(t, &out, watchOptions{Manifests: []string{cluster}, ShadowPath: shadow})
 	first := runOutput(waitRuns(t, &out, 1), 1)
 	if !strings.Contains(first, "POD") || !strings.Contains(first, wantShadowSummary) {

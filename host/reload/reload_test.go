@@ -22,6 +22,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/reload"
 	"github.com/wasmsched/wasmsched/host/scheduler"
+	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
@@ -30,25 +31,31 @@ import (
 // half its CPU taken, node "empty" none. LeastAllocated spreads (empty),
 // MostAllocated packs (busy).
 func policyConfig(strategy string, extra string) string {
-	return fmt.Sprintf(`apiVersion: wasmsched.io/v1alpha1
+	return `apiVersion: wasmsched.io/v1alpha1
 kind: WasmSchedulerConfiguration
-%s
+` + extra + `
 profiles:
 - schedulerName: default-scheduler
-  plugins:
-    score:
-      disabled:
-      - name: NodeResourcesBalancedAllocation
-      - name: ImageLocality
-      enabled:
-      - name: NodeResourcesFit
-        weight: 20
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: %s
-`, extra, strategy)
+` + strategyBody(strategy, "  ")
+}
+
+// strategyBody is the profile body (plugins and pluginConfig) of
+// policyConfig, each line indented by indent.
+func strategyBody(strategy, indent string) string {
+	body := `plugins:
+  score:
+    disabled:
+    - name: NodeResourcesBalancedAllocation
+    - name: ImageLocality
+    enabled:
+    - name: NodeResourcesFit
+      weight: 20
+pluginConfig:
+- name: NodeResourcesFit
+  args:
+    scoringStrategy:
+      type: ` + strategy + "\n"
+	return indent + strings.ReplaceAll(strings.TrimSuffix(body, "\n"), "\n", "\n"+indent) + "\n"
 }
 
 type env struct {
@@ -61,7 +68,7 @@ type env struct {
 	reg     *prometheus.Registry
 	m       *metrics.Metrics
 	n       atomic.Int64
-	logs    *strings.Builder
+	logs    *testlog.Buffer
 }
 
 func newEnv(t *testing.T, cfgYAML string) *env {
@@ -72,7 +79,7 @@ func newEnv(t *testing.T, cfgYAML string) *env {
 // plain config.yaml), which returns its path, and an OnSwap hook.
 func newEnvWith(t *testing.T, cfgYAML string, place func(dir, cfg string) string, onSwap func(*config.Configuration)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), reg: prometheus.NewRegistry(), logs: &strings.Builder{}}
+	e := &env{t: t, dir: t.TempDir(), reg: prometheus.NewRegistry(), logs: &testlog.Buffer{}}
 	if place == nil {
 		e.cfgPath = filepath.Join(e.dir, "config.yaml")
 		e.write("config.yaml", cfgYAML)
@@ -88,7 +95,7 @@ func newEnvWith(t *testing.T, cfgYAML string, place func(dir, cfg string) string
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	log := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{b: e.logs}, Level: hclog.Info})
+	log := hclog.New(&hclog.LoggerOptions{Output: e.logs, Level: hclog.Info})
 	mo := modules.Options{CacheDir: filepath.Join(e.dir, "cache"), Log: log, Metrics: e.m}
 	reg, err := modules.Load(ctx, cfg, mo)
 	if err != nil {
@@ -118,18 +125,6 @@ func newEnvWith(t *testing.T, cfgYAML string, place func(dir, cfg string) string
 		t.Fatal(err)
 	}
 	return e
-}
-
-type syncWriter struct {
-	mu atomic.Bool
-	b  *strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	for !w.mu.CompareAndSwap(false, true) {
-	}
-	defer w.mu.Store(false)
-	return w.b.Write(p)
 }
 
 func (e *env) write(name, content string) {
@@ -423,20 +418,7 @@ wait:
 // shadowConfig is policyConfig(live) with a shadow profile using the
 // other strategy.
 func shadowConfig(live, shadow string) string {
-	return policyConfig(live, "") + `  shadow:
-    plugins:
-      score:
-        disabled:
-        - name: NodeResourcesBalancedAllocation
-        - name: ImageLocality
-        enabled:
-        - name: NodeResourcesFit
-          weight: 20
-    pluginConfig:
-    - name: NodeResourcesFit
-      args:
-        scoringStrategy:
-          type: ` + shadow + "\n"
+	return policyConfig(live, "") + "  shadow:\n" + strategyBody(shadow, "    ")
 }
 
 // waitShadowIdle waits until the default profile's shadow has finished

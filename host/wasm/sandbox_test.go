@@ -17,6 +17,7 @@ import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
@@ -51,16 +52,16 @@ type hostileCall struct {
 
 // hostile returns a fresh instance of testdata/hostile.wasm, and the log
 // its output goes to.
-func hostile(t *testing.T, timeout time.Duration) (policy.Instance, *syncBuffer) {
+func hostile(t *testing.T, timeout time.Duration) (policy.Instance, *testlog.Buffer) {
 	t.Helper()
 	return testGuest(t, "hostile.wasm", timeout)
 }
 
 // testGuest returns a fresh instance of the test guest testdata/file, and
 // the log its output goes to.
-func testGuest(t *testing.T, file string, timeout time.Duration) (policy.Instance, *syncBuffer) {
+func testGuest(t *testing.T, file string, timeout time.Duration) (policy.Instance, *testlog.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
 	rt, err := wasm.NewRuntime("", log)
 	if err != nil {
@@ -334,8 +335,8 @@ func TestCompileCacheTamperingIsDetected(t *testing.T) {
 		}
 		return v
 	}
-	runtimeAt := func() (*wasm.Runtime, *syncBuffer) {
-		logs := &syncBuffer{}
+	runtimeAt := func() (*wasm.Runtime, *testlog.Buffer) {
+		logs := &testlog.Buffer{}
 		rt, err := wasm.NewRuntime(dir, hclog.New(&hclog.LoggerOptions{Output: logs}))
 		if err != nil {
 			t.Fatal(err)

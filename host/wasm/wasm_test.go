@@ -1,14 +1,12 @@
 package wasm_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +18,10 @@ import (
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
-
-// syncBuffer is a log sink safe for the concurrent writes of hclog.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // sharedCacheDir is the compilation cache of the tests' runtimes: each
 // test makes its own runtime, but the Go build of a guest, slow to compile
@@ -59,9 +40,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newRuntime(t *testing.T) (*wasm.Runtime, *syncBuffer) {
+func newRuntime(t *testing.T) (*wasm.Runtime, *testlog.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
 	rt, err := wasm.NewRuntime(sharedCacheDir, log)
 	if err != nil {

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,11 +8,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmsched/wasmsched/internal/testlog"
 )
 
 const (
@@ -27,29 +27,11 @@ const (
 	signalTimeout = 5 * time.Second
 )
 
-// lockedBuffer lets the test read what the watcher goroutine logs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // newTestWatcher starts a Watcher that logs into the returned buffer and is
 // closed when the test ends. It checks that New itself does not signal.
-func newTestWatcher(t *testing.T, paths ...string) (*Watcher, *lockedBuffer) {
+func newTestWatcher(t *testing.T, paths ...string) (*Watcher, *testlog.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	log := hclog.New(&hclog.LoggerOptions{Name: "watch", Output: logs, Level: hclog.Trace})
 	w, err := New(paths, testDebounce, log)
 	if err != nil {
