@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
@@ -89,17 +90,13 @@ func (prof *Profile) canaryModule(ctx context.Context, mi int, pod *abi.Pod, sna
 		if err != nil {
 			return fail(p, "Filter", err)
 		}
-		kept := feasible[:0]
-		for i, ix := range reply.Indexes {
-			if ix == 0 {
-				kept = append(kept, feasible[i])
-				continue
-			}
-			if e := reply.Entries[ix-1]; e.Code == abi.Error {
-				return fail(p, "Filter", nodeError(snap.Slot(feasible[i]).Info.Node.Name, e.Reasons))
-			}
+		strict := *p
+		strict.ignore = false // an Error verdict fails the canary
+		passed, err := prof.filterVerdicts(&strict, reply, feasible, snap, metrics.Filter, nil, func(int, *Status) {})
+		if err != nil {
+			return fail(p, "Filter", err)
 		}
-		feasible = kept
+		feasible = keepPassed(feasible, passed)
 	}
 	if len(feasible) == 0 {
 		feasible = nodes // score plugins still run, on the nodes there are

@@ -436,6 +436,16 @@ func (prof *Profile) filterVerdicts(p *wasmPlugin, reply *abi.FilterReply, slots
 	return passed, nil
 }
 
+// keepPassed keeps, in place and in order, the elements of s at the
+// indexes passed (ascending, as filterVerdicts returns them, so every write
+// trails its read).
+func keepPassed[T any](s []T, passed []int32) []T {
+	for k, i := range passed {
+		s[k] = s[i]
+	}
+	return s[:len(passed)]
+}
+
 // nodeError is a plugin's Error verdict on one node.
 func nodeError(node string, reasons []string) error {
 	if len(reasons) == 0 {
@@ -478,11 +488,7 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, n
 		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, err)
 		}
-		// Compact in place: passing indexes ascend, so writes trail reads.
-		for k, i := range c.passIdx {
-			remaining[k] = remaining[i]
-		}
-		remaining = remaining[:len(c.passIdx)]
+		remaining = keepPassed(remaining, c.passIdx)
 	}
 	// remaining keeps chunk order, so one merge pass marks the passed nodes.
 	passed := c.passed[:0]

@@ -326,10 +326,7 @@ func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, no
 		if err != nil {
 			return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, err)
 		}
-		for k, i := range passed {
-			remaining[k], pos[k] = remaining[i], pos[i]
-		}
-		remaining, pos = remaining[:len(passed)], pos[:len(passed)]
+		remaining, pos = keepPassed(remaining, passed), keepPassed(pos, passed)
 	}
 	return sts, nil
 }

@@ -20,13 +20,13 @@ const (
 
 // Values of the result label of wasmsched_shadow_decisions_total.
 const (
-	ShadowSame             = "same"
-	ShadowDifferentNode    = "different_node"
-	ShadowOnlyLiveFeasible = "only_live_feasible"
-	ShadowOnlyShadowFits   = "only_shadow_feasible"
-	ShadowBothUnfit        = "both_unschedulable"
-	ShadowError            = "error"
-	ShadowSkipped          = "skipped"
+	ShadowSame               = "same"
+	ShadowDifferentNode      = "different_node"
+	ShadowOnlyLiveFeasible   = "only_live_feasible"
+	ShadowOnlyShadowFeasible = "only_shadow_feasible"
+	ShadowBothUnfit          = "both_unschedulable"
+	ShadowError              = "error"
+	ShadowSkipped            = "skipped"
 )
 
 // reloadMetrics are the live-rollout metrics: configuration reloads,

@@ -175,13 +175,6 @@ func (r *Reloader) LastTimings() Timings {
 	return r.last
 }
 
-// Config is the configuration serving now.
-func (r *Reloader) Config() *config.Configuration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cfg
-}
-
 func (r *Reloader) readConfig() ([]byte, error) {
 	if r.o.ConfigPath == "" {
 		return nil, nil
@@ -265,7 +258,8 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		return Refused, err
 	}
 	phase(&r.last.Load)
-	if fp := fingerprint(raw, reg); fp == r.digest {
+	fp := fingerprint(raw, reg)
+	if fp == r.digest {
 		reg.Close(ctx)
 		return Unchanged, nil
 	}
@@ -302,7 +296,7 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		return Refused, err
 	}
 	phase(&r.last.Swap)
-	r.cfg, r.reg, r.digest = cfg, reg, fingerprint(raw, reg)
+	r.cfg, r.reg, r.digest = cfg, reg, fp
 	r.o.Metrics.SetServingModules(servingModules(reg))
 	if r.o.OnSwap != nil {
 		r.o.OnSwap(cfg)

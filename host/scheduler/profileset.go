@@ -72,8 +72,7 @@ func (s *Scheduler) Shadow(name string) *framework.Profile {
 func (ps *profileSet) stopShadows() {
 	for _, p := range ps.byName {
 		if p.shadow != nil {
-			close(p.shadow.jobs)
-			<-p.shadow.stopped
+			p.shadow.halt()
 		}
 	}
 }
@@ -138,16 +137,6 @@ func (s *Scheduler) SwapProfiles(profiles []*framework.Profile, shadows map[stri
 		old.release()
 	}
 	return nil
-}
-
-// Profiles lists the profiles serving now.
-func (s *Scheduler) Profiles() []*framework.Profile {
-	ps := s.set.Load()
-	out := make([]*framework.Profile, 0, len(ps.byName))
-	for _, n := range ps.names() {
-		out = append(out, ps.byName[n].Profile)
-	}
-	return out
 }
 
 // Close releases the serving profiles (once cycles and bindings in

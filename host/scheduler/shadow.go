@@ -127,9 +127,14 @@ func (r *shadowRunner) offer(job shadowJob) {
 // stop ends the goroutine once its current evaluation ends, then closes
 // the shadow profile.
 func (r *shadowRunner) stop() {
+	r.halt()
+	r.prof.Close(context.Background())
+}
+
+// halt ends the goroutine once its current evaluation ends.
+func (r *shadowRunner) halt() {
 	close(r.jobs)
 	<-r.stopped
-	r.prof.Close(context.Background())
 }
 
 func (r *shadowRunner) evaluate(job shadowJob) {
@@ -151,7 +156,7 @@ func (r *shadowRunner) evaluate(job shadowJob) {
 	case unfit:
 		d.Result, d.ShadowMessage = metrics.ShadowOnlyLiveFeasible, framework.FailureMessage(err)
 	case job.liveNode == "":
-		d.Result, d.ShadowNode, d.ShadowScore = metrics.ShadowOnlyShadowFits, res.Node, res.Score
+		d.Result, d.ShadowNode, d.ShadowScore = metrics.ShadowOnlyShadowFeasible, res.Node, res.Score
 	case res.Node == job.liveNode:
 		d.Result = metrics.ShadowSame
 	default:
