@@ -109,30 +109,13 @@ today's cluster.`,
 			if err != nil {
 				return err
 			}
-			opts := sim.Options{Config: live, Seed: seed, APILatency: latency, Log: logger()}
-			rep, err := sim.Run(ctx, objs, opts)
+			opts := sim.Options{Seed: seed, APILatency: latency, Log: logger()}
+			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
 			if err != nil {
 				return err
 			}
-			if shadow == nil {
-				if output == "json" {
-					return writeJSON(cmd.OutOrStdout(), rep)
-				}
-				return printTable(cmd.OutOrStdout(), rep)
-			}
-			// sim.Run copies what it admits and leaves objs as read, so
-			// the shadow run starts from the same objects (host/sim
-			// TestRunLeavesItsObjectsAsRead holds it to that).
-			opts.Config, opts.Log = shadow, opts.Log.Named("shadow")
-			shadowRep, err := sim.Run(ctx, objs, opts)
-			if err != nil {
-				return fmt.Errorf("shadow run with %s: %w", shadowPath, err)
-			}
-			cmp := sim.Compare(rep, shadowRep)
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), cmp)
-			}
-			return printComparison(cmd.OutOrStdout(), cmp)
+			defer run.close(context.Background())
+			return printRun(cmd.OutOrStdout(), output, run)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "profiles file (WasmSchedulerConfiguration); default: one default-scheduler profile")

@@ -49,9 +49,10 @@ type watchOptions struct {
 	Log     hclog.Logger
 }
 
-// watchRun is one good run: its reports, and the registries they were
-// scheduled with, which the next run loads through (modules.Options.
-// Previous) so that unchanged modules are not compiled again.
+// watchRun is one run of simulate (a good one, under --watch): its
+// reports, and the registries they were scheduled with, which the next
+// run loads through (modules.Options.Previous) so that unchanged modules
+// are not compiled again.
 type watchRun struct {
 	live, shadow       *sim.Report
 	liveReg, shadowReg *modules.Registry
@@ -254,7 +255,7 @@ func (s *watchSession) run(ctx context.Context) {
 // simulate reads everything again and runs: the configuration(s), the
 // manifests, the modules (through the last good run's registries), then
 // the live run and the shadow run, as simulate does once.
-func (s *watchSession) simulate(ctx context.Context) (_ *watchRun, err error) {
+func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 	o := s.o
 	live, err := loadConfig(o.ConfigPath)
 	if err != nil {
@@ -272,6 +273,18 @@ func (s *watchSession) simulate(ctx context.Context) (_ *watchRun, err error) {
 	if err != nil {
 		return nil, err
 	}
+	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, Log: o.Log, Metrics: o.Metrics}
+	return runSimulations(ctx, objs, live, shadow, o.ShadowPath, opts, s.last)
+}
+
+// runSimulations schedules objs under live and, when shadow is set, under
+// shadow too (opts gives the rest), loading the modules through prev's
+// registries (nil: none) so that unchanged modules are not compiled
+// again; the shadow run reuses the live run's modules when prev has none.
+// sim.Run copies what it admits and leaves objs as read, so both runs
+// start from the same objects (host/sim TestRunLeavesItsObjectsAsRead).
+func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config.Configuration, shadowPath string,
+	opts sim.Options, prev *watchRun) (_ *watchRun, err error) {
 	r := &watchRun{}
 	defer func() {
 		if err != nil {
@@ -279,47 +292,49 @@ func (s *watchSession) simulate(ctx context.Context) (_ *watchRun, err error) {
 		}
 	}()
 	var prevLive, prevShadow *modules.Registry
-	if s.last != nil {
-		prevLive, prevShadow = s.last.liveReg, s.last.shadowReg
+	if prev != nil {
+		prevLive, prevShadow = prev.liveReg, prev.shadowReg
 	}
-	mo := modules.Options{Log: o.Log, Metrics: o.Metrics, Previous: prevLive}
+	mo := modules.Options{Log: opts.Log, Metrics: opts.Metrics, Previous: prevLive}
 	if r.liveReg, err = modules.Load(ctx, live, mo); err != nil {
 		return nil, err
 	}
-	opts := sim.Options{Config: live, Seed: o.Seed, APILatency: o.APILatency, Log: o.Log, Metrics: o.Metrics, Registry: r.liveReg}
+	opts.Config, opts.Registry = live, r.liveReg
 	if r.live, err = sim.Run(ctx, objs, opts); err != nil {
 		return nil, err
 	}
 	if shadow == nil {
 		return r, nil
 	}
-	// The shadow's modules are often the live ones: on the first run,
-	// reuse those.
-	mo.Previous, mo.Log = prevShadow, o.Log.Named("shadow")
+	mo.Previous, mo.Log = prevShadow, opts.Log.Named("shadow")
 	if mo.Previous == nil {
 		mo.Previous = r.liveReg
 	}
 	if r.shadowReg, err = modules.Load(ctx, shadow, mo); err != nil {
-		return nil, fmt.Errorf("--shadow %s: %w", o.ShadowPath, err)
+		return nil, fmt.Errorf("--shadow %s: %w", shadowPath, err)
 	}
 	opts.Config, opts.Log, opts.Registry = shadow, mo.Log, r.shadowReg
 	if r.shadow, err = sim.Run(ctx, objs, opts); err != nil {
-		return nil, fmt.Errorf("shadow run with %s: %w", o.ShadowPath, err)
+		return nil, fmt.Errorf("shadow run with %s: %w", shadowPath, err)
 	}
 	return r, nil
 }
 
 // printResult prints a run as simulate without --watch does.
-func (s *watchSession) printResult(r *watchRun) error {
+func (s *watchSession) printResult(r *watchRun) error { return printRun(s.out, s.o.Output, r) }
+
+// printRun prints a run in the output format: the comparison when it has
+// a shadow run, else the live report.
+func printRun(w io.Writer, output string, r *watchRun) error {
 	switch {
-	case r.shadow != nil && s.o.Output == "json":
-		return writeJSON(s.out, sim.Compare(r.live, r.shadow))
+	case r.shadow != nil && output == "json":
+		return writeJSON(w, sim.Compare(r.live, r.shadow))
 	case r.shadow != nil:
-		return printComparison(s.out, sim.Compare(r.live, r.shadow))
-	case s.o.Output == "json":
-		return writeJSON(s.out, r.live)
+		return printComparison(w, sim.Compare(r.live, r.shadow))
+	case output == "json":
+		return writeJSON(w, r.live)
 	}
-	return printTable(s.out, r.live)
+	return printTable(w, r.live)
 }
 
 // printChanges prints what changed since the last good run: per pod

@@ -119,7 +119,6 @@ func (c *Client) runArg(ctx context.Context, fn abi.Func, arg uint32, input []by
 	if err != nil {
 		var ce *CallError
 		if errors.As(err, &ce) {
-			ce.Module = c.module.name
 			c.broken = c.broken || ce.Broken
 		}
 		return nil, err
@@ -323,11 +322,8 @@ func (c *Client) call(ctx context.Context, fn abi.Func, plugin int, n int) ([]by
 	body, err := c.module.call(ctx, c.inst, fn, arg, n, plugin)
 	if err != nil {
 		var ce *CallError
-		if errors.As(err, &ce) {
-			ce.Module, ce.Plugin = c.module.name, c.pluginName(plugin)
-			if ce.Broken {
-				c.broken = true
-			}
+		if errors.As(err, &ce) && ce.Broken {
+			c.broken = true
 		}
 		return nil, err
 	}

@@ -152,12 +152,11 @@ func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error)
 	buf, err := inst.Input(ctx, len(m.initReq))
 	if err != nil {
 		m.fault(err, moduleWide)
-	} else {
-		copy(buf, m.initReq)
-		_, err = m.call(ctx, inst, abi.FuncInit, 0, len(m.initReq), moduleWide)
-	}
-	if err != nil {
 		return nil, fmt.Errorf("module %q: init: %w", m.name, err)
+	}
+	copy(buf, m.initReq)
+	if _, err := m.call(ctx, inst, abi.FuncInit, 0, len(m.initReq), moduleWide); err != nil {
+		return nil, err // a *CallError: it names the module and "init"
 	}
 	wantsPDBs := false
 	for _, p := range m.manifest.Plugins {
@@ -274,16 +273,16 @@ func (m *Module) pluginName(i int) string {
 
 // call runs one ABI function and splits the reply header off. A guest
 // error reply becomes a plain error; anything else that fails (the call
-// itself, a malformed reply) is a broken-instance error. plugin (an
-// index, or moduleWide) is for the fault counters only.
+// itself, a malformed reply) is a broken-instance error. Every error is a
+// *CallError naming the module and the plugin (an index, or moduleWide).
 func (m *Module) call(ctx context.Context, inst Instance, fn abi.Func, arg uint32, n int, plugin int) ([]byte, error) {
 	reply, err := inst.Call(ctx, fn, arg, n)
 	if err != nil {
 		m.fault(err, plugin)
-		return nil, &CallError{Func: fn, Broken: true, Err: err}
+		return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Broken: true, Err: err}
 	}
 	if len(reply) == 0 {
-		return nil, &CallError{Func: fn, Broken: true, Err: errors.New("empty reply")}
+		return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Broken: true, Err: errors.New("empty reply")}
 	}
 	switch reply[0] {
 	case abi.ReplyOK:
@@ -292,11 +291,11 @@ func (m *Module) call(ctx context.Context, inst Instance, fn abi.Func, arg uint3
 		d := abi.NewDecoder(reply[1:])
 		msg := d.String()
 		if d.Err() != nil {
-			return nil, &CallError{Func: fn, Broken: true, Err: errors.New("malformed error reply")}
+			return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Broken: true, Err: errors.New("malformed error reply")}
 		}
-		return nil, &CallError{Func: fn, Err: errors.New(GuestText(msg))}
+		return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Err: errors.New(GuestText(msg))}
 	}
-	return nil, &CallError{Func: fn, Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
+	return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
 }
 
 // TryGet checks out a client only if one is idle or the pool has room for
