@@ -15,6 +15,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.35.4
 	k8s.io/client-go v0.35.4
+	k8s.io/metrics v0.35.4
 )
 
 require (

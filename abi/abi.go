@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 1
+	VersionMinor = 2
 )
 
 // PackVersion packs a major and minor version into the u32 that
@@ -101,6 +101,24 @@ const (
 	// victims lets the pod fit); replies a RankCandidatesReply: candidate
 	// indexes, best first.
 	FuncRankCandidates Func = 14
+	// FuncObserve (ABI v1.2): no plugin; input = an observe request
+	// (ParseObserve): the eviction view of the nodes whose observation
+	// changed (conditions, usage, per-pod QoS, flags, annotations and
+	// usage). Sent only to modules with an eviction plugin, after FuncSync.
+	FuncObserve Func = 15
+	// FuncEvictPods (ABI v1.2): arg = plugin index of a PointEvictPods
+	// plugin; input = an EvictionRequest; replies EvictPodsReply: per node
+	// the pods to evict regardless of thresholds, and a condition.
+	FuncEvictPods Func = 16
+	// FuncThresholdMet (ABI v1.2): arg = plugin index of a
+	// PointEvictionThreshold plugin; input = an EvictionRequest; replies
+	// ThresholdMetReply: per node whether a threshold is met.
+	FuncThresholdMet Func = 17
+	// FuncTopEvictionPods (ABI v1.2): arg = plugin index of a
+	// PointEvictionThreshold plugin; input = a TopEvictionRequest (the
+	// nodes where its threshold is met past the grace period); replies
+	// TopEvictionReply: per node the pods to evict.
+	FuncTopEvictionPods Func = 18
 )
 
 // String names the function for error messages.
@@ -134,6 +152,14 @@ func (f Func) String() string {
 		return "select_victims"
 	case FuncRankCandidates:
 		return "rank_candidates"
+	case FuncObserve:
+		return "observe"
+	case FuncEvictPods:
+		return "evict_pods"
+	case FuncThresholdMet:
+		return "threshold_met"
+	case FuncTopEvictionPods:
+		return "top_eviction_pods"
 	}
 	return "func(" + itoa(int64(f)) + ")"
 }
@@ -194,10 +220,21 @@ const (
 	// it, and from v1.1 modules, the host may evaluate several nodes'
 	// what-ifs in one view and filter them in one batched call.
 	PointPreFilterExtensions
+	// PointEvictionThreshold (ABI v1.2): an eviction policy that reports
+	// thresholds per node (FuncThresholdMet) and picks the pods to evict
+	// when one is met (FuncTopEvictionPods).
+	PointEvictionThreshold
+	// PointEvictPods (ABI v1.2): an eviction policy that names pods to
+	// evict regardless of thresholds (FuncEvictPods).
+	PointEvictPods
+
+	// PointsEviction are the eviction points; a plugin declaring one is
+	// an eviction policy, and its module gets the eviction view.
+	PointsEviction = PointEvictionThreshold | PointEvictPods
 
 	// PointsKnown are the points ABI v1 defines; a manifest naming
 	// others is refused.
-	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption | PointPreFilterExtensions
+	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption | PointPreFilterExtensions | PointsEviction
 )
 
 // Has reports whether all points in q are set in p.
@@ -205,7 +242,7 @@ func (p Point) Has(q Point) bool { return p&q == q }
 
 // String lists the points, e.g. "Filter|Score".
 func (p Point) String() string {
-	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption", "PreFilterExtensions"}
+	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption", "PreFilterExtensions", "EvictionThreshold", "EvictPods"}
 	s := ""
 	for i, n := range names {
 		if p&(1<<i) != 0 {

@@ -34,6 +34,10 @@ type Manifest struct {
 	VersionMinor uint16
 	Flags        uint32
 	Plugins      []PluginInfo
+	// AnnotationKeys (ABI v1.2, present from minor version 2) are the pod
+	// annotation keys the module's eviction policies read: observation
+	// records carry these, and only these, of each pod's annotations.
+	AnnotationKeys []string
 }
 
 // EncodeManifest appends a manifest.
@@ -45,6 +49,9 @@ func (e *Encoder) Manifest(m *Manifest) {
 	for i := range m.Plugins {
 		e.String(m.Plugins[i].Name)
 		e.Uvarint(uint64(m.Plugins[i].Points))
+	}
+	if m.VersionMajor == 1 && m.VersionMinor >= 2 {
+		e.Strings(m.AnnotationKeys)
 	}
 }
 
@@ -60,6 +67,10 @@ func (d *Decoder) Manifest(m *Manifest) {
 			m.Plugins[i].Name = d.String()
 			m.Plugins[i].Points = Point(d.Uvarint())
 		}
+	}
+	m.AnnotationKeys = nil
+	if m.VersionMajor == 1 && m.VersionMinor >= 2 {
+		m.AnnotationKeys = d.Strings()
 	}
 }
 

@@ -400,6 +400,36 @@ type Pod struct {
 	// a preemptor of at least this priority may violate the pod's
 	// PodDisruptionBudgets. nil: no guarantee, any higher priority may.
 	DisruptionGuard *int32 `abi:"host"`
+
+	// The fields below are host bookkeeping for eviction (ABI v1.2):
+	// policies receive them in observation records (PodObservation), and
+	// the coordinator filters and kills with them.
+
+	// QoS is status.qosClass (computed from requests and limits when the
+	// status has none).
+	QoS QoSClass `abi:"host"`
+	// Static: a static pod (annotation kubernetes.io/config.source other
+	// than "api"); Mirror: a static pod's API mirror (annotation
+	// kubernetes.io/config.mirror).
+	Static bool `abi:"host"`
+	Mirror bool `abi:"host"`
+	// Annotations are the pod's annotations, bounded (see
+	// convert.MaxAnnotationValue): what eviction policies may ask for and
+	// what the coordinator's skip keys test.
+	Annotations Labels `abi:"host"`
+	// TerminationGraceSeconds is spec.terminationGracePeriodSeconds; nil
+	// if unset.
+	TerminationGraceSeconds *int64 `abi:"host"`
+}
+
+// SystemCriticalPriority is the priority from which kubelet counts a pod
+// as critical (scheduling.SystemCriticalPriority).
+const SystemCriticalPriority = 2000000000
+
+// Critical is kubelet's IsCriticalPod: a static or mirror pod, or one of
+// system-critical priority. The eviction coordinator never evicts one.
+func (p *Pod) Critical() bool {
+	return p.Static || p.Mirror || p.Priority >= SystemCriticalPriority
 }
 
 // ImageState is an image present on a node: all its names (tags and
@@ -419,6 +449,10 @@ type Node struct {
 	// AllowedPods is allocatable "pods".
 	AllowedPods int64
 	Images      []ImageState
+	// Conditions are status.conditions (type, status, last transition):
+	// host bookkeeping for eviction (ABI v1.2), sent to eviction policies
+	// in observation records, not in the v1.0 Node encoding.
+	Conditions []NodeCondition `abi:"host"`
 }
 
 // NodeInfo is a node with the aggregates the host keeps for it, as in

@@ -46,6 +46,8 @@ type Configuration struct {
 	// "default" bundle is always available unless a module takes its name.
 	Modules  []Module  `json:"modules,omitempty"`
 	Profiles []Profile `json:"profiles,omitempty"`
+	// Eviction configures the eviction coordinator; nil runs none.
+	Eviction *Eviction `json:"eviction,omitempty"`
 
 	// source and lines say where the configuration was read from, so
 	// errors found after parsing can name the line (see Position).
@@ -350,6 +352,7 @@ func (c *Configuration) Validate() error {
 				queueSortOf(&c.Profiles[i]), queueSortOf(&c.Profiles[0]))
 		}
 	}
+	checkEviction(c.Eviction, add)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -390,14 +393,7 @@ func checkProfileBody(p *Profile, f string, add func(field, format string, a ...
 			add(pf+".name", "duplicate %q (also pluginConfig[%d])", pc.Name, j)
 		}
 		seen[pc.Name] = k
-		if len(pc.Args) > 0 {
-			var v any
-			if err := json.Unmarshal(pc.Args, &v); err != nil {
-				add(pf+".args", "%v", err)
-			} else if _, ok := v.(map[string]any); !ok && v != nil {
-				add(pf+".args", "must be an object")
-			}
-		}
+		checkArgsObject(pc.Args, pf+".args", add)
 	}
 }
 

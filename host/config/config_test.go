@@ -91,6 +91,7 @@ func TestDefaultIsValid(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(header + "profiles: [{schedulerName: a, pluginConfig: [{name: X, args: {a: [1, 2.5, true, null]}}]}]"))
+	f.Add([]byte(header + "profiles: [{schedulerName: a}]\neviction: {syncPeriod: 2s, burst: 1, rate: 0.5, killer: delete, skipLabels: [a/b], conditionTransitionPeriod: 0s, policies: [{plugin: P, args: {x: [1]}, dryRun: true}]}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b)
 		if err != nil {
@@ -100,6 +101,15 @@ func FuzzParse(f *testing.F) {
 			for _, pc := range p.PluginConfig {
 				_, _ = ArgsValue(pc.Args)
 			}
+		}
+		// A section Validate accepted resolves to settings the
+		// coordinator can run with.
+		s := c.Eviction.Defaulted()
+		if s.SyncPeriod <= 0 || s.Burst < 1 || !(s.Rate > 0) || s.RateBurst < 1 || s.KillTimeoutMin <= 0 || s.ConditionTransitionPeriod < 0 || s.SimulateRounds < 0 {
+			t.Fatalf("accepted eviction settings %+v", s)
+		}
+		for _, p := range s.Policies {
+			_, _ = p.ArgsValue()
 		}
 	})
 }

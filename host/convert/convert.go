@@ -34,6 +34,13 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 		PreemptedByScheduler: PreemptedByScheduler(p),
 		NodeSelector:         labels(p.Spec.NodeSelector),
 		Overhead:             resources(p.Spec.Overhead),
+		QoS:                  QoS(p),
+		Annotations:          boundedAnnotations(p.Annotations),
+	}
+	out.Static, out.Mirror = staticOrMirror(p.Annotations)
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+		v := *g
+		out.TerminationGraceSeconds = &v
 	}
 	if out.SchedulerName == "" {
 		out.SchedulerName = config.DefaultSchedulerName
@@ -130,6 +137,7 @@ func Node(n *corev1.Node) (*abi.Node, error) {
 		Labels:        labels(n.Labels),
 		Unschedulable: n.Spec.Unschedulable,
 		Allocatable:   resources(alloc),
+		Conditions:    nodeConditions(n.Status.Conditions),
 	}
 	if q, ok := alloc[corev1.ResourcePods]; ok {
 		out.AllowedPods = q.Value()

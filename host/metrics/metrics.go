@@ -114,6 +114,7 @@ type Metrics struct {
 
 	preemption *PreemptionMetrics
 	reload     *reloadMetrics
+	eviction   *Eviction
 	// shadowSource feeds /debug/shadow (SetShadowSource).
 	shadowSource atomic.Pointer[func() any]
 
@@ -190,6 +191,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		}, []string{"profile", "plugin", "extension_point"}),
 		preemption:    newPreemptionMetrics(),
 		reload:        newReloadMetrics(),
+		eviction:      newEvictionMetrics(),
 		samplePercent: DefaultPluginSamplePercent,
 	}
 	for _, o := range opts {
@@ -199,7 +201,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances, m.ignored}, append(m.preemption.collectors(), m.reload.collectors()...)...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.ignored}, append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}

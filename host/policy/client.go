@@ -28,6 +28,11 @@ type Client struct {
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
 
+	// The eviction view (ABI v1.2) the instance follows and the version
+	// it has reached; a mirror reset drops it in the guest too.
+	obs       *snapshot.Observations
+	obsSynced uint64
+
 	enc     abi.Encoder
 	dec     abi.Decoder
 	delta   snapshot.Delta
@@ -57,8 +62,12 @@ func (c *Client) Sync(ctx context.Context, snap *snapshot.Snapshot) error {
 	}
 	c.enc.Reset()
 	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.pods)
+	if c.delta.Reset {
+		c.obs, c.obsSynced = nil, 0 // the guest drops its observations with the mirror
+	}
 	if _, err := c.run(ctx, abi.FuncSync, moduleWide, c.enc.B); err != nil {
 		c.snap, c.synced = nil, 0 // the mirror is in an unknown state
+		c.obs, c.obsSynced = nil, 0
 		return err
 	}
 	c.snap, c.synced = snap, snap.Generation()

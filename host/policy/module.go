@@ -136,6 +136,9 @@ func checkManifest(m *abi.Manifest, require []string) error {
 			return fmt.Errorf("manifest: plugin %q implements no extension point", p.Name)
 		case p.Points&^abi.PointsKnown != 0:
 			return fmt.Errorf("manifest: plugin %q declares extension points this host does not know: %s", p.Name, p.Points)
+		case p.Points&abi.PointsEviction != 0 && m.VersionMinor < 2:
+			return fmt.Errorf("manifest: plugin %q declares eviction points (%s), which ABI v1.2 introduced, but the module is built for v%d.%d",
+				p.Name, p.Points&abi.PointsEviction, m.VersionMajor, m.VersionMinor)
 		}
 		seen[p.Name] = true
 		names = append(names, p.Name)
@@ -158,11 +161,16 @@ func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error)
 	if _, err := m.call(ctx, inst, abi.FuncInit, 0, len(m.initReq), moduleWide); err != nil {
 		return nil, err // a *CallError: it names the module and "init"
 	}
-	wantsPDBs := false
+	wantsPDBs, eviction := false, false
 	for _, p := range m.manifest.Plugins {
 		wantsPDBs = wantsPDBs || p.Points.Has(abi.PointPreemption)
+		eviction = eviction || p.Points&abi.PointsEviction != 0
 	}
-	return &Client{module: m, inst: inst, pods: snapshot.PodsModeFor(m.manifest.Flags), wantsPDBs: wantsPDBs}, nil
+	pods := snapshot.PodsModeFor(m.manifest.Flags)
+	if eviction {
+		pods = snapshot.AllPods // eviction policies name pods by their index in the node's pods
+	}
+	return &Client{module: m, inst: inst, pods: pods, wantsPDBs: wantsPDBs}, nil
 }
 
 // Name is the module's name.

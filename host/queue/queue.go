@@ -313,6 +313,7 @@ func specChanged(a, b *abi.Pod) bool {
 	x, y := *a, *b
 	x.NominatedNodeName, y.NominatedNodeName = "", ""
 	x.StartTime, y.StartTime = 0, 0
+	x.Annotations, y.Annotations = nil, nil // kept for eviction, never read by scheduling
 	return !reflect.DeepEqual(x, y)
 }
 

@@ -1,0 +1,575 @@
+package abi
+
+// Eviction messages (ABI v1.2). The host's eviction coordinator
+// (Katalyst-style) asks eviction policies, once per round and batched over
+// every node, whether a threshold is met (FuncThresholdMet), which pods
+// should go when it is (FuncTopEvictionPods), and which pods should go
+// regardless of thresholds (FuncEvictPods). The coordinator does the rest:
+// grace periods, aggregation across policies, filtering, sorting,
+// throttling, taints and the API calls.
+//
+// Policies see the node mirror (with every pod: an eviction module always
+// gets ManifestWantsPods) plus, per node, an observation record
+// (FuncObserve): node conditions, usage, and per pod its QoS class, the
+// host's critical/static/mirror flags, the annotations the module asked
+// for and its usage. Pods are named by their index in the node's mirrored
+// pod list, and a policy may only name pods the host offered it as
+// candidates.
+
+// QoSClass is a pod's status.qosClass.
+type QoSClass uint8
+
+const (
+	QoSBestEffort QoSClass = 0
+	QoSBurstable  QoSClass = 1
+	QoSGuaranteed QoSClass = 2
+)
+
+// String gives the Kubernetes name.
+func (q QoSClass) String() string {
+	switch q {
+	case QoSBestEffort:
+		return "BestEffort"
+	case QoSBurstable:
+		return "Burstable"
+	case QoSGuaranteed:
+		return "Guaranteed"
+	}
+	return "QoSClass(" + itoa(int64(q)) + ")"
+}
+
+// Pod observation flags.
+const (
+	// PodStatic: a static pod (kubernetes.io/config.source is not "api").
+	PodStatic uint32 = 1 << 0
+	// PodMirror: the API mirror of a static pod (kubernetes.io/config.mirror).
+	PodMirror uint32 = 1 << 1
+	// PodCritical: kubelet's IsCriticalPod (static, mirror, or priority of
+	// at least 2000000000). The coordinator never offers such pods as
+	// candidates; the flag is there for policies that count them.
+	PodCritical uint32 = 1 << 2
+)
+
+// Usage is measured consumption, from the metrics API
+// (metrics.k8s.io NodeMetrics/PodMetrics) or simulation documents.
+type Usage struct {
+	MilliCPU int64
+	Memory   int64
+	// Timestamp is the end of the measurement window, Unix nanoseconds.
+	Timestamp int64
+}
+
+// ConditionStatus is a node condition's status.
+type ConditionStatus uint8
+
+const (
+	ConditionUnknown ConditionStatus = 0
+	ConditionTrue    ConditionStatus = 1
+	ConditionFalse   ConditionStatus = 2
+)
+
+// NodeCondition is one of node.status.conditions.
+type NodeCondition struct {
+	Type   string
+	Status ConditionStatus
+	// LastTransition is lastTransitionTime in Unix nanoseconds; 0 unset.
+	LastTransition int64
+}
+
+// PodObservation is what the eviction view adds to a mirrored pod.
+type PodObservation struct {
+	QoS   QoSClass
+	Flags uint32
+	// Annotations holds only the keys the module's manifest asked for
+	// (Manifest.AnnotationKeys), sorted by key.
+	Annotations Labels
+	// Usage is nil when the host has no measurement ("no data", never 0).
+	Usage *Usage
+}
+
+// NodeObservation is the eviction view of one node: its conditions, its
+// usage (nil: no data), and one PodObservation per mirrored pod, in the
+// order of NodeInfo.Pods.
+type NodeObservation struct {
+	Conditions []NodeCondition
+	Usage      *Usage
+	Pods       []PodObservation
+}
+
+// Observe request flags.
+const (
+	// ObserveReset drops every observation before applying the records.
+	ObserveReset uint8 = 1 << 0
+)
+
+// Usage appends an optional usage.
+func (e *Encoder) Usage(u *Usage) {
+	e.Bool(u != nil)
+	if u != nil {
+		e.Varint(u.MilliCPU)
+		e.Varint(u.Memory)
+		e.Varint(u.Timestamp)
+	}
+}
+
+// Usage reads an optional usage.
+func (d *Decoder) Usage() *Usage {
+	if !d.Optional() {
+		return nil
+	}
+	return &Usage{MilliCPU: d.Varint(), Memory: d.Varint(), Timestamp: d.Varint()}
+}
+
+// NodeObservation appends a node observation.
+func (e *Encoder) NodeObservation(o *NodeObservation) {
+	e.Uvarint(uint64(len(o.Conditions)))
+	for _, c := range o.Conditions {
+		e.String(c.Type)
+		e.U8(uint8(c.Status))
+		e.Varint(c.LastTransition)
+	}
+	e.Usage(o.Usage)
+	e.Uvarint(uint64(len(o.Pods)))
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		e.U8(uint8(p.QoS))
+		e.Uvarint(uint64(p.Flags))
+		e.Labels(p.Annotations)
+		e.Usage(p.Usage)
+	}
+}
+
+// NodeObservation reads a node observation into o.
+func (d *Decoder) NodeObservation(o *NodeObservation) {
+	o.Conditions, o.Pods = nil, nil
+	if n := d.Count(3); n > 0 {
+		o.Conditions = make([]NodeCondition, n)
+		for i := range o.Conditions {
+			c := &o.Conditions[i]
+			c.Type = d.String()
+			c.Status = ConditionStatus(d.U8())
+			if c.Status > ConditionFalse {
+				d.failf("condition status out of range")
+			}
+			c.LastTransition = d.Varint()
+		}
+	}
+	o.Usage = d.Usage()
+	if n := d.Count(4); n > 0 {
+		o.Pods = make([]PodObservation, n)
+		for i := range o.Pods {
+			p := &o.Pods[i]
+			p.QoS = QoSClass(d.U8())
+			if p.QoS > QoSGuaranteed {
+				d.failf("QoS class out of range")
+			}
+			p.Flags = uint32(d.Uvarint())
+			p.Annotations = d.Labels()
+			p.Usage = d.Usage()
+		}
+	}
+}
+
+// ObservationRecord appends one observe record: the slot and the
+// NodeObservation, length-prefixed (like NodeRecord, so the host can
+// splice bytes it encoded once into the requests of many instances).
+func (e *Encoder) ObservationRecord(slot uint32, o *NodeObservation) {
+	e.U32(slot)
+	at := len(e.B)
+	e.B = append(e.B, 0, 0, 0, 0, 0)
+	e.NodeObservation(o)
+	n := uint32(len(e.B) - at - 5)
+	for i := 0; i < 4; i++ {
+		e.B[at+i] = byte(n>>(7*i)) | 0x80
+	}
+	e.B[at+4] = byte(n >> 28)
+}
+
+// ParseObserve walks an observe request (FuncObserve input): u8 flags,
+// then a list of (u32 slot, length-prefixed NodeObservation). record is
+// called with each record's bytes (aliasing b).
+func ParseObserve(b []byte, record func(slot uint32, rec []byte) error) (flags uint8, err error) {
+	d := NewDecoder(b)
+	flags = d.U8()
+	n := d.Count(5)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		slot := d.U32()
+		rec := d.Bytes()
+		if d.Err() != nil {
+			break
+		}
+		if err := record(slot, rec); err != nil {
+			return flags, err
+		}
+	}
+	if d.Err() != nil {
+		return flags, d.Err()
+	}
+	if d.Remaining() != 0 {
+		d.failf("observe request has trailing bytes")
+		return flags, d.Err()
+	}
+	return flags, nil
+}
+
+// MetType is a threshold's state, as Katalyst's ThresholdMetType.
+type MetType uint8
+
+const (
+	NotMet  MetType = 0
+	SoftMet MetType = 1
+	HardMet MetType = 2
+)
+
+// String names the state.
+func (m MetType) String() string {
+	switch m {
+	case NotMet:
+		return "NOT_MET"
+	case SoftMet:
+		return "SOFT_MET"
+	case HardMet:
+		return "HARD_MET"
+	}
+	return "MetType(" + itoa(int64(m)) + ")"
+}
+
+// ConditionKind says what an EvictionCondition is reported on. Only node
+// conditions exist in wasmsched (Katalyst's CNR conditions have no
+// counterpart here).
+type ConditionKind uint8
+
+const (
+	// ConditionNodeKind: the condition becomes a node taint
+	// eviction.wasmsched.io/<Name> with each of Effects while it is met.
+	ConditionNodeKind ConditionKind = 0
+)
+
+// EvictionCondition is a pressure condition a policy reports for a node.
+type EvictionCondition struct {
+	Kind    ConditionKind
+	Name    string
+	Effects []TaintEffect
+	Met     bool
+}
+
+func (e *Encoder) evictionCondition(c *EvictionCondition) {
+	e.Bool(c != nil)
+	if c == nil {
+		return
+	}
+	e.U8(uint8(c.Kind))
+	e.String(c.Name)
+	e.Uvarint(uint64(len(c.Effects)))
+	for _, f := range c.Effects {
+		e.U8(uint8(f))
+	}
+	e.Bool(c.Met)
+}
+
+func (d *Decoder) evictionCondition() *EvictionCondition {
+	if !d.Optional() {
+		return nil
+	}
+	c := &EvictionCondition{Kind: ConditionKind(d.U8())}
+	if c.Kind != ConditionNodeKind {
+		d.failf("condition kind out of range")
+	}
+	c.Name = d.String()
+	if n := d.Count(1); n > 0 {
+		c.Effects = make([]TaintEffect, n)
+		for i := range c.Effects {
+			c.Effects[i] = TaintEffect(d.U8())
+		}
+	}
+	c.Met = d.Bool()
+	return c
+}
+
+// EvictionNode is one node of an eviction request: its slot and the pods
+// the host offers as candidates, as indexes into the node's mirrored pods
+// (already without critical, skipped, static, mirror and terminating
+// pods).
+type EvictionNode struct {
+	Slot       uint32
+	Candidates []uint32
+}
+
+// EvictionRequest is the input of FuncThresholdMet and FuncEvictPods.
+// Limit is the most pods a reply may name for one node (the
+// coordinator's eviction burst): a reply naming more is refused whole.
+type EvictionRequest struct {
+	Limit uint32
+	Nodes []EvictionNode
+}
+
+func (e *Encoder) indexes(xs []uint32) {
+	e.Uvarint(uint64(len(xs)))
+	for _, x := range xs {
+		e.Uvarint(uint64(x))
+	}
+}
+
+func (d *Decoder) indexes() []uint32 {
+	n := d.Count(1)
+	if n == 0 {
+		return nil
+	}
+	xs := make([]uint32, n)
+	for i := range xs {
+		v := d.Uvarint()
+		if v >= 1<<31 {
+			d.failf("pod index out of range")
+			return nil
+		}
+		xs[i] = uint32(v)
+	}
+	return xs
+}
+
+// EvictionRequest appends the input of FuncThresholdMet or FuncEvictPods.
+func (e *Encoder) EvictionRequest(r *EvictionRequest) {
+	e.Uvarint(uint64(r.Limit))
+	e.Uvarint(uint64(len(r.Nodes)))
+	for i := range r.Nodes {
+		e.U32(r.Nodes[i].Slot)
+		e.indexes(r.Nodes[i].Candidates)
+	}
+}
+
+// EvictionRequest reads the input of FuncThresholdMet or FuncEvictPods.
+func (d *Decoder) EvictionRequest(r *EvictionRequest) {
+	r.Limit = uint32(d.Uvarint())
+	r.Nodes = nil
+	if n := d.Count(5); n > 0 {
+		r.Nodes = make([]EvictionNode, n)
+		for i := range r.Nodes {
+			r.Nodes[i].Slot = d.U32()
+			r.Nodes[i].Candidates = d.indexes()
+		}
+	}
+}
+
+// ThresholdResult is a policy's ThresholdMet answer for one node.
+type ThresholdResult struct {
+	Met            MetType
+	ThresholdValue float64
+	ObservedValue  float64
+	// Operator is informational ("<", ">", ...), as in Katalyst.
+	Operator string
+	// Scope names what the threshold is about, e.g. a resource name; it
+	// comes back in the TopEvictionPods request and ranks soft victims.
+	Scope string
+	// GracePeriodSeconds is how long the threshold must stay met, in
+	// consecutive rounds, before the coordinator acts on it.
+	GracePeriodSeconds int64
+	Condition          *EvictionCondition
+	// Candidates restricts the TopEvictionPods call to these pods
+	// (indexes into the node's pods, each one offered); empty: all
+	// offered candidates.
+	Candidates []uint32
+}
+
+// ThresholdMetReply appends the reply body of FuncThresholdMet: one
+// result per requested node, in order.
+func (e *Encoder) ThresholdMetReply(rs []ThresholdResult) {
+	e.Uvarint(uint64(len(rs)))
+	for i := range rs {
+		r := &rs[i]
+		e.U8(uint8(r.Met))
+		e.U64(float64bits(r.ThresholdValue))
+		e.U64(float64bits(r.ObservedValue))
+		e.String(r.Operator)
+		e.String(r.Scope)
+		e.Varint(r.GracePeriodSeconds)
+		e.evictionCondition(r.Condition)
+		e.indexes(r.Candidates)
+	}
+}
+
+// ThresholdMetReply reads the reply body of FuncThresholdMet.
+func (d *Decoder) ThresholdMetReply() []ThresholdResult {
+	n := d.Count(22)
+	if n == 0 {
+		return nil
+	}
+	rs := make([]ThresholdResult, n)
+	for i := range rs {
+		r := &rs[i]
+		r.Met = MetType(d.U8())
+		if r.Met > HardMet {
+			d.failf("threshold met type out of range")
+		}
+		r.ThresholdValue = float64frombits(d.U64())
+		r.ObservedValue = float64frombits(d.U64())
+		r.Operator = d.String()
+		r.Scope = d.String()
+		r.GracePeriodSeconds = d.Varint()
+		r.Condition = d.evictionCondition()
+		r.Candidates = d.indexes()
+		if d.Err() != nil {
+			return nil
+		}
+	}
+	return rs
+}
+
+// TopEvictionNode is one node of a TopEvictionRequest: a threshold of the
+// policy is met there (and past its grace period). TopN 1 is a hard
+// threshold's query (one pod to evict at once); TopN 0 a soft one (as
+// many pods as the policy sees fit, up to the request's Limit).
+type TopEvictionNode struct {
+	Slot       uint32
+	TopN       uint32
+	Scope      string
+	Candidates []uint32
+}
+
+// TopEvictionRequest is the input of FuncTopEvictionPods.
+type TopEvictionRequest struct {
+	Limit uint32
+	Nodes []TopEvictionNode
+}
+
+// TopEvictionRequest appends the input of FuncTopEvictionPods.
+func (e *Encoder) TopEvictionRequest(r *TopEvictionRequest) {
+	e.Uvarint(uint64(r.Limit))
+	e.Uvarint(uint64(len(r.Nodes)))
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		e.U32(n.Slot)
+		e.Uvarint(uint64(n.TopN))
+		e.String(n.Scope)
+		e.indexes(n.Candidates)
+	}
+}
+
+// TopEvictionRequest reads the input of FuncTopEvictionPods.
+func (d *Decoder) TopEvictionRequest(r *TopEvictionRequest) {
+	r.Limit = uint32(d.Uvarint())
+	r.Nodes = nil
+	if n := d.Count(7); n > 0 {
+		r.Nodes = make([]TopEvictionNode, n)
+		for i := range r.Nodes {
+			x := &r.Nodes[i]
+			x.Slot = d.U32()
+			x.TopN = uint32(d.Uvarint())
+			x.Scope = d.String()
+			x.Candidates = d.indexes()
+		}
+	}
+}
+
+// TopEvictionPods is a policy's answer for one node of a
+// TopEvictionRequest: the pods to evict, and optionally the grace period
+// to give them (nil: each pod's terminationGracePeriodSeconds).
+type TopEvictionPods struct {
+	Pods               []uint32
+	GracePeriodSeconds *int64
+}
+
+func (e *Encoder) optVarint(v *int64) {
+	e.Bool(v != nil)
+	if v != nil {
+		e.Varint(*v)
+	}
+}
+
+func (d *Decoder) optVarint() *int64 {
+	if !d.Optional() {
+		return nil
+	}
+	v := d.Varint()
+	return &v
+}
+
+// TopEvictionReply appends the reply body of FuncTopEvictionPods: one
+// answer per requested node, in order.
+func (e *Encoder) TopEvictionReply(rs []TopEvictionPods) {
+	e.Uvarint(uint64(len(rs)))
+	for i := range rs {
+		e.indexes(rs[i].Pods)
+		e.optVarint(rs[i].GracePeriodSeconds)
+	}
+}
+
+// TopEvictionReply reads the reply body of FuncTopEvictionPods.
+func (d *Decoder) TopEvictionReply() []TopEvictionPods {
+	n := d.Count(2)
+	if n == 0 {
+		return nil
+	}
+	rs := make([]TopEvictionPods, n)
+	for i := range rs {
+		rs[i].Pods = d.indexes()
+		rs[i].GracePeriodSeconds = d.optVarint()
+		if d.Err() != nil {
+			return nil
+		}
+	}
+	return rs
+}
+
+// EvictPod is one pod a policy wants evicted regardless of thresholds.
+// Force pods go at once (within the burst); the others are soft
+// candidates, of which the coordinator evicts at most one per node and
+// round, the least worth keeping by its CandidateSort.
+type EvictPod struct {
+	Pod                uint32
+	Reason             string
+	Force              bool
+	GracePeriodSeconds *int64
+}
+
+// NodeEvictPods is a policy's GetEvictPods answer for one node.
+type NodeEvictPods struct {
+	Pods      []EvictPod
+	Condition *EvictionCondition
+}
+
+// EvictPodsReply appends the reply body of FuncEvictPods: one answer per
+// requested node, in order.
+func (e *Encoder) EvictPodsReply(rs []NodeEvictPods) {
+	e.Uvarint(uint64(len(rs)))
+	for i := range rs {
+		e.Uvarint(uint64(len(rs[i].Pods)))
+		for _, p := range rs[i].Pods {
+			e.Uvarint(uint64(p.Pod))
+			e.String(p.Reason)
+			e.Bool(p.Force)
+			e.optVarint(p.GracePeriodSeconds)
+		}
+		e.evictionCondition(rs[i].Condition)
+	}
+}
+
+// EvictPodsReply reads the reply body of FuncEvictPods.
+func (d *Decoder) EvictPodsReply() []NodeEvictPods {
+	n := d.Count(2)
+	if n == 0 {
+		return nil
+	}
+	rs := make([]NodeEvictPods, n)
+	for i := range rs {
+		if m := d.Count(4); m > 0 {
+			rs[i].Pods = make([]EvictPod, m)
+			for j := range rs[i].Pods {
+				p := &rs[i].Pods[j]
+				v := d.Uvarint()
+				if v >= 1<<31 {
+					d.failf("pod index out of range")
+					return nil
+				}
+				p.Pod = uint32(v)
+				p.Reason = d.String()
+				p.Force = d.Bool()
+				p.GracePeriodSeconds = d.optVarint()
+			}
+		}
+		rs[i].Condition = d.evictionCondition()
+		if d.Err() != nil {
+			return nil
+		}
+	}
+	return rs
+}

@@ -1,0 +1,398 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+)
+
+// Defaults, as Katalyst's.
+const (
+	DefaultSyncPeriod                = 5 * time.Second
+	DefaultBurst                     = 3
+	DefaultConditionTransitionPeriod = 5 * time.Minute
+	DefaultRate                      = 10
+)
+
+// Settings tune the coordinator (the configuration's eviction section).
+type Settings struct {
+	// SyncPeriod is the time between rounds.
+	SyncPeriod time.Duration
+	// Burst is the most pods evicted per node and round (and the most
+	// one policy may name for a node in one answer).
+	Burst int
+	// Rate and RateBurst bound evictions cluster-wide (a token bucket,
+	// evictions per second): a round's victims beyond it wait for a
+	// later round.
+	Rate      float64
+	RateBurst int
+	// SkipAnnotations and SkipLabels: pods with any of these annotation
+	// or label keys are never offered to policies.
+	SkipAnnotations, SkipLabels []string
+	// ConditionTransitionPeriod is how long a reported node condition
+	// (and its taint) outlives the last report.
+	ConditionTransitionPeriod time.Duration
+}
+
+func (s Settings) defaulted() Settings {
+	if s.SyncPeriod <= 0 {
+		s.SyncPeriod = DefaultSyncPeriod
+	}
+	if s.Burst <= 0 {
+		s.Burst = DefaultBurst
+	}
+	if s.Rate <= 0 {
+		s.Rate = DefaultRate
+	}
+	if s.RateBurst <= 0 {
+		s.RateBurst = max(s.Burst, int(s.Rate+0.999))
+	}
+	if s.ConditionTransitionPeriod < 0 {
+		s.ConditionTransitionPeriod = 0
+	}
+	return s
+}
+
+// Cluster is what the coordinator reads and writes besides the killer's
+// calls: the scheduler's cache, and node taints.
+type Cluster interface {
+	// UpdateSnapshot brings dst up to date with the cluster's nodes and
+	// pods (cache.Cache.UpdateSnapshot).
+	UpdateSnapshot(dst *snapshot.Snapshot)
+	// SetEvictionTaints makes the node's taints under TaintPrefix exactly
+	// these (sorted), leaving its other taints alone. It should make the
+	// change visible to the scheduler's cache at once.
+	SetEvictionTaints(ctx context.Context, node string, taints []abi.Taint) error
+}
+
+// Usage is measured node and pod usage; nil means no data.
+type Usage interface {
+	Node(name string) *abi.Usage
+	Pod(namespace, name string) *abi.Usage
+}
+
+// UsageSource gives the usage of the moment, once per round.
+type UsageSource interface {
+	Usage(ctx context.Context) (Usage, error)
+}
+
+// PodKiller is the killer as the coordinator uses it.
+type PodKiller interface {
+	Submit(reqs []KillRequest)
+	// Holds reports whether a pod is queued or being killed: it is not
+	// offered to policies again meanwhile.
+	Holds(uid string) bool
+}
+
+// Options are a coordinator's parts.
+type Options struct {
+	Settings Settings
+	Cluster  Cluster
+	Killer   PodKiller
+	// Usage may be nil: no usage data.
+	Usage   UsageSource
+	Metrics *metrics.Eviction
+	Log     hclog.Logger
+	// Clock defaults to the real one.
+	Clock clock.WithTicker
+}
+
+// Coordinator runs eviction rounds. RunRound and Run must not be called
+// concurrently; SetPolicies and Blocked may be called from anywhere.
+type Coordinator struct {
+	settings Settings
+	cluster  Cluster
+	killer   PodKiller
+	usage    UsageSource
+	metrics  *metrics.Eviction
+	log      hclog.Logger
+	clock    clock.WithTicker
+	limiter  *rate.Limiter
+
+	policies atomic.Pointer[PolicySet]
+
+	state  *state
+	snap   *snapshot.Snapshot
+	tables []*snapshot.Observations
+	// tableSet is the policy set the tables were made for.
+	tableSet *PolicySet
+	live     map[uint32]bool // slots observed last round
+	gauges   map[thresholdKey]bool
+
+	mu      sync.Mutex
+	blocked map[string]time.Time // from the killer's goroutines
+}
+
+// New returns a coordinator running the policies of set (which may be
+// empty or nil: rounds then only keep taints up to date).
+func New(opts Options, set *PolicySet) *Coordinator {
+	s := opts.Settings.defaulted()
+	c := &Coordinator{
+		settings: s, cluster: opts.Cluster, killer: opts.Killer, usage: opts.Usage,
+		metrics: opts.Metrics, log: opts.Log, clock: opts.Clock,
+		state: newState(), snap: snapshot.New(), live: map[uint32]bool{},
+		gauges: map[thresholdKey]bool{}, blocked: map[string]time.Time{},
+	}
+	if c.log == nil {
+		c.log = hclog.NewNullLogger()
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	c.limiter = rate.NewLimiter(rate.Limit(s.Rate), s.RateBurst)
+	if set == nil {
+		set = &PolicySet{}
+	}
+	c.policies.Store(set)
+	return c
+}
+
+// Settings are the coordinator's settings, defaults applied.
+func (c *Coordinator) Settings() Settings { return c.settings }
+
+// SetPolicies swaps in a new policy set between rounds and returns the
+// previous one, which the caller closes once no round uses it (a round
+// in progress finishes on the set it started with).
+func (c *Coordinator) SetPolicies(set *PolicySet) *PolicySet {
+	if set == nil {
+		set = &PolicySet{}
+	}
+	return c.policies.Swap(set)
+}
+
+// Blocked tells the coordinator not to offer a pod to policies before
+// until: the Eviction API refused it (429). The killer calls it.
+func (c *Coordinator) Blocked(uid string, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blocked[uid] = until
+}
+
+func (c *Coordinator) isBlocked(uid string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok := c.blocked[uid]
+	if ok && !now.Before(until) {
+		delete(c.blocked, uid)
+		return false
+	}
+	return ok
+}
+
+// Run runs a round every sync period until ctx is done.
+func (c *Coordinator) Run(ctx context.Context) {
+	t := c.clock.NewTicker(c.settings.SyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			c.RunRound(ctx)
+		}
+	}
+}
+
+// candidate is a pod some policy wants evicted, with the attribution the
+// aggregation keeps.
+type candidate struct {
+	pod    *abi.Pod
+	node   string
+	scope  string
+	policy string
+	reason string
+	grace  *int64
+	// forceDelete: the attributed policy's configuration says force.
+	forceDelete bool
+}
+
+// nodeRound is one node's share of a round.
+type nodeRound struct {
+	ni         *snapshot.NodeInfo
+	candidates []uint32 // indexes into ni.Info.Pods offered to policies
+	force      map[string]*candidate
+	soft       map[string]*candidate
+}
+
+// RunRound runs one eviction round and reports what it did.
+func (c *Coordinator) RunRound(ctx context.Context) *Round {
+	start := c.clock.Now()
+	now := start
+	set := c.policies.Load()
+	round := &Round{At: now}
+
+	c.cluster.UpdateSnapshot(c.snap)
+	var usage Usage
+	if c.usage != nil {
+		u, err := c.usage.Usage(ctx)
+		if err != nil {
+			c.log.Warn("eviction round: no usage data this round", "error", err)
+		} else {
+			usage = u
+		}
+	}
+	nodes := c.offer(now)
+	c.observe(set, nodes, usage)
+
+	byName := make(map[string]*nodeRound, len(nodes))
+	for _, nr := range nodes {
+		byName[nr.ni.Info.Node.Name] = nr
+	}
+	for _, p := range set.policies {
+		c.runPolicy(ctx, p, nodes, now, round)
+	}
+	c.forgetGone(set, byName)
+	c.applyTaints(ctx, now, round)
+	c.selectVictims(nodes, now, round)
+
+	if len(round.Victims) > 0 {
+		reqs := make([]KillRequest, len(round.Victims))
+		for i, v := range round.Victims {
+			reqs[i] = KillRequest{Pod: v.Pod, GracePeriodSeconds: v.Grace, Policy: v.Policy, Reason: v.Reason, ForceDelete: v.forceDelete}
+		}
+		c.killer.Submit(reqs)
+	}
+	c.metrics.Round(c.clock.Since(start))
+	return round
+}
+
+// offer lists the nodes of the snapshot with the pods policies may name:
+// not critical (static, mirror, system-critical priority), not
+// terminating, without a skip annotation or label key, not already being
+// killed and not refused by a budget until later.
+func (c *Coordinator) offer(now time.Time) []*nodeRound {
+	all := c.snap.Nodes()
+	out := make([]*nodeRound, len(all))
+	for i, ni := range all {
+		nr := &nodeRound{ni: ni, force: map[string]*candidate{}, soft: map[string]*candidate{}}
+		for j := range ni.Info.Pods {
+			if c.offerable(&ni.Info.Pods[j], now) {
+				nr.candidates = append(nr.candidates, uint32(j))
+			}
+		}
+		out[i] = nr
+	}
+	return out
+}
+
+func (c *Coordinator) offerable(p *abi.Pod, now time.Time) bool {
+	if p.Critical() || p.Terminating {
+		return false
+	}
+	for _, k := range c.settings.SkipAnnotations {
+		if _, ok := p.Annotations.Get(k); ok {
+			return false
+		}
+	}
+	for _, k := range c.settings.SkipLabels {
+		if _, ok := p.Labels.Get(k); ok {
+			return false
+		}
+	}
+	return !c.killer.Holds(p.UID) && !c.isBlocked(p.UID, now)
+}
+
+// observe fills one observation table per distinct annotation-key set of
+// the policies' modules.
+func (c *Coordinator) observe(set *PolicySet, nodes []*nodeRound, usage Usage) {
+	if c.tableSet != set {
+		c.tables, c.tableSet = make([]*snapshot.Observations, len(set.keys)), set
+		for i := range c.tables {
+			c.tables[i] = snapshot.NewObservations()
+		}
+	}
+	live := make(map[uint32]bool, len(nodes))
+	for _, nr := range nodes {
+		live[nr.ni.Slot] = true
+	}
+	for slot := range c.live {
+		if !live[slot] {
+			for _, t := range c.tables {
+				t.Delete(slot)
+			}
+		}
+	}
+	c.live = live
+	for ti, t := range c.tables {
+		keys := set.keys[ti]
+		for _, nr := range nodes {
+			o := observation(&nr.ni.Info, keys, usage)
+			t.Set(nr.ni.Slot, &o)
+		}
+	}
+}
+
+// observation builds a node's eviction view.
+func observation(ni *abi.NodeInfo, keys []string, usage Usage) abi.NodeObservation {
+	o := abi.NodeObservation{Conditions: ni.Node.Conditions, Pods: make([]abi.PodObservation, len(ni.Pods))}
+	if usage != nil {
+		o.Usage = usage.Node(ni.Node.Name)
+	}
+	for i := range ni.Pods {
+		p := &ni.Pods[i]
+		po := &o.Pods[i]
+		po.QoS = p.QoS
+		if p.Static {
+			po.Flags |= abi.PodStatic
+		}
+		if p.Mirror {
+			po.Flags |= abi.PodMirror
+		}
+		if p.Critical() {
+			po.Flags |= abi.PodCritical
+		}
+		for _, k := range keys {
+			if v, ok := p.Annotations.Get(k); ok {
+				po.Annotations = append(po.Annotations, abi.Label{Key: k, Value: v})
+			}
+		}
+		if usage != nil {
+			po.Usage = usage.Pod(p.Namespace, p.Name)
+		}
+	}
+	return o
+}
+
+// forgetGone drops threshold state and gauges of nodes and policies no
+// longer there.
+func (c *Coordinator) forgetGone(set *PolicySet, nodes map[string]*nodeRound) {
+	names := make(map[string]bool, len(set.policies))
+	for _, p := range set.policies {
+		names[p.Plugin] = true
+	}
+	keep := func(k thresholdKey) bool { return names[k.policy] && nodes[k.node] != nil }
+	c.state.forgetThresholds(keep)
+	for k := range c.gauges {
+		if !keep(k) {
+			c.metrics.DeleteThresholdMet(k.policy, k.node)
+			delete(c.gauges, k)
+		}
+	}
+}
+
+// errReason names a policy failure for the failures metric.
+func errReason(err error) string {
+	var ce *policy.CallError
+	switch {
+	case errors.Is(err, policy.ErrDeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, policy.ErrGuestTrap):
+		return "trap"
+	case errors.Is(err, policy.ErrInvalidReply):
+		return "invalid_reply"
+	case errors.As(err, &ce) && ce.Broken:
+		return "malformed_reply"
+	}
+	return "error"
+}
