@@ -26,7 +26,9 @@ TINYGO_FLAGS   = -target=$(CURDIR)/host/pluginbuild/wasip1-plugin.json -buildmod
 WASM_BUILDS = \
 	./cmd/default=plugins-wasm/dist/default.tinygo.wasm \
 	./testguests/misbehave=plugins-wasm/testguests/misbehave/misbehave.tinygo.wasm \
-	./cmd/batchpreemption=plugins-wasm/dist/batchpreemption.tinygo.wasm
+	./cmd/batchpreemption=plugins-wasm/dist/batchpreemption.tinygo.wasm \
+	./cmd/eviction=plugins-wasm/dist/eviction.tinygo.wasm \
+	./examples/taintviolation/cmd=plugins-wasm/examples/taintviolation/taintviolation.tinygo.wasm
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 

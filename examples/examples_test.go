@@ -137,3 +137,75 @@ func TestPreemptionExample(t *testing.T) {
 		t.Errorf("rebuild-2 message %q does not say why", m)
 	}
 }
+
+// The eviction example: node-a's shrunken allocatable costs it its
+// lowest-priority pod (a batch replica, recreated on node-c), node-b's
+// MemoryPressure taints it and evicts by kubelet's ranking (the cache
+// using three times its request first, never the node-critical agent),
+// the annotated database is never offered, and the dry-run policy evicts
+// nothing.
+func TestExampleEviction(t *testing.T) {
+	cfg, err := config.Load("eviction.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := sim.LoadFiles("eviction-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), objs, sim.Options{Config: cfg, Seed: 1, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := rep.Eviction
+	if ev == nil || ev.Rounds != 3 {
+		t.Fatalf("eviction report %+v", ev)
+	}
+	type key struct {
+		round       int
+		pod, policy string
+	}
+	got := map[key]sim.Eviction{}
+	for _, e := range ev.Evictions {
+		got[key{e.Round, e.Pod, e.Policy}] = e
+	}
+	if len(got) != 3 {
+		t.Fatalf("evictions %+v", ev.Evictions)
+	}
+	var batch sim.Eviction
+	for k, e := range got {
+		if k.policy == "ResourceOvercommit" {
+			batch = e
+		}
+	}
+	if batch.Round != 1 || !strings.HasPrefix(batch.Pod, "jobs/batch-") || batch.Outcome != "evicted" ||
+		batch.ReplacementNode != "node-c" || batch.ReplacementStatus != sim.StatusScheduled {
+		t.Errorf("overcommit eviction %+v", batch)
+	}
+	if e, ok := got[key{1, "shop/cache-0", "NodePressure"}]; !ok || e.Scope != "memory" || e.Replacement != "shop/cache-0" || e.ReplacementNode != "node-c" {
+		t.Errorf("pressure eviction of the cache %+v (all: %+v)", e, ev.Evictions)
+	}
+	if _, ok := got[key{2, "jobs/reports", "NodePressure"}]; !ok {
+		t.Errorf("reports not evicted in round 2: %+v", ev.Evictions)
+	}
+	for _, e := range ev.Evictions {
+		if e.Pod == "shop/db" || e.Pod == "kube-system/node-agent" || e.Pod == "shop/api" {
+			t.Errorf("%s evicted: %+v", e.Pod, e)
+		}
+	}
+	if len(ev.Taints) != 1 || ev.Taints[0].Node != "node-b" || strings.Join(ev.Taints[0].Taints, ",") != "eviction.wasmsched.io/MemoryPressure:NoSchedule" {
+		t.Errorf("taints %+v", ev.Taints)
+	}
+	if len(ev.DryRun) == 0 || ev.DryRun[0].Policy != "UsageThreshold" {
+		t.Errorf("dry run %+v", ev.DryRun)
+	}
+	for _, p := range []string{"jobs/reports", "shop/cache-0"} {
+		ns, name, _ := strings.Cut(p, "/")
+		if r := rep.Pod(ns, name); r == nil || r.Status != sim.StatusEvicted {
+			t.Errorf("%s: %+v", p, r)
+		}
+	}
+	if r := rep.Pod("shop", "db"); r == nil || r.Status != sim.StatusBound {
+		t.Errorf("db: %+v", r)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -30,6 +31,7 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 		watchFiles  bool
 		fromCluster bool
 		kubeconfig  string
+		evictRounds int
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate [MANIFEST...]",
@@ -66,7 +68,15 @@ Namespaces, Services, ReplicaSets, StatefulSets, PodDisruptionBudgets and
 PriorityClasses; bound pods stay where they are, pending ones and the pods
 of any MANIFEST given are scheduled ("would my 50 new pods fit under this
 policy?"). Combine it with --shadow to see what a new policy would change on
-today's cluster.`,
+today's cluster.
+
+When the configuration has an eviction section, eviction rounds run after
+scheduling settles (--eviction-rounds, default eviction.simulateRounds), a
+sync period apart on the simulated clock, with usage from NodeMetrics and
+PodMetrics (metrics.k8s.io/v1beta1) documents among the manifests. It prints
+which pods were evicted, by which policy and why, which nodes were tainted,
+and where the scheduler put the replacements their ReplicaSets and
+StatefulSets create.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
@@ -110,6 +120,9 @@ today's cluster.`,
 				return err
 			}
 			opts := sim.Options{Seed: seed, APILatency: latency, Log: logger()}
+			if evictRounds >= 0 {
+				opts.EvictionRounds = &evictRounds
+			}
 			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
 			if err != nil {
 				return err
@@ -125,6 +138,7 @@ today's cluster.`,
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "start from a live cluster's objects (read-only: list, never write), plus any MANIFEST given")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --from-cluster: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	cmd.Flags().IntVar(&evictRounds, "eviction-rounds", -1, "eviction rounds to run after scheduling settles, when the configuration has eviction policies (default: the configuration's eviction.simulateRounds)")
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
 }
@@ -228,17 +242,24 @@ func printTable(w io.Writer, rep *sim.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(rep.Preemptions) == 0 {
+	if len(rep.Preemptions) > 0 {
+		fmt.Fprintln(w, "\nPREEMPTIONS")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PREEMPTOR\tVICTIM\tNODE\tHOW")
+		for _, p := range rep.Preemptions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Preemptor, p.Victim, p.Node, p.How)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if rep.Eviction != nil {
+		if err := printEviction(w, rep.Eviction); err != nil {
+			return err
+		}
+	}
+	if len(rep.Preemptions) == 0 && (rep.Eviction == nil || len(rep.Eviction.Evictions) == 0) {
 		return nil
-	}
-	fmt.Fprintln(w, "\nPREEMPTIONS")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PREEMPTOR\tVICTIM\tNODE\tHOW")
-	for _, p := range rep.Preemptions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Preemptor, p.Victim, p.Node, p.How)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
 	}
 	fmt.Fprintln(w, "\nTIMELINE")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -254,4 +275,71 @@ func printTable(w io.Writer, rep *sim.Report) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.Op, e.Pod, node, detail)
 	}
 	return tw.Flush()
+}
+
+// printEviction prints what the eviction rounds did: each pod chosen, by
+// which policy and why, what became of it and of its replacement; the
+// nodes whose eviction taints changed; dry-run choices; dropped calls.
+func printEviction(w io.Writer, ev *sim.EvictionReport) error {
+	fmt.Fprintf(w, "\nEVICTIONS (%d rounds)\n", ev.Rounds)
+	if len(ev.Evictions) == 0 {
+		fmt.Fprintln(w, "none")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tOUTCOME\tREPLACEMENT\tREASON")
+		for _, e := range ev.Evictions {
+			repl := "-"
+			if e.Replacement != "" {
+				where := e.ReplacementNode
+				if where == "" {
+					where = e.ReplacementStatus
+				}
+				repl = e.Replacement + " -> " + where
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope,
+				policy.GuestText(e.Outcome), repl, policy.GuestText(e.Reason))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(ev.Taints) > 0 {
+		fmt.Fprintln(w, "\nNODE TAINTS")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROUND\tNODE\tEVICTION TAINTS NOW")
+		for _, t := range ev.Taints {
+			now := strings.Join(t.Taints, ",")
+			if now == "" {
+				now = "(removed)"
+			}
+			if t.Error != "" {
+				now += " ERROR " + policy.GuestText(t.Error)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", t.Round, t.Node, now)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(ev.DryRun) > 0 {
+		fmt.Fprintln(w, "\nDRY RUN (not evicted)")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tREASON")
+		for _, e := range ev.DryRun {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope, policy.GuestText(e.Reason))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(ev.Failures) > 0 {
+		fmt.Fprintln(w, "\nPOLICY FAILURES (answers dropped)")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROUND\tPOLICY\tCALL\tERROR")
+		for _, f := range ev.Failures {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", f.Round, f.Policy, f.Call, policy.GuestText(f.Error))
+		}
+		return tw.Flush()
+	}
+	return nil
 }

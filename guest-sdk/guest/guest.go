@@ -61,6 +61,14 @@ type Guest struct {
 	saved   []savedView
 	scratch abi.Pod // a removed pod, decoded in place
 
+	// The eviction view (eviction.go): one observation per slot, dropped
+	// with its node; and what an eviction call reuses per node.
+	obs    []*abi.NodeObservation
+	evNode plugin.EvictionNode
+	noObs  abi.NodeObservation
+	cutObs abi.NodeObservation
+	picked []uint32
+
 	in  []byte
 	enc abi.Encoder
 	dec abi.Decoder
@@ -124,6 +132,10 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 		err = g.changePod(arg, in, fn == abi.FuncAddPod)
 	case abi.FuncSelectVictims, abi.FuncRankCandidates:
 		err = g.preemptionCall(fn, arg, in)
+	case abi.FuncObserve:
+		err = g.observe(in)
+	case abi.FuncEvictPods, abi.FuncThresholdMet, abi.FuncTopEvictionPods:
+		err = g.evictionCall(fn, arg, in)
 	default:
 		err = newError("unknown ABI function " + fn.String())
 	}
@@ -161,6 +173,13 @@ func (g *Guest) manifest() error {
 		if r.WantsAffinityPods {
 			m.Flags |= abi.ManifestWantsAffinityPods
 		}
+		if isEvictionPolicy(p) {
+			// Policies name pods by their index in the node's pods, and
+			// only they get observations, so only their annotation keys
+			// count.
+			m.Flags |= abi.ManifestWantsPods
+			m.AnnotationKeys = addAnnotationKeys(m.AnnotationKeys, r.AnnotationKeys)
+		}
 		m.Plugins = append(m.Plugins, abi.PluginInfo{Name: r.Name, Points: pointsOf(p)})
 	}
 	g.enc.Manifest(&m)
@@ -183,6 +202,12 @@ func pointsOf(p plugin.Plugin) abi.Point {
 	}
 	if _, ok := p.(plugin.PreFilterExtensions); ok {
 		pts |= abi.PointPreFilterExtensions
+	}
+	if _, ok := p.(plugin.ThresholdPlugin); ok {
+		pts |= abi.PointEvictionThreshold
+	}
+	if _, ok := p.(plugin.EvictPodsPlugin); ok {
+		pts |= abi.PointEvictPods
 	}
 	if _, ok := p.(plugin.ScorePlugin); ok {
 		pts |= abi.PointScore
@@ -295,6 +320,7 @@ func (g *Guest) sync(in []byte) error {
 		g.nodes = g.nodes[:0]
 		g.images, g.countImages = nil, nil // recounted by the next ImageNumNodes
 		g.numNodes = 0
+		g.obs = nil // observations go with their nodes
 	}
 	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
 		g.nsList, g.ns = nil, nil
@@ -369,6 +395,7 @@ func (g *Guest) deleteNode(slot uint32) error {
 	if slot >= maxSlot {
 		return newError("node slot out of range")
 	}
+	g.dropObservation(slot) // with the node, and even if the slot was empty
 	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
 		return nil
 	}
@@ -411,10 +438,16 @@ func (g *Guest) cycle(in []byte) error {
 // cyclePlugin checks that a per-plugin call fn may run now (after init,
 // inside a cycle) and returns the plugin it addresses.
 func (g *Guest) cyclePlugin(fn abi.Func, arg uint32) (plugin.Plugin, error) {
+	return g.pluginAt(fn, arg, true)
+}
+
+// pluginAt checks that a per-plugin call fn may run now (after init, and
+// inside a cycle if inCycle) and returns the plugin it addresses.
+func (g *Guest) pluginAt(fn abi.Func, arg uint32, inCycle bool) (plugin.Plugin, error) {
 	if !g.inited {
 		return nil, newError(fn.String() + " before init")
 	}
-	if !g.havePod {
+	if inCycle && !g.havePod {
 		return nil, newError(fn.String() + " outside a cycle")
 	}
 	if int(arg) >= len(g.plugins) {

@@ -85,6 +85,12 @@ type Registration struct {
 	// PodsWithRequiredAntiAffinity); the host then sends only those, which
 	// keeps node records small.
 	WantsAffinityPods bool
+	// AnnotationKeys are the pod annotation keys an eviction policy reads
+	// (ABI v1.2): the host sends each pod's values of these keys, and of
+	// no others, in PodObservation.Annotations. The manifest carries the
+	// sorted union over the module's eviction policies (other plugins get
+	// no observations, so their keys are left out).
+	AnnotationKeys []string
 }
 
 // PreFilterExtensions is implemented by a PreFilter plugin whose cycle

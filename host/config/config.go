@@ -31,6 +31,11 @@ const DefaultSchedulerName = "default-scheduler"
 // BuiltinDefaultModule names the embedded default policy bundle.
 const BuiltinDefaultModule = "default"
 
+// BuiltinEvictionModule names the embedded default eviction policies
+// (ResourceOvercommit, NodePressure, UsageThreshold), loaded when the
+// eviction section lists policies.
+const BuiltinEvictionModule = "eviction"
+
 // Configuration is the whole file.
 type Configuration struct {
 	APIVersion string `json:"apiVersion"`

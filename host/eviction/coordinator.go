@@ -132,6 +132,7 @@ type Coordinator struct {
 
 	mu      sync.Mutex
 	blocked map[string]time.Time // from the killer's goroutines
+	retired []*PolicySet         // replaced sets, closed at the next round
 }
 
 // New returns a coordinator running the policies of set (which may be
@@ -161,14 +162,33 @@ func New(opts Options, set *PolicySet) *Coordinator {
 // Settings are the coordinator's settings, defaults applied.
 func (c *Coordinator) Settings() Settings { return c.settings }
 
-// SetPolicies swaps in a new policy set between rounds and returns the
-// previous one, which the caller closes once no round uses it (a round
-// in progress finishes on the set it started with).
-func (c *Coordinator) SetPolicies(set *PolicySet) *PolicySet {
+// SetPolicies swaps in a new policy set (a reload): the next round uses
+// it. A round in progress finishes on the set it started with; the
+// replaced set is closed when the next round starts.
+func (c *Coordinator) SetPolicies(set *PolicySet) {
 	if set == nil {
 		set = &PolicySet{}
 	}
-	return c.policies.Swap(set)
+	old := c.policies.Swap(set)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retired = append(c.retired, old)
+}
+
+// Close closes the coordinator's policy sets; call it after Run returns.
+func (c *Coordinator) Close(ctx context.Context) {
+	c.closeRetired(ctx)
+	c.policies.Load().Close(ctx)
+}
+
+func (c *Coordinator) closeRetired(ctx context.Context) {
+	c.mu.Lock()
+	retired := c.retired
+	c.retired = nil
+	c.mu.Unlock()
+	for _, s := range retired {
+		s.Close(ctx)
+	}
 }
 
 // Blocked tells the coordinator not to offer a pod to policies before
@@ -227,6 +247,7 @@ type nodeRound struct {
 
 // RunRound runs one eviction round and reports what it did.
 func (c *Coordinator) RunRound(ctx context.Context) *Round {
+	c.closeRetired(ctx) // rounds never overlap: nothing uses them now
 	start := c.clock.Now()
 	now := start
 	set := c.policies.Load()

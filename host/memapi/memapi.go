@@ -39,6 +39,9 @@ const (
 	OpEvict    Op = "evict"
 	OpNominate Op = "nominate"
 	OpEvent    Op = "event"
+	// The eviction coordinator's calls, told apart from preemption's.
+	OpEvictionEvict  Op = "eviction-evict"
+	OpEvictionDelete Op = "eviction-delete"
 )
 
 // Injectable failures, wrapping the errors preemption tells apart.
@@ -121,6 +124,19 @@ func (c *Cluster) Pod(uid string) *abi.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pods[uid]
+}
+
+// PodByName returns the pod now named namespace/name, or nil: the
+// eviction killer checks whether a pod is gone or was recreated.
+func (c *Cluster) PodByName(namespace, name string) *abi.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pods {
+		if p.Namespace == namespace && p.Name == name {
+			return p
+		}
+	}
+	return nil
 }
 
 // PDB returns a budget, or nil.
@@ -238,15 +254,21 @@ func (c *Cluster) lockVictim(op Op, victim *abi.Pod) (*abi.Pod, error) {
 
 // DeletePod implements preemption.API.
 func (c *Cluster) DeletePod(ctx context.Context, victim *abi.Pod) error {
-	if err := c.call(ctx, OpDelete, victim, true); err != nil {
-		return c.fail(OpDelete, victim, victim.NodeName, err)
+	return c.DeleteAs(ctx, victim, OpDelete)
+}
+
+// DeleteAs deletes a pod, recording the call as op (OpDelete for
+// preemption, OpEvictionDelete for the eviction coordinator).
+func (c *Cluster) DeleteAs(ctx context.Context, victim *abi.Pod, op Op) error {
+	if err := c.call(ctx, op, victim, true); err != nil {
+		return c.fail(op, victim, victim.NodeName, err)
 	}
-	old, err := c.lockVictim(OpDelete, victim)
+	old, err := c.lockVictim(op, victim)
 	if err != nil {
 		return err
 	}
 	delete(c.pods, victim.UID)
-	c.logLocked(OpDelete, victim, old.NodeName, "", nil)
+	c.logLocked(op, victim, old.NodeName, "", nil)
 	w := c.watch
 	c.mu.Unlock()
 	if w != nil {
@@ -261,10 +283,16 @@ func (c *Cluster) DeletePod(ctx context.Context, victim *abi.Pod) error {
 // disruption, unless it already lists the pod; then each is spent and the
 // pod deleted. Otherwise 429.
 func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod) error {
-	if err := c.call(ctx, OpEvict, victim, true); err != nil {
-		return c.fail(OpEvict, victim, victim.NodeName, err)
+	return c.EvictAs(ctx, victim, OpEvict)
+}
+
+// EvictAs is EvictPod recording the call as op (OpEvict for preemption,
+// OpEvictionEvict for the eviction coordinator).
+func (c *Cluster) EvictAs(ctx context.Context, victim *abi.Pod, op Op) error {
+	if err := c.call(ctx, op, victim, true); err != nil {
+		return c.fail(op, victim, victim.NodeName, err)
 	}
-	old, err := c.lockVictim(OpEvict, victim)
+	old, err := c.lockVictim(op, victim)
 	if err != nil {
 		return err
 	}
@@ -279,7 +307,7 @@ func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod) error {
 		}
 		if p.DisruptionsAllowed <= 0 {
 			err := fmt.Errorf("cannot evict %s/%s: PodDisruptionBudget %s needs %w", old.Namespace, old.Name, p.Name, ErrTooManyRequests)
-			c.logLocked(OpEvict, victim, old.NodeName, "", err)
+			c.logLocked(op, victim, old.NodeName, "", err)
 			c.mu.Unlock()
 			return err
 		}
@@ -294,7 +322,7 @@ func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod) error {
 		changed = append(changed, &np)
 	}
 	delete(c.pods, victim.UID)
-	c.logLocked(OpEvict, victim, old.NodeName, "", nil)
+	c.logLocked(op, victim, old.NodeName, "", nil)
 	w := c.watch
 	c.mu.Unlock()
 	if w != nil {

@@ -5,8 +5,11 @@ import (
 	"encoding/hex"
 	"sync"
 
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
+	"github.com/wasmsched/wasmsched/plugins-wasm/evictiondefaults"
 )
 
 // Builtin describes a module compiled into the binary, for `wasmsched
@@ -19,11 +22,28 @@ type Builtin struct {
 
 // Builtins lists the modules embedded in this binary.
 func Builtins() []Builtin {
-	return []Builtin{{Name: config.BuiltinDefaultModule, Size: len(dist.DefaultWasm), SHA256: builtinDigest()}}
+	return []Builtin{
+		{Name: config.BuiltinDefaultModule, Size: len(dist.DefaultWasm), SHA256: builtinDigest()},
+		{Name: config.BuiltinEvictionModule, Size: len(dist.EvictionWasm), SHA256: evictionDigest()},
+	}
 }
 
 // builtinDigest is the default bundle's sha256, computed once.
-var builtinDigest = sync.OnceValue(func() string {
-	sum := sha256.Sum256(dist.DefaultWasm)
+var builtinDigest = sync.OnceValue(func() string { return digest(dist.DefaultWasm) })
+
+// evictionDigest is the eviction bundle's sha256, computed once.
+var evictionDigest = sync.OnceValue(func() string { return digest(dist.EvictionWasm) })
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-})
+}
+
+// builtinModule returns a builtin module's bytes, digest and native
+// twin's plugins.
+func builtinModule(name string) (bin []byte, sum string, twin []plugin.Registration) {
+	if name == config.BuiltinEvictionModule {
+		return dist.EvictionWasm, evictionDigest(), evictiondefaults.Plugins()
+	}
+	return dist.DefaultWasm, builtinDigest(), defaults.Plugins()
+}

@@ -24,8 +24,6 @@ import (
 	"github.com/wasmsched/wasmsched/host/native"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/wasm"
-	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
-	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )
 
 // MaxModuleBytes bounds a module file. The builtin bundle of every
@@ -130,8 +128,9 @@ type Registry struct {
 type Options struct {
 	// CacheDir for compiled code; empty uses wasm.DefaultCacheDir.
 	CacheDir string
-	// NativeBuiltin runs the builtin default bundle as a native twin
-	// instead of Wasm: the baseline the benchmarks compare against.
+	// NativeBuiltin runs the builtin bundles (default, eviction) as
+	// native twins instead of Wasm: the baseline the benchmarks compare
+	// against.
 	NativeBuiltin bool
 	Log           hclog.Logger
 	// Metrics counts module loads here, and guest traps, deadlines and
@@ -152,7 +151,9 @@ type Options struct {
 }
 
 // Load compiles every module of cfg, plus the builtin default bundle
-// unless a module takes its name. Errors name the module's field.
+// and, when the eviction section lists policies, the builtin eviction
+// bundle, each unless a module takes its name. Errors name the module's
+// field.
 func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Registry, error) {
 	log := opts.Log
 	if log == nil {
@@ -179,14 +180,19 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		return nil, err
 	}
 	mods := cfg.Modules
-	builtinOverridden := false
+	overridden := map[string]bool{}
 	for _, m := range mods {
-		if m.Name == config.BuiltinDefaultModule {
-			builtinOverridden = true
-		}
+		overridden[m.Name] = true
 	}
-	if !builtinOverridden {
-		if err := r.add(ctx, -1, config.Module{Name: config.BuiltinDefaultModule}, opts); err != nil {
+	builtins := []string{config.BuiltinDefaultModule}
+	if len(cfg.Eviction.Defaulted().Policies) > 0 {
+		builtins = append(builtins, config.BuiltinEvictionModule)
+	}
+	for _, name := range builtins {
+		if overridden[name] {
+			continue
+		}
+		if err := r.add(ctx, -1, config.Module{Name: name}, opts); err != nil {
 			return fail(err)
 		}
 	}
@@ -249,7 +255,7 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	}()
 	field := fmt.Sprintf("modules[%d]", idx)
 	if idx < 0 {
-		field = "builtin module"
+		field = fmt.Sprintf("builtin module %q", mc.Name)
 	}
 	key := backendKey{name: mc.Name, timeout: mc.CallTimeout.Duration}
 	if mc.MemoryLimit != nil {
@@ -263,7 +269,7 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	case idx < 0 && opts.NativeBuiltin:
 		key.native = true
 	case idx < 0:
-		bin, key.digest = dist.DefaultWasm, builtinDigest()
+		bin, key.digest, _ = builtinModule(mc.Name)
 	default:
 		if bin, err = boundedread.ReadFile(mc.Path, MaxModuleBytes, boundedread.Regular, "a Wasm module"); err != nil {
 			return fmt.Errorf("%s.path: %w", field, err)
@@ -286,7 +292,8 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	switch {
 	case given != nil:
 	case key.native:
-		backend = native.New(opts.Log, defaults.Plugins()...)
+		_, _, twin := builtinModule(mc.Name)
+		backend = native.New(opts.Log, twin...)
 	default:
 		lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration, MemoryBytes: uint64(key.memory)}
 		b, err := r.runtime.rt.Compile(ctx, mc.Name, bin, lim)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/eviction"
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
@@ -65,6 +66,11 @@ type Options struct {
 	// Metrics counts reloads and reports the serving modules (nil: none).
 	Metrics *metrics.Metrics
 	Log     hclog.Logger
+	// Eviction, if set, is the running eviction coordinator: a reload
+	// builds the new configuration's eviction policies (a failure refuses
+	// the reload) and hands them over with the profiles. Its other
+	// settings (sync period, burst, rate, killer) take effect at restart.
+	Eviction *eviction.Coordinator
 	// OnSwap, if set, is called after each configuration that went live,
 	// with it.
 	OnSwap func(*config.Configuration)
@@ -281,6 +287,18 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		built.Close(context.Background())
 		reg.Close(context.Background())
 	}
+	var evictionSet *eviction.PolicySet
+	if r.o.Eviction != nil {
+		if evictionSet, err = eviction.PoliciesFrom(ctx, cfg, reg); err != nil {
+			discard()
+			return Refused, err
+		}
+		discard = func() {
+			evictionSet.Close(context.Background())
+			built.Close(context.Background())
+			reg.Close(context.Background())
+		}
+	}
 	pod := r.canaryPod()
 	r.o.Parts.Cache.UpdateSnapshot(r.snap)
 	for _, p := range built.All() {
@@ -294,6 +312,9 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 	if err := r.o.Parts.Scheduler.SwapProfiles(built.Profiles, built.Shadows, release); err != nil {
 		discard()
 		return Refused, err
+	}
+	if r.o.Eviction != nil {
+		r.o.Eviction.SetPolicies(evictionSet)
 	}
 	phase(&r.last.Swap)
 	r.cfg, r.reg, r.digest = cfg, reg, fp

@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	kjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -46,6 +47,11 @@ type Objects struct {
 	Deployments  []*appsv1.Deployment
 	ReplicaSets  []*appsv1.ReplicaSet
 	StatefulSets []*appsv1.StatefulSet
+
+	// NodeMetrics and PodMetrics (metrics.k8s.io/v1beta1) are measured
+	// usage for eviction policies, as a metrics server would report it.
+	NodeMetrics []metricsv1beta1.NodeMetrics
+	PodMetrics  []metricsv1beta1.PodMetrics
 }
 
 // Bounds on what simulate reads. The API server refuses a request body
@@ -374,7 +380,7 @@ func (o *Objects) readObject(d *document, root *yaml.Node, raw []byte) error {
 	}
 	obj := newObject(apiVersion + "/" + d.kind)
 	if obj == nil {
-		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; their lists and v1 List)",
+		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; metrics.k8s.io/v1beta1 NodeMetrics, PodMetrics; their lists and v1 List)",
 			apiVersion, d.kind))
 	}
 	lines, problems := yamlcheck.Check(root, reflect.TypeOf(obj), nil)
@@ -420,6 +426,10 @@ func (o *Objects) readObject(d *document, root *yaml.Node, raw []byte) error {
 		o.PriorityClasses = append(o.PriorityClasses, x)
 	case *policyv1.PodDisruptionBudget:
 		o.PDBs = append(o.PDBs, x)
+	case *metricsv1beta1.NodeMetrics:
+		o.NodeMetrics = append(o.NodeMetrics, *x)
+	case *metricsv1beta1.PodMetrics:
+		o.PodMetrics = append(o.PodMetrics, *x)
 	}
 	if err2 != nil {
 		return d.wrap(err2)
@@ -449,6 +459,10 @@ func newObject(gvk string) any {
 		return &schedulingv1.PriorityClass{}
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "metrics.k8s.io/v1beta1/NodeMetrics":
+		return &metricsv1beta1.NodeMetrics{}
+	case "metrics.k8s.io/v1beta1/PodMetrics":
+		return &metricsv1beta1.PodMetrics{}
 	}
 	return nil
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// Backends serve configured modules in-process, by module name (see
 	// modules.Options.Backends): tests of guests that misbehave.
 	Backends map[string]policy.Backend
+	// EvictionRounds overrides the configuration's
+	// eviction.simulateRounds: how many eviction rounds Run runs after
+	// scheduling settles (when the configuration has eviction policies).
+	EvictionRounds *int
 	// Registry, if set, is the compiled modules of Config, used instead
 	// of loading them (CacheDir, NativeBuiltin and Backends are then
 	// unused). The run does not close it: a caller that runs again on
@@ -108,6 +112,9 @@ type Report struct {
 	Cycles int         `json:"cycles"`
 	// Preemptions lists every victim removed, in order.
 	Preemptions []Preemption `json:"preemptions,omitempty"`
+	// Eviction is what the eviction rounds did (nil without eviction
+	// policies).
+	Eviction *EvictionReport `json:"eviction,omitempty"`
 	// Timeline is every call the scheduler made to the in-memory API
 	// except bindings: nominations, victim conditions, deletions,
 	// evictions, events.
@@ -131,7 +138,21 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer env.Close(ctx)
-	return env.Settle(ctx)
+	rep, err := env.Settle(ctx)
+	if err != nil || env.eviction == nil {
+		return rep, err
+	}
+	rounds := env.cfg.Eviction.Defaulted().SimulateRounds
+	if opts.EvictionRounds != nil {
+		rounds = *opts.EvictionRounds
+	}
+	ev, err := env.Evict(ctx, rounds)
+	if err != nil {
+		return nil, err
+	}
+	rep = env.report(rep.Cycles)
+	rep.Eviction = ev
+	return rep, nil
 }
 
 // Env is a running simulation: the scheduler and the in-memory cluster it
@@ -151,6 +172,12 @@ type Env struct {
 	order      []string // pod UIDs in input order
 	objs       *Objects
 	maxCycles  int
+	cfg        *config.Configuration
+	log        hclog.Logger
+	metrics    *metrics.Metrics
+	// eviction is the eviction coordinator, when the configuration has
+	// eviction policies.
+	eviction *evictionEnv
 }
 
 // Start builds the host for objs and feeds it the cluster, without
@@ -182,6 +209,9 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		owns = true
 	}
 	env := &Env{
+		cfg:      cfg,
+		log:      log,
+		metrics:  opts.Metrics,
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		registry: reg,
 		ownsReg:  owns,
@@ -227,6 +257,10 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	env.maxCycles = opts.MaxCycles
 	if env.maxCycles <= 0 {
 		env.maxCycles = 100 * (len(pods) + 1)
+	}
+	if err := env.startEviction(ctx); err != nil {
+		env.Close(ctx)
+		return nil, err
 	}
 	return env, nil
 }
@@ -373,6 +407,9 @@ func (e *Env) report(cycles int) *Report {
 // Close releases the profiles, and the modules unless the caller gave
 // them (Options.Registry).
 func (e *Env) Close(ctx context.Context) {
+	if e.eviction != nil {
+		e.eviction.close(ctx)
+	}
 	if e.parts != nil {
 		e.parts.Close(ctx)
 	}
@@ -541,6 +578,16 @@ func (r *recorder) FailedScheduling(pod *abi.Pod, profile, reason, message strin
 }
 
 func (r *recorder) Nominated(pod *abi.Pod, profile, node string) {}
+
+// setStatus records an outcome decided outside a scheduling cycle (an
+// eviction).
+func (r *recorder) setStatus(uid, status, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res := r.results[uid]; res != nil {
+		res.Status, res.Message = status, message
+	}
+}
 
 // ErrNotSettled is returned when a run hits MaxCycles.
 var ErrNotSettled = errors.New("simulation did not settle")

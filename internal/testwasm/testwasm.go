@@ -28,6 +28,11 @@ type Guest struct {
 var (
 	Default   = Guest{"default", "./cmd/default", "plugins-wasm/dist/default.tinygo.wasm", ""}
 	Misbehave = Guest{"misbehave", "./testguests/misbehave", "plugins-wasm/testguests/misbehave/misbehave.tinygo.wasm", ""}
+	// Eviction is the eviction bundle (the default eviction policies).
+	Eviction = Guest{"eviction", "./cmd/eviction", "plugins-wasm/dist/eviction.tinygo.wasm", ""}
+	// TaintViolation is the example eviction policy module
+	// (RemovePodsViolatingNodeTaints).
+	TaintViolation = Guest{"taintviolation", "./examples/taintviolation/cmd", "plugins-wasm/examples/taintviolation/taintviolation.tinygo.wasm", ""}
 	// ZonePickerA and ZonePickerB are two builds of one Score plugin,
 	// ZonePicker, preferring zone-a and zone-b: a policy change by module
 	// swap. Go builds only.

@@ -11,3 +11,11 @@ import _ "embed"
 //
 //go:embed default.tinygo.wasm
 var DefaultWasm []byte
+
+// EvictionWasm is the eviction bundle (plugins-wasm/cmd/eviction: the
+// default eviction policies ResourceOvercommit, NodePressure and
+// UsageThreshold) built with TinyGo, the module the host loads when the
+// configuration's eviction section names one of them.
+//
+//go:embed eviction.tinygo.wasm
+var EvictionWasm []byte

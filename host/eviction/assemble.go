@@ -1,0 +1,52 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/modules"
+)
+
+// SettingsFrom takes the coordinator's settings from the configuration's
+// eviction section (defaults applied).
+func SettingsFrom(s config.EvictionSettings) Settings {
+	return Settings{
+		SyncPeriod: s.SyncPeriod, Burst: s.Burst, Rate: s.Rate, RateBurst: s.RateBurst,
+		SkipAnnotations: s.SkipAnnotations, SkipLabels: s.SkipLabels,
+		ConditionTransitionPeriod: s.ConditionTransitionPeriod,
+	}
+}
+
+// PoliciesFrom binds the configuration's eviction policies to the
+// modules of reg. An empty section gives an empty set.
+func PoliciesFrom(ctx context.Context, cfg *config.Configuration, reg *modules.Registry) (*PolicySet, error) {
+	s := cfg.Eviction.Defaulted()
+	specs := make([]PolicySpec, len(s.Policies))
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		args, err := p.ArgsValue()
+		if err != nil {
+			return nil, cfg.ErrorAt(config.EvictionPolicyField(i)+".args", "%v", err)
+		}
+		specs[i] = PolicySpec{Plugin: p.Plugin, Args: args, DryRun: p.DryRun, Force: p.Force}
+	}
+	set, err := BuildPolicies(ctx, specs, reg, "eviction.policies")
+	if err != nil {
+		if at := cfg.Position("eviction.policies"); at != "" {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		return nil, err
+	}
+	return set, nil
+}
+
+// KillerOptionsFrom takes the killer's mode and timeout floor from the
+// configuration (defaults applied); the caller adds the rest.
+func KillerOptionsFrom(s config.EvictionSettings) KillerOptions {
+	mode := ModeEviction
+	if s.Killer == config.KillerDelete {
+		mode = ModeDelete
+	}
+	return KillerOptions{Mode: mode, TimeoutFloor: s.KillTimeoutMin}
+}
