@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/wasmsched/wasmsched/host/config"
 )
 
 // schedulingBasic builds scheduler_perf's SchedulingBasic shape: nodes of
@@ -77,5 +81,82 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 				b.ReportMetric(float64(measured)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			})
 		}
+	}
+}
+
+// BenchmarkSchedulingBasicWithEviction is SchedulingBasic (5000 nodes,
+// Wasm bundle) with and without eviction rounds running every second of
+// wall-clock time beside it: the three default eviction policies on the
+// Wasm eviction bundle, over every node and pod, with usage for all of
+// them. Nothing crosses a threshold, so the rounds cost what observing
+// costs; compare pods/s of eviction=off and eviction=on of one run.
+func BenchmarkSchedulingBasicWithEviction(b *testing.B) {
+	const nodes, placed, measured = 5000, 1000, 10000
+	objs := schedulingBasic(nodes, placed, measured)
+	for _, n := range objs.Nodes {
+		objs.NodeMetrics = append(objs.NodeMetrics, metricsv1beta1.NodeMetrics{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
+			Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
+	}
+	for _, p := range objs.Pods {
+		objs.PodMetrics = append(objs.PodMetrics, metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+			Containers: []metricsv1beta1.ContainerMetrics{{Name: "pause", Usage: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("200Mi")}}}})
+	}
+	withEviction := config.Default()
+	withEviction.Eviction = &config.Eviction{Policies: []config.EvictionPolicy{
+		{Plugin: "ResourceOvercommit"}, {Plugin: "NodePressure"}, {Plugin: "UsageThreshold"}}}
+	for _, mode := range []string{"off", "on"} {
+		b.Run("eviction="+mode, func(b *testing.B) {
+			ctx := context.Background()
+			cacheDir := b.TempDir()
+			cfg := config.Default()
+			if mode == "on" {
+				cfg = withEviction
+			}
+			rounds := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				env, err := Start(ctx, objs, Options{Config: cfg, CacheDir: cacheDir, Seed: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if env.eviction == nil {
+						return
+					}
+					t := time.NewTicker(time.Second)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-t.C:
+							if r := env.eviction.coord.RunRound(ctx); len(r.Failures) > 0 {
+								b.Errorf("round failures: %+v", r.Failures)
+							}
+							rounds++
+						}
+					}
+				}()
+				b.StartTimer()
+				rep, err := env.Settle(ctx)
+				b.StopTimer()
+				close(stop)
+				<-done
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Cycles != measured {
+					b.Fatalf("%d cycles for %d pods", rep.Cycles, measured)
+				}
+				env.Close(ctx)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(measured)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
+		})
 	}
 }
