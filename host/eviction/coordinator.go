@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,6 +129,11 @@ type Coordinator struct {
 	// tableSet is the policy set the tables were made for.
 	tableSet *PolicySet
 	live     map[uint32]bool // slots observed last round
+	// stamps say what each slot's observations were built from: a node
+	// at the same generation with the same usage reading needs none
+	// built again (the usage sources return one reading per scrape).
+	stamps  map[uint32]obsStamp
+	reading Usage
 	gauges   map[thresholdKey]bool
 
 	mu      sync.Mutex
@@ -142,7 +148,7 @@ func New(opts Options, set *PolicySet) *Coordinator {
 	c := &Coordinator{
 		settings: s, cluster: opts.Cluster, killer: opts.Killer, usage: opts.Usage,
 		metrics: opts.Metrics, log: opts.Log, clock: opts.Clock,
-		state: newState(), snap: snapshot.New(), live: map[uint32]bool{},
+		state: newState(), snap: snapshot.New(), live: map[uint32]bool{}, stamps: map[uint32]obsStamp{},
 		gauges: map[thresholdKey]bool{}, blocked: map[string]time.Time{},
 	}
 	if c.log == nil {
@@ -332,6 +338,7 @@ func (c *Coordinator) observe(set *PolicySet, nodes []*nodeRound, usage Usage) {
 		for i := range c.tables {
 			c.tables[i] = snapshot.NewObservations()
 		}
+		clear(c.stamps)
 	}
 	live := make(map[uint32]bool, len(nodes))
 	for _, nr := range nodes {
@@ -342,16 +349,45 @@ func (c *Coordinator) observe(set *PolicySet, nodes []*nodeRound, usage Usage) {
 			for _, t := range c.tables {
 				t.Delete(slot)
 			}
+			delete(c.stamps, slot)
 		}
 	}
 	c.live = live
-	for ti, t := range c.tables {
-		keys := set.keys[ti]
-		for _, nr := range nodes {
-			o := observation(&nr.ni.Info, keys, usage)
+	reading, stable := usageIdentity(usage)
+	for _, nr := range nodes {
+		stamp := obsStamp{name: nr.ni.Info.Node.Name, gen: nr.ni.Generation, usage: reading}
+		if old, ok := c.stamps[nr.ni.Slot]; ok && stable && old == stamp {
+			continue
+		}
+		c.stamps[nr.ni.Slot] = stamp
+		for ti, t := range c.tables {
+			o := observation(&nr.ni.Info, set.keys[ti], usage)
 			t.Set(nr.ni.Slot, &o)
 		}
 	}
+	c.reading = usage
+}
+
+// obsStamp is what a slot's observations were built from. The reading
+// they name is kept in Coordinator.reading, so its address cannot be
+// reused by a later one while a stamp refers to it.
+type obsStamp struct {
+	name  string
+	gen   uint64
+	usage uintptr
+}
+
+// usageIdentity tells one usage reading from another: the address of a
+// pointer-typed reading (the sources hand out one per scrape). Other
+// types cannot be told apart cheaply, so they count as new every round.
+func usageIdentity(u Usage) (id uintptr, stable bool) {
+	if u == nil {
+		return 0, true
+	}
+	if v := reflect.ValueOf(u); v.Kind() == reflect.Pointer {
+		return v.Pointer(), true
+	}
+	return 0, false
 }
 
 // observation builds a node's eviction view.

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -421,5 +422,51 @@ func TestRunStopsWithContext(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
+	}
+}
+
+// Policies see each round's usage and conditions: a new reading reaches
+// the guest's observations, an unchanged one is not sent again, and a
+// node without data is "no data" (nil), never zero.
+func TestObservationsFollowUsage(t *testing.T) {
+	var seen []string
+	p := &fakePolicy{name: "U", points: abi.PointEvictionThreshold, threshold: func(v *view) abi.ThresholdResult {
+		s := v.node.Node.Name + "="
+		if v.obs.Usage == nil {
+			s += "nodata"
+		} else {
+			s += fmt.Sprint(v.obs.Usage.Memory)
+		}
+		for i, po := range v.obs.Pods {
+			s += "," + v.node.Pods[i].Name + ":"
+			if po.Usage == nil {
+				s += "nodata"
+			} else {
+				s += fmt.Sprint(po.Usage.Memory)
+			}
+			if po.Flags&abi.PodCritical != 0 {
+				s += "!"
+			}
+		}
+		seen = append(seen, s)
+		return abi.ThresholdResult{}
+	}}
+	e := newEnv(t, Settings{}, nil, p)
+	e.node("n1", 1000)
+	e.node("n2", 1000)
+	e.pod("n1", "a", 1, 1)
+	e.pod("n1", "crit", abi.SystemCriticalPriority, 1)
+	u := &mapUsage{nodes: map[string]*abi.Usage{"n1": {Memory: 10}}, pods: map[string]*abi.Usage{"default/a": {Memory: 5}}}
+	e.coord.usage = u
+	e.round()
+	want := []string{"n1=10,a:5,crit:nodata!", "n2=nodata"}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("round 1 saw %q, want %q", seen, want)
+	}
+	seen = nil
+	e.coord.usage = &mapUsage{nodes: map[string]*abi.Usage{"n1": {Memory: 20}}, pods: map[string]*abi.Usage{"default/a": {Memory: 7}}}
+	e.round()
+	if want := []string{"n1=20,a:7,crit:nodata!", "n2=nodata"}; !reflect.DeepEqual(seen, want) {
+		t.Fatalf("round 2 saw %q, want %q", seen, want)
 	}
 }

@@ -315,6 +315,8 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 				continue
 			}
 			c.metrics.Victim(cand.policy, cand.scope)
+			c.log.Info("evicting pod", "policy", cand.policy, "pod", cand.pod.Namespace+"/"+cand.pod.Name,
+				"node", cand.node, "scope", cand.scope, "reason", cand.reason)
 			round.Victims = append(round.Victims, victimOf(cand))
 		}
 	}
