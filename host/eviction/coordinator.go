@@ -134,7 +134,7 @@ type Coordinator struct {
 	// built again (the usage sources return one reading per scrape).
 	stamps  map[uint32]obsStamp
 	reading Usage
-	gauges   map[thresholdKey]bool
+	gauges  map[thresholdKey]bool
 
 	mu      sync.Mutex
 	blocked map[string]time.Time // from the killer's goroutines
