@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/signal"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
@@ -53,15 +55,19 @@ keeps serving.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			client, err := kube.Client(kubeconfig, qps, burst)
+			restConfig, err := kube.RESTConfig(kubeconfig, qps, burst)
 			if err != nil {
 				return err
+			}
+			client, err := kubernetes.NewForConfig(restConfig)
+			if err != nil {
+				return fmt.Errorf("kubernetes client: %w", err)
 			}
 			met, ready, err := endpoints.start(ctx, log)
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready,
+			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA}
 			if leaderElect {
 				opts.LeaderElection = &election

@@ -50,3 +50,24 @@ func KillerOptionsFrom(s config.EvictionSettings) KillerOptions {
 	}
 	return KillerOptions{Mode: mode, TimeoutFloor: s.KillTimeoutMin}
 }
+
+// LoadPolicies binds the configuration's eviction policies to modules
+// loaded for them alone (opts.Previous shares the scheduler's compiled
+// code): the set owns that registry and closes it with itself, so it
+// stays usable whatever a reload does to the scheduler's registry.
+func LoadPolicies(ctx context.Context, cfg *config.Configuration, opts modules.Options) (*PolicySet, error) {
+	if len(cfg.Eviction.Defaulted().Policies) == 0 {
+		return &PolicySet{}, nil
+	}
+	reg, err := modules.Load(ctx, cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("eviction: %w", err)
+	}
+	set, err := PoliciesFrom(ctx, cfg, reg)
+	if err != nil {
+		reg.Close(ctx)
+		return nil, fmt.Errorf("eviction: %w", err)
+	}
+	set.registry = reg
+	return set, nil
+}

@@ -165,6 +165,9 @@ func New(opts Options, set *PolicySet) *Coordinator {
 	return c
 }
 
+// Policies lists the policies the next round runs.
+func (c *Coordinator) Policies() []*Policy { return c.policies.Load().Policies() }
+
 // Settings are the coordinator's settings, defaults applied.
 func (c *Coordinator) Settings() Settings { return c.settings }
 
@@ -261,7 +264,7 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 
 	c.cluster.UpdateSnapshot(c.snap)
 	var usage Usage
-	if c.usage != nil {
+	if c.usage != nil && len(set.policies) > 0 {
 		u, err := c.usage.Usage(ctx)
 		if err != nil {
 			c.log.Warn("eviction round: no usage data this round", "error", err)

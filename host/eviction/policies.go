@@ -45,6 +45,8 @@ type PolicySet struct {
 	// keys are the annotation keys of each observation table: modules
 	// asking for the same keys share one table.
 	keys [][]string
+	// registry, if set, is the set's own (LoadPolicies), closed with it.
+	registry *modules.Registry
 }
 
 // Policies lists the set's policies in configuration order.
@@ -108,10 +110,14 @@ func (s *PolicySet) table(keys []string) int {
 	return len(s.keys) - 1
 }
 
-// Close closes the set's pools.
+// Close closes the set's pools (and its own registry).
 func (s *PolicySet) Close(ctx context.Context) {
 	for _, p := range s.pools {
 		p.Close(ctx)
 	}
 	s.pools = nil
+	if s.registry != nil {
+		s.registry.Close(ctx)
+		s.registry = nil
+	}
 }

@@ -24,6 +24,18 @@ import (
 // Client returns a clientset for a kubeconfig file, or the in-cluster
 // configuration when kubeconfig is empty.
 func Client(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
+	cfg, err := RESTConfig(kubeconfig, qps, burst)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// RESTConfig is the client configuration Client uses: a kubeconfig file,
+// or the in-cluster configuration when kubeconfig is empty. Serve needs it
+// (ServeOptions.RESTConfig) for the clients that are not a clientset's,
+// such as metrics.k8s.io's.
+func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
@@ -36,7 +48,7 @@ func Client(kubeconfig string, qps float32, burst int) (kubernetes.Interface, er
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "wasmsched"
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 // Binder binds pods through the API's pods/binding subresource.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -25,6 +26,10 @@ type ServeOptions struct {
 	Config   *config.Configuration
 	CacheDir string // compiled modules; empty: the default
 	Log      hclog.Logger
+	// RESTConfig is the configuration Client was made with (RESTConfig
+	// makes one): the eviction coordinator reads metrics.k8s.io usage
+	// through it. Nil: eviction policies get no usage data.
+	RESTConfig *rest.Config
 	// Ready, if set, is closed once the informers have synced: the
 	// replica can schedule (or, standing by, take over at once).
 	Ready chan<- struct{}
@@ -52,10 +57,12 @@ type ServeOptions struct {
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
-// assembles the profiles, syncs the informers, then runs the queue's
-// flush loops, the cache's expiry, the status patcher and — once this
-// replica leads, when leader election is on — the scheduling loop. It
-// returns ErrLeadershipLost if the Lease is lost while ctx is still live.
+// assembles the profiles and the eviction policies, syncs the informers,
+// then runs the queue's flush loops, the cache's expiry, the status
+// patcher and — once this replica leads, when leader election is on —
+// the scheduling loop, the eviction coordinator and its killer. A reload
+// swaps profiles and eviction policies together. It returns
+// ErrLeadershipLost if the Lease is lost while ctx is still live.
 func Serve(ctx context.Context, o ServeOptions) error {
 	log := o.Log
 	if log == nil {
@@ -103,8 +110,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer parts.Close(context.Background())
+	evict, err := newEvictionParts(ctx, o, modOpts, reg, EvictionAPI{Client: o.Client, Recorder: rec},
+		EvictionCluster{Client: o.Client, Cache: parts.Cache, Nodes: parts.Scheduler}, log)
+	if err != nil {
+		return err
+	}
+	defer evict.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
-		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log})
+		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord})
 	if err != nil {
 		return err
 	}
@@ -130,9 +143,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		close(o.Ready)
 	}
 	schedule := func(ctx context.Context) {
+		evicted := make(chan struct{})
+		go func() {
+			defer close(evicted)
+			evict.run(ctx)
+		}()
 		log.Info("scheduling", "profiles", len(parts.Profiles))
 		parts.Scheduler.Run(ctx)
 		parts.Scheduler.WaitBindings()
+		<-evicted
 	}
 	if o.LeaderElection == nil {
 		schedule(ctx)

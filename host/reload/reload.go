@@ -289,7 +289,9 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 	}
 	var evictionSet *eviction.PolicySet
 	if r.o.Eviction != nil {
-		if evictionSet, err = eviction.PoliciesFrom(ctx, cfg, reg); err != nil {
+		eo := r.o.Modules
+		eo.Previous = reg
+		if evictionSet, err = eviction.LoadPolicies(ctx, cfg, eo); err != nil {
 			discard()
 			return Refused, err
 		}

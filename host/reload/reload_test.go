@@ -69,6 +69,10 @@ type env struct {
 	m       *metrics.Metrics
 	n       atomic.Int64
 	logs    *testlog.Buffer
+	// What the scheduler started with, for tests making their own reloader.
+	cfg     *config.Configuration
+	modReg  *modules.Registry
+	modOpts modules.Options
 }
 
 func newEnv(t *testing.T, cfgYAML string) *env {
@@ -119,6 +123,7 @@ func newEnvWith(t *testing.T, cfgYAML string, place func(dir, cfg string) string
 	filler := pod("filler", 2000)
 	filler.NodeName = "busy"
 	e.parts.Scheduler.OnPodAdd(filler)
+	e.cfg, e.modReg, e.modOpts = cfg, reg, mo
 	e.r, err = reload.New(reload.Options{ConfigPath: e.cfgPath, Parts: e.parts, Config: cfg, Registry: reg,
 		Modules: mo, Metrics: e.m, Log: log, Debounce: 50 * time.Millisecond, OnSwap: onSwap})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/deploy"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/eviction"
 	"github.com/wasmsched/wasmsched/host/kube"
 )
 
@@ -21,7 +22,10 @@ import (
 // and RBAC rules, then runs serve as that ServiceAccount (impersonated;
 // the API server enforces RBAC) with the ConfigMap's profiles and leader
 // election: binding, Events and the PodScheduled condition must all be
-// allowed. A rule missing from the manifest fails this test.
+// allowed. With an eviction section added to the profiles, the eviction
+// coordinator must be able to evict (Eviction API, live pod reads,
+// Events), taint nodes and read metrics.k8s.io as well. A rule missing
+// from the manifest fails this test.
 func TestDeployRBACIsEnough(t *testing.T) {
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -65,10 +69,15 @@ func TestDeployRBACIsEnough(t *testing.T) {
 		t.Fatalf("deleting a node as the ServiceAccount: %v, want Forbidden", err)
 	}
 
+	// The eviction policies of the builtin bundle, as a user would
+	// enable them in the ConfigMap.
+	profiles.Eviction = &config.Eviction{SyncPeriod: &config.Duration{Duration: time.Second},
+		Policies: []config.EvictionPolicy{{Plugin: "ResourceOvercommit"}, {Plugin: "NodePressure"}}}
+
 	createNode(t, ctx, admin, node("n1", "4"))
 	le := kube.DefaultLeaderElection()
 	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = 3*time.Second, 2*time.Second, 250*time.Millisecond
-	startServe(t, ctx, kube.ServeOptions{Client: asSA, Config: profiles, LeaderElection: &le})
+	startServe(t, ctx, kube.ServeOptions{Client: asSA, RESTConfig: cfg, Config: profiles, LeaderElection: &le})
 	for _, p := range []*corev1.Pod{pod("fits", "wasmsched", "1"), pod("packed", "wasmsched-bin-packer", "1"), pod("too-big", "wasmsched", "8")} {
 		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -91,6 +100,36 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	})
 	if h := leaseHolder(ctx, admin); h == "" {
 		t.Fatal("no Lease holder: leader election did not run as the ServiceAccount")
+	}
+
+	// Eviction as the ServiceAccount. fits and packed request 2 CPUs of
+	// n1; with 1 allocatable, ResourceOvercommit evicts one of them: the
+	// killer reads it (get), posts the Eviction and records EvictCreated
+	// (no kubelet runs, so the pod then stays Terminating).
+	updateNodeStatus(t, ctx, admin, "n1", setAllocatableCPU("1"))
+	waitFor(t, ctx, "an eviction accepted as the ServiceAccount", func() bool {
+		for _, name := range []string{"fits", "packed"} {
+			if podState(ctx, admin, name) == "terminating" && eventMessage(ctx, admin, name, eviction.ReasonEvictCreated) != "" {
+				return true
+			}
+		}
+		return false
+	})
+	// NodePressure taints a node under memory pressure: get and update
+	// nodes.
+	pressured := node("n2", "4")
+	pressured.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}}
+	createNode(t, ctx, admin, pressured)
+	waitFor(t, ctx, "n2's taint set as the ServiceAccount", func() bool {
+		return hasTaint(ctx, admin, "n2", eviction.TaintPrefix+"MemoryPressure", corev1.TaintEffectNoSchedule)
+	})
+	// Usage: the ServiceAccount may list metrics.k8s.io (which this API
+	// server does not serve: NotFound, not Forbidden).
+	for _, res := range []string{"nodes", "pods"} {
+		err := asSA.Discovery().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/" + res).Do(ctx).Error()
+		if isForbidden(err) {
+			t.Errorf("listing metrics.k8s.io %s as the ServiceAccount: %v", res, err)
+		}
 	}
 }
 

@@ -1,0 +1,70 @@
+package reload_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/eviction"
+	"github.com/wasmsched/wasmsched/host/reload"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+)
+
+type cacheCluster struct{ e *env }
+
+func (c cacheCluster) UpdateSnapshot(dst *snapshot.Snapshot) { c.e.parts.Cache.UpdateSnapshot(dst) }
+func (c cacheCluster) SetEvictionTaints(context.Context, string, []abi.Taint) error {
+	return nil
+}
+
+type noKiller struct{}
+
+func (noKiller) Submit([]eviction.KillRequest) {}
+func (noKiller) Holds(string) bool             { return false }
+
+func policyNames(c *eviction.Coordinator) string {
+	var out []string
+	for _, p := range c.Policies() {
+		s := p.Name()
+		if p.DryRun {
+			s += "(dry-run)"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ",")
+}
+
+// A reload hands the eviction coordinator the new configuration's
+// policies; a configuration whose eviction section cannot be built is
+// refused whole, and the running policies stay.
+func TestReloadSwapsEvictionPolicies(t *testing.T) {
+	e := newEnv(t, policyConfig("LeastAllocated", ""))
+	ctx := context.Background()
+	coord := eviction.New(eviction.Options{Cluster: cacheCluster{e}, Killer: noKiller{}}, nil)
+	defer coord.Close(ctx)
+	r, err := reload.New(reload.Options{ConfigPath: e.cfgPath, Parts: e.parts, Config: e.cfg, Registry: e.modReg,
+		Modules: e.modOpts, Metrics: e.m, Eviction: coord})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write("config.yaml", policyConfig("LeastAllocated", "eviction:\n  policies:\n  - plugin: ResourceOvercommit\n  - plugin: NodePressure\n    dryRun: true\n"))
+	if res, err := r.Reload(ctx); res != reload.Swapped || err != nil {
+		t.Fatalf("reload: %v %v", res, err)
+	}
+	if got := policyNames(coord); got != "ResourceOvercommit,NodePressure(dry-run)" {
+		t.Fatalf("policies after reload: %q", got)
+	}
+	coord.RunRound(ctx) // closes the replaced (empty) set; the new one runs
+	e.write("config.yaml", policyConfig("LeastAllocated", "eviction:\n  policies:\n  - plugin: NodeResourcesFit\n"))
+	res, err := r.Reload(ctx)
+	if res != reload.Refused || err == nil || !strings.Contains(err.Error(), "is not an eviction policy") {
+		t.Fatalf("bad eviction section: %v %v", res, err)
+	}
+	if got := policyNames(coord); got != "ResourceOvercommit,NodePressure(dry-run)" {
+		t.Fatalf("policies after a refused reload: %q", got)
+	}
+	if r := coord.RunRound(ctx); len(r.Failures) != 0 {
+		t.Fatalf("round after refused reload: %+v", r.Failures)
+	}
+}
