@@ -175,14 +175,7 @@ func (d *Decoder) NodeObservation(o *NodeObservation) {
 // splice bytes it encoded once into the requests of many instances).
 func (e *Encoder) ObservationRecord(slot uint32, o *NodeObservation) {
 	e.U32(slot)
-	at := len(e.B)
-	e.B = append(e.B, 0, 0, 0, 0, 0)
-	e.NodeObservation(o)
-	n := uint32(len(e.B) - at - 5)
-	for i := 0; i < 4; i++ {
-		e.B[at+i] = byte(n>>(7*i)) | 0x80
-	}
-	e.B[at+4] = byte(n >> 28)
+	e.lengthPrefixed(func() { e.NodeObservation(o) })
 }
 
 // ParseObserve walks an observe request (FuncObserve input): u8 flags,

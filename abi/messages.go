@@ -151,11 +151,17 @@ type Namespace struct {
 // NodeRecord appends one node record: slot and the NodeInfo, length-prefixed.
 func (e *Encoder) NodeRecord(slot uint32, ni *NodeInfo) {
 	e.U32(slot)
-	// Reserve a fixed 5-byte uvarint for the length and patch it after, so
-	// the NodeInfo is encoded straight into place.
+	e.lengthPrefixed(func() { e.NodeInfo(ni) })
+}
+
+// lengthPrefixed appends what body encodes, preceded by its length as a
+// uvarint. The length is reserved as a fixed 5-byte uvarint (non-minimal
+// encodings are valid) and patched after, so body encodes straight into
+// place.
+func (e *Encoder) lengthPrefixed(body func()) {
 	at := len(e.B)
 	e.B = append(e.B, 0, 0, 0, 0, 0)
-	e.NodeInfo(ni)
+	body()
 	n := uint32(len(e.B) - at - 5)
 	for i := 0; i < 4; i++ {
 		e.B[at+i] = byte(n>>(7*i)) | 0x80

@@ -262,6 +262,19 @@ func (c *Cache) GetPod(uid string) *abi.Pod {
 	return nil
 }
 
+// Node returns a copy of a node's spec as the cache has it, and whether
+// the cache has the node: for callers that change one node (the
+// eviction coordinator's taints) without copying a whole snapshot.
+func (c *Cache) Node(name string) (abi.Node, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ni := c.live.Get(name)
+	if ni == nil {
+		return abi.Node{}, false
+	}
+	return ni.Info.Node, true
+}
+
 // NumNodes is the number of nodes.
 func (c *Cache) NumNodes() int {
 	c.mu.Lock()

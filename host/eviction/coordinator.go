@@ -13,17 +13,19 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
 
-// Defaults, as Katalyst's.
+// Defaults, as Katalyst's: the configuration's, for coordinators built
+// without one.
 const (
-	DefaultSyncPeriod                = 5 * time.Second
-	DefaultBurst                     = 3
-	DefaultConditionTransitionPeriod = 5 * time.Minute
-	DefaultRate                      = 10
+	DefaultSyncPeriod                = config.DefaultEvictionSyncPeriod
+	DefaultBurst                     = config.DefaultEvictionBurst
+	DefaultConditionTransitionPeriod = config.DefaultEvictionConditionTransitionPeriod
+	DefaultRate                      = config.DefaultEvictionRate
 )
 
 // Settings tune the coordinator (the configuration's eviction section).

@@ -192,16 +192,8 @@ func (f *fakeCluster) SetEvictionTaints(_ context.Context, node string, taints [
 	if f.fail != nil {
 		return f.fail
 	}
-	snap := snapshot.New()
-	f.cache.UpdateSnapshot(snap)
-	n := snap.Get(node).Info.Node
-	var keep []abi.Taint
-	for _, t := range n.Taints {
-		if len(t.Key) < len(TaintPrefix) || t.Key[:len(TaintPrefix)] != TaintPrefix {
-			keep = append(keep, t)
-		}
-	}
-	n.Taints = append(keep, taints...)
+	n, _ := f.cache.Node(node)
+	n.Taints = SwapTaints(n.Taints, taints)
 	f.cache.AddNode(n)
 	return nil
 }

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -113,11 +114,26 @@ func (s *state) desiredTaints(now time.Time, transition time.Duration) map[strin
 	return out
 }
 
+// Managed reports whether a taint key belongs to the coordinator.
+func Managed(key string) bool { return strings.HasPrefix(key, TaintPrefix) }
+
+// SwapTaints returns have with its managed taints replaced by want,
+// the others kept in place: what Cluster.SetEvictionTaints writes.
+func SwapTaints(have, want []abi.Taint) []abi.Taint {
+	out := make([]abi.Taint, 0, len(have)+len(want))
+	for _, t := range have {
+		if !Managed(t.Key) {
+			out = append(out, t)
+		}
+	}
+	return append(out, want...)
+}
+
 // managedTaints returns a node's taints under TaintPrefix, sorted.
 func managedTaints(n *abi.Node) []abi.Taint {
 	var out []abi.Taint
 	for _, t := range n.Taints {
-		if len(t.Key) > len(TaintPrefix) && t.Key[:len(TaintPrefix)] == TaintPrefix {
+		if Managed(t.Key) {
 			out = append(out, t)
 		}
 	}

@@ -202,7 +202,7 @@ func swapEvictionTaints(have []corev1.Taint, want []abi.Taint, now metav1.Time) 
 	out := make([]corev1.Taint, 0, len(have)+len(want))
 	var managed []corev1.Taint
 	for _, t := range have {
-		if strings.HasPrefix(t.Key, eviction.TaintPrefix) {
+		if eviction.Managed(t.Key) {
 			managed = append(managed, t)
 		} else {
 			out = append(out, t)

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -223,7 +222,7 @@ func validConditionName(s string) error {
 		}
 	}
 	if !alnum(s[0]) || !alnum(s[len(s)-1]) {
-		return errors.New("condition name " + fmt.Sprintf("%q", s) + " must start and end with a letter or digit")
+		return fmt.Errorf("condition name %q must start and end with a letter or digit", s)
 	}
 	return nil
 }

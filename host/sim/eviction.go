@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -177,9 +176,13 @@ func (e *Env) Evict(ctx context.Context, rounds int) (*EvictionReport, error) {
 			rep.DryRun = append(rep.DryRun, evictionOf(r, &v))
 		}
 		var replacements []*corev1.Pod
+		outcomes := e.killOutcomes()
 		for _, v := range round.Victims {
 			ev := evictionOf(r, &v)
-			ev.Outcome = e.outcome(v.Pod)
+			ev.Outcome = outcomes[v.Pod.Namespace+"/"+v.Pod.Name]
+			if ev.Outcome == "" {
+				ev.Outcome = "not attempted"
+			}
 			if ev.Outcome == "evicted" {
 				e.rec.setStatus(v.Pod.UID, StatusEvicted, "evicted by "+v.Policy+": "+v.Reason)
 				if rp := e.eviction.replacement(v.Pod, r); rp != nil {
@@ -217,22 +220,22 @@ func evictionOf(round int, v *eviction.Victim) Eviction {
 	return Eviction{Round: round, Pod: v.Pod.Namespace + "/" + v.Pod.Name, Node: v.Node, Policy: v.Policy, Scope: v.Scope, Reason: v.Reason}
 }
 
-// outcome reads what the killer's calls did to the pod from the API's
-// timeline: its last eviction or deletion.
-func (e *Env) outcome(pod *abi.Pod) string {
-	key := pod.Namespace + "/" + pod.Name
-	out := "not attempted"
+// killOutcomes reads what the killer's calls did from the API's
+// timeline, per pod (namespace/name): the outcome of its last eviction or
+// deletion.
+func (e *Env) killOutcomes() map[string]string {
+	out := map[string]string{}
 	for _, t := range e.cluster.Timeline() {
-		if t.Pod != key || (t.Op != memapi.OpEvictionEvict && t.Op != memapi.OpEvictionDelete) {
+		if t.Op != memapi.OpEvictionEvict && t.Op != memapi.OpEvictionDelete {
 			continue
 		}
 		switch {
 		case t.Err == "":
-			out = "evicted"
+			out[t.Pod] = "evicted"
 		case strings.Contains(t.Err, preemption.ErrTooManyRequests.Error()):
-			out = "blocked"
+			out[t.Pod] = "blocked"
 		default:
-			out = "failed: " + t.Err
+			out[t.Pod] = "failed: " + t.Err
 		}
 	}
 	return out
@@ -318,22 +321,12 @@ type simCluster struct{ e *Env }
 func (s simCluster) UpdateSnapshot(dst *snapshot.Snapshot) { s.e.Cache.UpdateSnapshot(dst) }
 
 func (s simCluster) SetEvictionTaints(_ context.Context, node string, taints []abi.Taint) error {
-	snap := snapshot.New()
-	s.e.Cache.UpdateSnapshot(snap)
-	ni := snap.Get(node)
-	if ni == nil {
+	old, ok := s.e.Cache.Node(node)
+	if !ok {
 		return fmt.Errorf("node %q: not found", node)
 	}
-	old := ni.Info.Node
 	n := old
-	n.Taints = nil
-	for _, t := range old.Taints {
-		if len(t.Key) < len(eviction.TaintPrefix) || t.Key[:len(eviction.TaintPrefix)] != eviction.TaintPrefix {
-			n.Taints = append(n.Taints, t)
-		}
-	}
-	n.Taints = append(n.Taints, taints...)
-	sort.SliceStable(n.Taints, func(i, j int) bool { return n.Taints[i].Key < n.Taints[j].Key })
+	n.Taints = eviction.SwapTaints(old.Taints, taints)
 	s.e.Scheduler.OnNodeUpdate(&old, &n)
 	return nil
 }
