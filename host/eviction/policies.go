@@ -87,7 +87,7 @@ func BuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registr
 		pool, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, Args: args, PoolSize: 1, Metrics: reg.Metrics()})
 		if err != nil {
 			set.Close(ctx)
-			return nil, fmt.Errorf("%s: module %q: %w", field, m.Config.Name, err)
+			return nil, fmt.Errorf("%s: %w", field, err) // the error names the module
 		}
 		set.pools = append(set.pools, pool)
 		table := set.table(m.Manifest.AnnotationKeys)
