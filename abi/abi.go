@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 2
+	VersionMinor = 3
 )
 
 // PackVersion packs a major and minor version into the u32 that
@@ -119,6 +119,21 @@ const (
 	// nodes where its threshold is met past the grace period); replies
 	// TopEvictionReply: per node the pods to evict.
 	FuncTopEvictionPods Func = 18
+	// FuncVPodPolicy (ABI v1.3): no plugin; input = a VPodPolicy (the
+	// predicates and priorities of one Knative-style vpod policy, with
+	// their raw args); replies VPodPolicyReply: per entry whether its args
+	// were accepted. Sent once per policy and instance, before any step
+	// naming it.
+	FuncVPodPolicy Func = 19
+	// FuncVPodTopology (ABI v1.3): no plugin; input = a VPodTopology (the
+	// schedulable adapter pods, their nodes and zones); replies OK. Sent
+	// when the topology changes, not per step.
+	FuncVPodTopology Func = 20
+	// FuncVPodStep (ABI v1.3): no plugin; input = a VPodStep (one
+	// vreplica placement or removal step: free capacity and the vpod's
+	// spread); replies VPodStepReply: every predicate and priority of the
+	// named policy this module serves, over all candidate pods at once.
+	FuncVPodStep Func = 21
 )
 
 // String names the function for error messages.
@@ -160,6 +175,12 @@ func (f Func) String() string {
 		return "threshold_met"
 	case FuncTopEvictionPods:
 		return "top_eviction_pods"
+	case FuncVPodPolicy:
+		return "vpod_policy"
+	case FuncVPodTopology:
+		return "vpod_topology"
+	case FuncVPodStep:
+		return "vpod_step"
 	}
 	return "func(" + itoa(int64(f)) + ")"
 }
@@ -227,14 +248,23 @@ const (
 	// PointEvictPods (ABI v1.2): an eviction policy that names pods to
 	// evict regardless of thresholds (FuncEvictPods).
 	PointEvictPods
+	// PointVPodPredicate (ABI v1.3): a Knative-style vpod predicate: it
+	// says which adapter pods may take one more vreplica (FuncVPodStep).
+	PointVPodPredicate
+	// PointVPodPriority (ABI v1.3): a Knative-style vpod priority: it
+	// scores the feasible adapter pods of a step (FuncVPodStep).
+	PointVPodPriority
 
 	// PointsEviction are the eviction points; a plugin declaring one is
 	// an eviction policy, and its module gets the eviction view.
 	PointsEviction = PointEvictionThreshold | PointEvictPods
+	// PointsVPod are the vpod points; a plugin declaring one serves vpod
+	// policies and its module gets the vpod calls.
+	PointsVPod = PointVPodPredicate | PointVPodPriority
 
 	// PointsKnown are the points ABI v1 defines; a manifest naming
 	// others is refused.
-	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption | PointPreFilterExtensions | PointsEviction
+	PointsKnown = PointPreFilter | PointFilter | PointPreScore | PointScore | PointNormalizeScore | PointPreemption | PointPreFilterExtensions | PointsEviction | PointsVPod
 )
 
 // Has reports whether all points in q are set in p.
@@ -242,7 +272,7 @@ func (p Point) Has(q Point) bool { return p&q == q }
 
 // String lists the points, e.g. "Filter|Score".
 func (p Point) String() string {
-	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption", "PreFilterExtensions", "EvictionThreshold", "EvictPods"}
+	names := [...]string{"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Preemption", "PreFilterExtensions", "EvictionThreshold", "EvictPods", "VPodPredicate", "VPodPriority"}
 	s := ""
 	for i, n := range names {
 		if p&(1<<i) != 0 {

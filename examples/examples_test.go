@@ -209,3 +209,80 @@ func TestExampleEviction(t *testing.T) {
 		t.Errorf("db: %+v", r)
 	}
 }
+
+// TestExampleVPods runs examples/vpods.yaml: Knative's README policy with
+// an autoscaler scale-up on one StatefulSet, MAXFILLUP_SPREAD with a
+// scale-down and compaction on the other. Ties are random, so it checks
+// what the rules guarantee rather than exact pods.
+func TestExampleVPods(t *testing.T) {
+	cfg, err := config.Load("vpods.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := sim.LoadFiles("vpods-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		rep, err := sim.Run(context.Background(), objs, sim.Options{Config: cfg, Seed: seed, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.VPods == nil || len(rep.VPods.Schedulers) != 2 {
+			t.Fatalf("seed %d: vpod report %+v, want two schedulers", seed, rep.VPods)
+		}
+		perPod := map[string]int32{}
+		for _, s := range rep.VPods.Schedulers {
+			if s.Error != "" {
+				t.Fatalf("seed %d: scheduler %s: %s", seed, s.Name, s.Error)
+			}
+			for _, v := range s.VPods {
+				var sum int32
+				for _, p := range v.Placements {
+					sum += p.VReplicas
+					perPod[p.PodName] += p.VReplicas
+				}
+				if v.Pending != 0 || sum != v.VReplicas || v.Error != "" {
+					t.Errorf("seed %d: %s: %d of %d placed (pending %d, error %q): %v", seed, v.VPod, sum, v.VReplicas, v.Pending, v.Error, v.Placements)
+				}
+			}
+		}
+		for pod, n := range perPod {
+			if n > 10 {
+				t.Errorf("seed %d: %s holds %d vreplicas, over its capacity of 10", seed, pod, n)
+			}
+		}
+		src, ch := rep.VPods.Schedulers[0], rep.VPods.Schedulers[1]
+		// 40 vreplicas on 3 pods of 10: the autoscaler scales up by the
+		// number of zones (AvailabilityZonePriority), never by less.
+		if len(src.Passes) == 0 || src.Passes[0].Kind != "scale-up" || !src.Passes[0].Scaled {
+			t.Errorf("seed %d: kafka-source: first autoscaler pass %+v, want a scale-up", seed, src.Passes)
+		}
+		if src.ReplicasAfter < 6 || src.ReplicasAfter%3 != 0 {
+			t.Errorf("seed %d: kafka-source: %d replicas after, want a multiple of the 3 zones, at least 6", seed, src.ReplicasAfter)
+		}
+		// 13 vreplicas need 2 pods: scale 3 -> 2, then compaction moves
+		// audit off pod 2.
+		if ch.ReplicasBefore != 3 || ch.ReplicasAfter != 2 {
+			t.Errorf("seed %d: kafka-channel: replicas %d -> %d, want 3 -> 2", seed, ch.ReplicasBefore, ch.ReplicasAfter)
+		}
+		compacted := false
+		for _, p := range ch.Passes {
+			for _, e := range p.Evictions {
+				if e.VPod.String() == "shop/audit" && e.Pod == "kafka-channel-dispatcher-2" {
+					compacted = true
+				}
+			}
+		}
+		if !compacted {
+			t.Errorf("seed %d: kafka-channel: passes %+v, want audit evicted from pod 2", seed, ch.Passes)
+		}
+		for _, v := range ch.VPods {
+			for _, p := range v.Placements {
+				if p.PodName == "kafka-channel-dispatcher-2" {
+					t.Errorf("seed %d: %s still on %s after the scale-down", seed, v.VPod, p.PodName)
+				}
+			}
+		}
+	}
+}

@@ -258,6 +258,11 @@ func printTable(w io.Writer, rep *sim.Report) error {
 			return err
 		}
 	}
+	if rep.VPods != nil {
+		if err := printVPods(w, rep.VPods); err != nil {
+			return err
+		}
+	}
 	if len(rep.Preemptions) == 0 && (rep.Eviction == nil || len(rep.Eviction.Evictions) == 0) {
 		return nil
 	}
@@ -275,6 +280,69 @@ func printTable(w io.Writer, rep *sim.Report) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.Op, e.Pod, node, detail)
 	}
 	return tw.Flush()
+}
+
+// printVPods prints each vpod scheduler's outcome: per vpod its
+// placements and pending vreplicas, then every autoscaler pass with its
+// target and the placements compaction evicted.
+func printVPods(w io.Writer, rep *sim.VPodReport) error {
+	for _, s := range rep.Schedulers {
+		fmt.Fprintf(w, "\nVPODS %s (StatefulSet %s, %s)\n", s.Name, s.StatefulSet, s.Strategy)
+		if s.Error != "" {
+			fmt.Fprintf(w, "not run: %s\n", s.Error)
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VPOD\tVREPLICAS\tPENDING\tPLACEMENTS\tERROR")
+		for _, v := range s.VPods {
+			ps := make([]string, len(v.Placements))
+			for i, p := range v.Placements {
+				ps[i] = fmt.Sprintf("%s=%d", p.PodName, p.VReplicas)
+			}
+			place := strings.Join(ps, " ")
+			if place == "" {
+				place = "-"
+			}
+			errText := "-"
+			if v.Error != "" {
+				errText = policy.GuestText(v.Error)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", v.VPod, v.VReplicas, v.Pending, place, errText)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "replicas %d -> %d\n", s.ReplicasBefore, s.ReplicasAfter)
+		if len(s.Passes) == 0 {
+			continue
+		}
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AUTOSCALER\tREPLICAS\tTARGET\tACTION\tEVICTED")
+		for _, p := range s.Passes {
+			action := "none"
+			switch {
+			case p.Error != "":
+				action = "error: " + policy.GuestText(p.Error)
+			case p.Scaled:
+				action = fmt.Sprintf("scaled to %d", p.Target)
+			case p.Compacted:
+				action = "compacted"
+			}
+			ev := make([]string, len(p.Evictions))
+			for i, e := range p.Evictions {
+				ev[i] = fmt.Sprintf("%s from %s (%d)", e.VPod, e.Pod, e.VReplicas)
+			}
+			evicted := strings.Join(ev, ", ")
+			if evicted == "" {
+				evicted = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", p.Kind, p.Replicas, p.Target, action, evicted)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printEviction prints what the eviction rounds did: each pod chosen, by

@@ -166,8 +166,8 @@ func TestManifestOfEvictionModuleWantsPodsAndMergesAnnotationKeys(t *testing.T) 
 	if d.Err() != nil || d.Remaining() != 0 {
 		t.Fatalf("manifest: %v (%d bytes left)", d.Err(), d.Remaining())
 	}
-	if m.VersionMinor != 2 || m.Flags&abi.ManifestWantsPods == 0 {
-		t.Errorf("version 1.%d flags %b: an eviction module must be v1.2 and want pods", m.VersionMinor, m.Flags)
+	if m.VersionMinor < 2 || m.Flags&abi.ManifestWantsPods == 0 {
+		t.Errorf("version 1.%d flags %b: an eviction module must be v1.2 or later and want pods", m.VersionMinor, m.Flags)
 	}
 	want := abi.PointEvictionThreshold | abi.PointEvictPods
 	if m.Plugins[1].Points != want || m.Plugins[0].Points&abi.PointsEviction != 0 {

@@ -69,6 +69,8 @@ type Guest struct {
 	cutObs abi.NodeObservation
 	picked []uint32
 
+	vpod *vpodRuntime // the vpod calls' state (vpod.go), made on first use
+
 	in  []byte
 	enc abi.Encoder
 	dec abi.Decoder
@@ -136,6 +138,8 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 		err = g.observe(in)
 	case abi.FuncEvictPods, abi.FuncThresholdMet, abi.FuncTopEvictionPods:
 		err = g.evictionCall(fn, arg, in)
+	case abi.FuncVPodPolicy, abi.FuncVPodTopology, abi.FuncVPodStep:
+		err = g.vpodCall(fn, in)
 	default:
 		err = newError("unknown ABI function " + fn.String())
 	}
@@ -208,6 +212,12 @@ func pointsOf(p plugin.Plugin) abi.Point {
 	}
 	if _, ok := p.(plugin.EvictPodsPlugin); ok {
 		pts |= abi.PointEvictPods
+	}
+	if _, ok := p.(plugin.VPodPredicatePlugin); ok {
+		pts |= abi.PointVPodPredicate
+	}
+	if _, ok := p.(plugin.VPodPriorityPlugin); ok {
+		pts |= abi.PointVPodPriority
 	}
 	if _, ok := p.(plugin.ScorePlugin); ok {
 		pts |= abi.PointScore

@@ -9,7 +9,10 @@
 // tested with plain `go test` and run inside the host as a native twin.
 //
 // A plugin implements Plugin and any of PreFilterPlugin, FilterPlugin,
-// PreScorePlugin, ScorePlugin (optionally ScoreNormalizer). It is built
+// PreScorePlugin, ScorePlugin (optionally ScoreNormalizer); eviction
+// policies implement ThresholdPlugin or EvictPodsPlugin (eviction.go), and
+// Knative-style vpod predicates and priorities VPodPredicatePlugin or
+// VPodPriorityPlugin (vpod.go). It is built
 // by a Factory from its args; a module lists its plugins with
 // guest.Register in an init function.
 //

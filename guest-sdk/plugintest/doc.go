@@ -1,7 +1,7 @@
 // Package plugintest is what a plugin author tests with: plain `go test`,
 // no Wasm, no host.
 //
-// It has three parts:
+// It has these parts:
 //
 //   - Builders for pods and nodes in the fluent style of kube-scheduler's
 //     st.MakePod(), so a table test states a case in one line:
@@ -15,6 +15,12 @@
 //     skips Filter, a PreFilter rejection rejects every node, PreScore's Skip
 //     leaves scores at 0, normalized scores must lie in [0, abi.MaxScore],
 //     and a status code a host would refuse fails the test.
+//   - For vpod plugins (ABI v1.3), MakeVPodState builds one placement
+//     step (adapter pods with free capacity, nodes, zones, the vpod's
+//     placements with presence) and RunVPodFilter / RunVPodScore run a
+//     predicate or priority on it with an entry's raw args, as the SDK
+//     runtime does ("invalid arguments" for refused args); KnativeArgs
+//     wraps an args object into the JSON string a Knative policy holds.
 //   - Simulate, which runs the *built* .wasm module through the wasmsched
 //     binary's `simulate` on a manifest and returns where each pod went, so
 //     an author can test the real module, sandbox and all, from `go test`.

@@ -36,6 +36,11 @@ const BuiltinDefaultModule = "default"
 // eviction section lists policies.
 const BuiltinEvictionModule = "eviction"
 
+// BuiltinKnativeModule names the embedded Knative vpod policies (the ten
+// predicates and priorities of Knative Eventing v1.16.0), loaded when the
+// vpod section configures a scheduler.
+const BuiltinKnativeModule = "knative"
+
 // Configuration is the whole file.
 type Configuration struct {
 	APIVersion string `json:"apiVersion"`
@@ -53,6 +58,8 @@ type Configuration struct {
 	Profiles []Profile `json:"profiles,omitempty"`
 	// Eviction configures the eviction coordinator; nil runs none.
 	Eviction *Eviction `json:"eviction,omitempty"`
+	// VPod configures Knative-style vpod schedulers; nil runs none.
+	VPod *VPod `json:"vpod,omitempty"`
 
 	// source and lines say where the configuration was read from, so
 	// errors found after parsing can name the line (see Position).
@@ -358,6 +365,7 @@ func (c *Configuration) Validate() error {
 		}
 	}
 	checkEviction(c.Eviction, add)
+	checkVPod(c.VPod, add)
 	if len(errs) == 0 {
 		return nil
 	}

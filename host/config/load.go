@@ -98,7 +98,7 @@ func parse(file string, b []byte) (*Configuration, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c.withVPodPolicyFiles() // vpod policy files, relative to the file
 }
 
 func checkDuration(s string) string {

@@ -42,6 +42,10 @@ const (
 	// The eviction coordinator's calls, told apart from preemption's.
 	OpEvictionEvict  Op = "eviction-evict"
 	OpEvictionDelete Op = "eviction-delete"
+	// OpScaleDown is a StatefulSet controller deleting a pod whose ordinal
+	// is at or above the new replica count (a vpod autoscaler scaled the
+	// adapter StatefulSet down).
+	OpScaleDown Op = "scale-down"
 )
 
 // Injectable failures, wrapping the errors preemption tells apart.

@@ -10,6 +10,7 @@ import (
 	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 	"github.com/wasmsched/wasmsched/plugins-wasm/evictiondefaults"
+	"github.com/wasmsched/wasmsched/plugins-wasm/knativedefaults"
 )
 
 // Builtin describes a module compiled into the binary, for `wasmsched
@@ -25,6 +26,7 @@ func Builtins() []Builtin {
 	return []Builtin{
 		{Name: config.BuiltinDefaultModule, Size: len(dist.DefaultWasm), SHA256: builtinDigest()},
 		{Name: config.BuiltinEvictionModule, Size: len(dist.EvictionWasm), SHA256: evictionDigest()},
+		{Name: config.BuiltinKnativeModule, Size: len(dist.KnativeWasm), SHA256: knativeDigest()},
 	}
 }
 
@@ -34,6 +36,9 @@ var builtinDigest = sync.OnceValue(func() string { return digest(dist.DefaultWas
 // evictionDigest is the eviction bundle's sha256, computed once.
 var evictionDigest = sync.OnceValue(func() string { return digest(dist.EvictionWasm) })
 
+// knativeDigest is the knative bundle's sha256, computed once.
+var knativeDigest = sync.OnceValue(func() string { return digest(dist.KnativeWasm) })
+
 func digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -42,8 +47,11 @@ func digest(b []byte) string {
 // builtinModule returns a builtin module's bytes, digest and native
 // twin's plugins.
 func builtinModule(name string) (bin []byte, sum string, twin []plugin.Registration) {
-	if name == config.BuiltinEvictionModule {
+	switch name {
+	case config.BuiltinEvictionModule:
 		return dist.EvictionWasm, evictionDigest(), evictiondefaults.Plugins()
+	case config.BuiltinKnativeModule:
+		return dist.KnativeWasm, knativeDigest(), knativedefaults.Plugins()
 	}
 	return dist.DefaultWasm, builtinDigest(), defaults.Plugins()
 }

@@ -29,7 +29,7 @@ const evGi = int64(1) << 30
 
 // evictionClient loads a module's bytes (Wasm) or its plugins (native)
 // with args and returns a client of one instance.
-func evictionClient(t *testing.T, name string, bin []byte, regs []plugin.Registration, args []abi.PluginArgs) *policy.Client {
+func evictionClient(t testing.TB, name string, bin []byte, regs []plugin.Registration, args []abi.PluginArgs) *policy.Client {
 	t.Helper()
 	ctx := context.Background()
 	var backend policy.Backend

@@ -128,7 +128,7 @@ type Registry struct {
 type Options struct {
 	// CacheDir for compiled code; empty uses wasm.DefaultCacheDir.
 	CacheDir string
-	// NativeBuiltin runs the builtin bundles (default, eviction) as
+	// NativeBuiltin runs the builtin bundles (default, eviction, knative) as
 	// native twins instead of Wasm: the baseline the benchmarks compare
 	// against.
 	NativeBuiltin bool
@@ -150,9 +150,10 @@ type Options struct {
 	Previous *Registry
 }
 
-// Load compiles every module of cfg, plus the builtin default bundle
-// and, when the eviction section lists policies, the builtin eviction
-// bundle, each unless a module takes its name. Errors name the module's
+// Load compiles every module of cfg, plus the builtin default bundle,
+// the builtin eviction bundle when the eviction section lists policies,
+// and the builtin knative bundle when the vpod section configures a
+// scheduler, each unless a module takes its name. Errors name the module's
 // field.
 func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Registry, error) {
 	log := opts.Log
@@ -187,6 +188,9 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	builtins := []string{config.BuiltinDefaultModule}
 	if len(cfg.Eviction.Defaulted().Policies) > 0 {
 		builtins = append(builtins, config.BuiltinEvictionModule)
+	}
+	if cfg.HasVPod() {
+		builtins = append(builtins, config.BuiltinKnativeModule)
 	}
 	for _, name := range builtins {
 		if overridden[name] {

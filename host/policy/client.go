@@ -33,6 +33,12 @@ type Client struct {
 	obs       *snapshot.Observations
 	obsSynced uint64
 
+	// The vpod state (ABI v1.3) this instance was sent: the policies it
+	// has registered, by ID, and the topology generation it has.
+	vpodPolicies map[uint32]vpodPolicy
+	vpodTopo     uint64
+	vpodTopoSent bool
+
 	enc     abi.Encoder
 	dec     abi.Decoder
 	delta   snapshot.Delta

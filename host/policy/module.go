@@ -139,6 +139,9 @@ func checkManifest(m *abi.Manifest, require []string) error {
 		case p.Points&abi.PointsEviction != 0 && m.VersionMinor < 2:
 			return fmt.Errorf("manifest: plugin %q declares eviction points (%s), which ABI v1.2 introduced, but the module is built for v%d.%d",
 				p.Name, p.Points&abi.PointsEviction, m.VersionMajor, m.VersionMinor)
+		case p.Points&abi.PointsVPod != 0 && m.VersionMinor < 3:
+			return fmt.Errorf("manifest: plugin %q declares vpod points (%s), which ABI v1.3 introduced, but the module is built for v%d.%d",
+				p.Name, p.Points&abi.PointsVPod, m.VersionMajor, m.VersionMinor)
 		}
 		seen[p.Name] = true
 		names = append(names, p.Name)

@@ -52,6 +52,10 @@ type Objects struct {
 	// usage for eviction policies, as a metrics server would report it.
 	NodeMetrics []metricsv1beta1.NodeMetrics
 	PodMetrics  []metricsv1beta1.PodMetrics
+
+	// VPods (wasmsched.io/v1alpha1) are the vpods the configuration's
+	// vpod schedulers place onto their adapter StatefulSets' pods.
+	VPods []*VPodObject
 }
 
 // Bounds on what simulate reads. The API server refuses a request body
@@ -380,7 +384,7 @@ func (o *Objects) readObject(d *document, root *yaml.Node, raw []byte) error {
 	}
 	obj := newObject(apiVersion + "/" + d.kind)
 	if obj == nil {
-		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; metrics.k8s.io/v1beta1 NodeMetrics, PodMetrics; their lists and v1 List)",
+		return d.fail(0, "", fmt.Errorf("unsupported kind %s %q (supported: v1 Node, Pod, Namespace, Service; apps/v1 Deployment, ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass; policy/v1 PodDisruptionBudget; metrics.k8s.io/v1beta1 NodeMetrics, PodMetrics; wasmsched.io/v1alpha1 VPod; their lists and v1 List)",
 			apiVersion, d.kind))
 	}
 	lines, problems := yamlcheck.Check(root, reflect.TypeOf(obj), nil)
@@ -430,6 +434,11 @@ func (o *Objects) readObject(d *document, root *yaml.Node, raw []byte) error {
 		o.NodeMetrics = append(o.NodeMetrics, *x)
 	case *metricsv1beta1.PodMetrics:
 		o.PodMetrics = append(o.PodMetrics, *x)
+	case *VPodObject:
+		if err := checkVPod(x); err != nil {
+			return d.wrap(err)
+		}
+		o.VPods = append(o.VPods, x)
 	}
 	if err2 != nil {
 		return d.wrap(err2)
@@ -463,6 +472,8 @@ func newObject(gvk string) any {
 		return &metricsv1beta1.NodeMetrics{}
 	case "metrics.k8s.io/v1beta1/PodMetrics":
 		return &metricsv1beta1.PodMetrics{}
+	case "wasmsched.io/v1alpha1/VPod":
+		return &VPodObject{}
 	}
 	return nil
 }

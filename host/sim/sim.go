@@ -115,6 +115,8 @@ type Report struct {
 	// Eviction is what the eviction rounds did (nil without eviction
 	// policies).
 	Eviction *EvictionReport `json:"eviction,omitempty"`
+	// VPods is what the vpod schedulers did (nil without a vpod section).
+	VPods *VPodReport `json:"vpods,omitempty"`
 	// Timeline is every call the scheduler made to the in-memory API
 	// except bindings: nominations, victim conditions, deletions,
 	// evictions, events.
@@ -139,8 +141,19 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 	}
 	defer env.Close(ctx)
 	rep, err := env.Settle(ctx)
-	if err != nil || env.eviction == nil {
+	if err != nil {
 		return rep, err
+	}
+	var vp *VPodReport
+	if env.cfg.HasVPod() {
+		if vp, err = env.ScheduleVPods(ctx); err != nil {
+			return nil, err
+		}
+		rep = env.report(rep.Cycles)
+		rep.VPods = vp
+	}
+	if env.eviction == nil {
+		return rep, nil
 	}
 	rounds := env.cfg.Eviction.Defaulted().SimulateRounds
 	if opts.EvictionRounds != nil {
@@ -152,6 +165,7 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 	}
 	rep = env.report(rep.Cycles)
 	rep.Eviction = ev
+	rep.VPods = vp
 	return rep, nil
 }
 
@@ -178,6 +192,8 @@ type Env struct {
 	// eviction is the eviction coordinator, when the configuration has
 	// eviction policies.
 	eviction *evictionEnv
+	// seed is Options.Seed, for the vpod engines' tie-breaking.
+	seed uint64
 }
 
 // Start builds the host for objs and feeds it the cluster, without
@@ -215,6 +231,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		clock:    testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		registry: reg,
 		ownsReg:  owns,
+		seed:     opts.Seed,
 		cluster:  memapi.New(nil),
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}

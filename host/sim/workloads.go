@@ -148,20 +148,27 @@ func (o *Objects) AddStatefulSet(sts *appsv1.StatefulSet) error {
 			return fmt.Errorf("spec.ordinals.start: must be greater than or equal to 0, got %d", start)
 		}
 	}
-	owner := *metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	revision := sts.Name + "-" + templateHash(&sts.Spec.Template)
 	n := *replicasOf(sts.Spec.Replicas)
 	for i := int32(0); i < n; i++ {
-		ordinal := strconv.Itoa(int(start + i))
-		name := sts.Name + "-" + ordinal
-		p := podFromTemplate(&sts.Spec.Template, sts.Namespace, name, owner)
-		p.Labels = withLabels(p.Labels, appsv1.StatefulSetPodNameLabel, name)
-		p.Labels[appsv1.PodIndexLabel] = ordinal
-		p.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
-		o.Pods = append(o.Pods, p)
+		o.Pods = append(o.Pods, statefulSetPod(sts, start+i))
 	}
 	o.StatefulSets = append(o.StatefulSets, sts)
 	return nil
+}
+
+// statefulSetPod is the pod the StatefulSet controller creates for an
+// ordinal: <name>-<ordinal>, from the template, with the pod-name, index
+// and revision labels.
+func statefulSetPod(sts *appsv1.StatefulSet, ordinal int32) *corev1.Pod {
+	owner := *metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	revision := sts.Name + "-" + templateHash(&sts.Spec.Template)
+	idx := strconv.Itoa(int(ordinal))
+	name := sts.Name + "-" + idx
+	p := podFromTemplate(&sts.Spec.Template, sts.Namespace, name, owner)
+	p.Labels = withLabels(p.Labels, appsv1.StatefulSetPodNameLabel, name)
+	p.Labels[appsv1.PodIndexLabel] = idx
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	return p
 }
 
 // validateWorkload refuses what the API server would refuse in a

@@ -100,7 +100,7 @@ func TestLoadRefusesABIVersionMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = policy.Load(ctx, b, policy.Config{Name: "v2"})
-	if err == nil || !strings.Contains(err.Error(), `module "v2": built for ABI v2.0, but this host speaks ABI v1.2`) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(`module "v2": built for ABI v2.0, but this host speaks ABI v1.%d`, abi.VersionMinor)) {
 		t.Fatalf("err = %v, want an ABI version mismatch naming both versions", err)
 	}
 }

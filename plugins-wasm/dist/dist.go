@@ -19,3 +19,11 @@ var DefaultWasm []byte
 //
 //go:embed eviction.tinygo.wasm
 var EvictionWasm []byte
+
+// KnativeWasm is the knative bundle (plugins-wasm/cmd/knative: the ten
+// predicates and priorities of Knative Eventing v1.16.0's vpod scheduler)
+// built with TinyGo, the module the host loads when the configuration's
+// vpod section configures a scheduler.
+//
+//go:embed knative.tinygo.wasm
+var KnativeWasm []byte

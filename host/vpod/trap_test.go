@@ -1,0 +1,55 @@
+package vpod
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/native"
+	"github.com/wasmsched/wasmsched/host/policy"
+)
+
+// boom is a vpod predicate that panics at its first step: through the
+// native runtime the panic is a guest trap, as in Wasm.
+type boom struct{}
+
+func (boom) Name() string { return "Boom" }
+func (boom) NewVPodFilter([]byte) (plugin.VPodFilter, error) {
+	return func(*plugin.VPodState, []int, []*plugin.Status) { panic("boom") }, nil
+}
+
+// TestTrappingModule runs a policy whose module traps at every step,
+// through the real policy client: the step fails, nothing is placed, the
+// old placements come back with a requeue, the instance is replaced, and
+// nothing panics.
+func TestTrappingModule(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Modules = []config.Module{{Name: "boom"}}
+	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: t.TempDir(), NativeBuiltin: true,
+		Backends: map[string]policy.Backend{"boom": native.New(nil, plugin.Registration{Name: "Boom",
+			New: func(*abi.Value, plugin.Handle) (plugin.Plugin, error) { return boom{}, nil }})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(ctx)
+	pol := &Policy{Predicates: []PolicyEntry{pred("Boom")}}
+	p, err := NewPolicies(ctx, reg, pol, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	c := zonedCluster(2, 1, 1, vp("v", 2, pl(1, 1)))
+	s := newSched(t, Settings{Capacity: 10, Strategy: StrategyPolicy, SchedPolicy: pol}, c, p, Options{})
+	for i := 0; i < 2; i++ {
+		got, err := s.Schedule(ctx, vp("v", 2, pl(1, 1)))
+		var rq *RequeueError
+		if !asRequeue(err, &rq) || rq.Left != 2 || !reflect.DeepEqual(got, []Placement{pl(1, 1)}) {
+			t.Fatalf("call %d: %v %v", i, got, err)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package knative
+
+import (
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
+
+// level is what a spread priority evens out: pods, nodes or zones.
+type level uint8
+
+const (
+	podLevel level = iota
+	nodeLevel
+	zoneLevel
+)
+
+// count is the number of pods, nodes or zones of the topology.
+func (l level) count(s *plugin.VPodState) int {
+	switch l {
+	case nodeLevel:
+		return s.NumNodes()
+	case zoneLevel:
+		return s.NumZones()
+	}
+	return s.NumPods()
+}
+
+// of is the pod itself, or its node or zone.
+func (l level) of(s *plugin.VPodState, pod int) int {
+	switch l {
+	case nodeLevel:
+		return s.PodNode(pod)
+	case zoneLevel:
+		return s.PodZone(pod)
+	}
+	return pod
+}
+
+// spread is the vpod's vreplicas at index i of the level, and presence.
+func (l level) spread(s *plugin.VPodState, i int) (int32, bool) {
+	switch l {
+	case nodeLevel:
+		return s.NodeSpread(i)
+	case zoneLevel:
+		return s.ZoneSpread(i)
+	}
+	return s.PodSpread(i)
+}
+
+// entries are the level's present spread entries.
+func (l level) entries(s *plugin.VPodState) []abi.VPodCount {
+	switch l {
+	case nodeLevel:
+		return s.NodeSpreadEntries()
+	case zoneLevel:
+		return s.ZoneSpreadEntries()
+	}
+	return s.PodSpreadEntries()
+}
+
+// AvailabilityNodePriority favours pods whose node holds few of the
+// vpod's vreplicas compared with the other nodes: pod P on node n, where
+// the vpod has c vreplicas, scores −Σ_m |c+1−s_m| over every other
+// schedulable node m (with or without adapter pods), s_m the vpod's
+// vreplicas there (0 if none). Args {"MaxSkew": int32}, decoded but not
+// used in the score, as in Knative. 0 when the StatefulSet has no
+// replicas.
+type AvailabilityNodePriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (AvailabilityNodePriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
+	return availabilityScorer(args, nodeLevel)
+}
+
+// AvailabilityZonePriority is AvailabilityNodePriority over the distinct
+// zones of the schedulable nodes.
+type AvailabilityZonePriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (AvailabilityZonePriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
+	return availabilityScorer(args, zoneLevel)
+}
+
+func availabilityScorer(args []byte, l level) (plugin.VPodScorer, error) {
+	if _, err := maxSkewArgs(args); err != nil {
+		return nil, err
+	}
+	var sums absSums
+	var memo levelMemo
+	return func(s *plugin.VPodState, pods []int, scores []int64) error {
+		if s.Replicas() <= 0 {
+			return nil
+		}
+		sums.reset()
+		for m := l.count(s) - 1; m >= 0; m-- {
+			v, _ := l.spread(s, m)
+			sums.add(int64(v))
+		}
+		sums.prepare()
+		memo.reset(l.count(s))
+		for i, p := range pods {
+			k := l.of(s, p)
+			score, ok := memo.get(k)
+			if !ok {
+				c, _ := l.spread(s, k)
+				// Σ over every node (zone), less P's own term |c+1−c| = 1.
+				score = -(sums.sum(int64(c)+1) - 1)
+				memo.set(k, score)
+			}
+			scores[i] = score
+		}
+		return nil
+	}, nil
+}
+
+// levelMemo keeps the score of each node (zone) within one step: every
+// pod of a node scores the same, and a hundred pods share a few zones.
+type levelMemo struct {
+	score []int64
+	have  []bool
+}
+
+func (m *levelMemo) reset(n int) {
+	if cap(m.score) < n {
+		m.score, m.have = make([]int64, n), make([]bool, n)
+	}
+	m.score, m.have = m.score[:n], m.have[:n]
+	clear(m.have)
+}
+
+func (m *levelMemo) get(k int) (int64, bool) { return m.score[k], m.have[k] }
+
+func (m *levelMemo) set(k int, v int64) { m.score[k], m.have[k] = v, true }
+
+// RemoveWithEvenPodSpreadPriority picks the pod to take a vreplica off
+// when a vpod scales down so that the pods stay even: pod P, holding c,
+// scores −Σ_Q |c−1−o| over the other pods Q present in the vpod's pod
+// spread (even with 0). Args {"MaxSkew": int32}, decoded, not used. 0
+// when the StatefulSet has no replicas.
+type RemoveWithEvenPodSpreadPriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (RemoveWithEvenPodSpreadPriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
+	return removeScorer(args, podLevel)
+}
+
+// RemoveWithAvailabilityNodePriority is RemoveWithEvenPodSpreadPriority
+// over nodes: c is the vpod's vreplicas on P's node, and the other nodes
+// counted are those present in the vpod's node spread.
+type RemoveWithAvailabilityNodePriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (RemoveWithAvailabilityNodePriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
+	return removeScorer(args, nodeLevel)
+}
+
+// RemoveWithAvailabilityZonePriority is RemoveWithEvenPodSpreadPriority
+// over zones.
+type RemoveWithAvailabilityZonePriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (RemoveWithAvailabilityZonePriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
+	return removeScorer(args, zoneLevel)
+}
+
+func removeScorer(args []byte, l level) (plugin.VPodScorer, error) {
+	if _, err := maxSkewArgs(args); err != nil {
+		return nil, err
+	}
+	var sums absSums
+	var memo levelMemo
+	return func(s *plugin.VPodState, pods []int, scores []int64) error {
+		if s.Replicas() <= 0 {
+			return nil
+		}
+		sums.reset()
+		for _, e := range l.entries(s) {
+			sums.add(int64(e.VReplicas))
+		}
+		sums.prepare()
+		memo.reset(l.count(s))
+		for i, p := range pods {
+			k := l.of(s, p)
+			penalty, ok := memo.get(k)
+			if !ok {
+				c, present := l.spread(s, k)
+				penalty = sums.sum(int64(c) - 1)
+				if present {
+					penalty -= 1 // its own term, |c−1−c|
+				}
+				memo.set(k, penalty)
+			}
+			scores[i] = -penalty
+		}
+		return nil
+	}, nil
+}
+
+// LowestOrdinalPriority favours low ordinals: −ordinal (Knative's
+// MaxUint64 − ordinal). It takes no args and ignores whatever it is given.
+type LowestOrdinalPriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (LowestOrdinalPriority) NewVPodScorer([]byte) (plugin.VPodScorer, error) {
+	return func(s *plugin.VPodState, pods []int, scores []int64) error {
+		for i, p := range pods {
+			scores[i] = -int64(s.Ordinal(p))
+		}
+		return nil
+	}, nil
+}
+
+// RemoveWithHighestOrdinalPriority takes vreplicas off high ordinals
+// first: +ordinal. It takes no args and ignores whatever it is given.
+type RemoveWithHighestOrdinalPriority struct{ named }
+
+// NewVPodScorer implements plugin.VPodPriorityPlugin.
+func (RemoveWithHighestOrdinalPriority) NewVPodScorer([]byte) (plugin.VPodScorer, error) {
+	return func(s *plugin.VPodState, pods []int, scores []int64) error {
+		for i, p := range pods {
+			scores[i] = int64(s.Ordinal(p))
+		}
+		return nil
+	}, nil
+}
