@@ -116,6 +116,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer evict.close(context.Background())
+	vpods, err := newVPodParts(ctx, o, modOpts, reg, log)
+	if err != nil {
+		return err
+	}
+	defer vpods.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
 		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord})
 	if err != nil {
@@ -148,10 +153,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			defer close(evicted)
 			evict.run(ctx)
 		}()
+		vpodsDone := make(chan struct{})
+		go func() {
+			defer close(vpodsDone)
+			vpods.run(ctx)
+		}()
 		log.Info("scheduling", "profiles", len(parts.Profiles))
 		parts.Scheduler.Run(ctx)
 		parts.Scheduler.WaitBindings()
 		<-evicted
+		<-vpodsDone
 	}
 	if o.LeaderElection == nil {
 		schedule(ctx)

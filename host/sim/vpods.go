@@ -71,7 +71,7 @@ func checkVPod(v *VPodObject) error {
 // up, and how many refresh ticks (scale-down passes: compaction, then
 // scaling down) follow.
 const (
-	maxVPodScaleUps = 8
+	maxVPodScaleUps  = 8
 	vpodRefreshTicks = 3
 )
 
@@ -90,8 +90,8 @@ type VPodSchedulerReport struct {
 	ReplicasBefore int32 `json:"replicasBefore"`
 	ReplicasAfter  int32 `json:"replicasAfter"`
 	// Error is set when the scheduler could not run at all.
-	Error string           `json:"error,omitempty"`
-	VPods []VPodResult     `json:"vpods"`
+	Error  string          `json:"error,omitempty"`
+	VPods  []VPodResult    `json:"vpods"`
 	Passes []AutoscalePass `json:"autoscaler,omitempty"`
 }
 
@@ -149,7 +149,7 @@ func (e *Env) ScheduleVPods(ctx context.Context) (*VPodReport, error) {
 		r := &VPodSchedulerReport{Name: sets[i].Name, StatefulSet: sets[i].Namespace + "/" + sets[i].StatefulSet, Strategy: string(sets[i].Strategy)}
 		rep.Schedulers = append(rep.Schedulers, *r)
 		r = &rep.Schedulers[len(rep.Schedulers)-1]
-		run, err := e.startVPods(ctx, sets[i], r)
+		run, err := e.startVPods(ctx, sets[i], sets, r)
 		if err != nil {
 			r.Error = err.Error()
 			continue
@@ -163,7 +163,7 @@ func (e *Env) ScheduleVPods(ctx context.Context) (*VPodReport, error) {
 	return rep, nil
 }
 
-func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, r *VPodSchedulerReport) (*vpodRun, error) {
+func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, all []config.VPodSettings, r *VPodSchedulerReport) (*vpodRun, error) {
 	run := &vpodRun{e: e, set: set, rep: r, errs: map[vpod.Key]string{}}
 	for _, s := range e.objs.StatefulSets {
 		if s.Namespace == set.Namespace && s.Name == set.StatefulSet {
@@ -172,7 +172,7 @@ func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, r *VPodSc
 	}
 	var vps []vpod.VPod
 	for _, v := range e.objs.VPods {
-		if !vpodNames(v, set) {
+		if !vpodNames(v, set, all) {
 			continue
 		}
 		k := vpod.Key{Namespace: namespaceOr(v.Namespace), Name: v.Name}
@@ -185,13 +185,13 @@ func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, r *VPodSc
 	replicas := *replicasOf(run.sts.Spec.Replicas)
 	r.ReplicasBefore, r.ReplicasAfter = replicas, replicas
 	run.cluster = vpod.NewStaticCluster(set.Namespace, set.StatefulSet, replicas, run.adapterPods(), e.objs.Nodes, vps)
-	pols, err := vpod.NewPolicies(ctx, e.registry, policyOf(set.SchedPolicy), policyOf(set.DeschedPolicy), e.log.With("vpodScheduler", set.Name))
+	pols, err := vpod.NewPolicies(ctx, e.registry, vpod.PolicyFrom(set.SchedPolicy), vpod.PolicyFrom(set.DeschedPolicy), e.log.With("vpodScheduler", set.Name))
 	if err != nil {
 		return nil, err
 	}
 	run.policies = pols
 	rng := rand.New(rand.NewPCG(e.seed, e.seed^0x5bd1e995))
-	run.sched, err = vpod.New(SettingsOf(set), run.cluster, pols, vpod.Options{
+	run.sched, err = vpod.New(vpod.SettingsFrom(set), run.cluster, pols, vpod.Options{
 		Log:     e.log.With("vpodScheduler", set.Name),
 		Evictor: run.evict,
 		Rand:    func(n int64) int64 { return rng.Int64N(n) },
@@ -211,37 +211,25 @@ func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, r *VPodSc
 	return run, nil
 }
 
-// SettingsOf maps a configured vpod scheduler onto the engine's settings.
-func SettingsOf(s config.VPodSettings) vpod.Settings {
-	return vpod.Settings{
-		Name: s.Name, Namespace: s.Namespace, StatefulSet: s.StatefulSet, Capacity: s.Capacity,
-		Strategy: vpod.Strategy(s.Strategy), MinReplicas: s.MinReplicas,
-		SchedPolicy: policyOf(s.SchedPolicy), DeschedPolicy: policyOf(s.DeschedPolicy),
-		RefreshPeriod: s.RefreshPeriod, RetryPeriod: s.RetryPeriod,
-	}
-}
-
-func policyOf(p *config.VPodPolicy) *vpod.Policy {
-	if p == nil {
-		return nil
-	}
-	out := &vpod.Policy{}
-	for _, e := range p.Predicates {
-		out.Predicates = append(out.Predicates, vpod.PolicyEntry{Name: e.Name, Weight: e.Weight, Args: e.Args})
-	}
-	for _, e := range p.Priorities {
-		out.Priorities = append(out.Priorities, vpod.PolicyEntry{Name: e.Name, Weight: e.Weight, Args: e.Args})
-	}
-	return out
-}
-
-// vpodNames reports whether a VPod document names set's StatefulSet.
-func vpodNames(v *VPodObject, set config.VPodSettings) bool {
+// vpodNames reports whether a VPod document names set's StatefulSet, as
+// serve routes VPods: "namespace/name" must match exactly; a bare name
+// matches a scheduler's StatefulSet of that name, and when several
+// schedulers have one, the one in the VPod's own namespace.
+func vpodNames(v *VPodObject, set config.VPodSettings, all []config.VPodSettings) bool {
 	ns, name, ok := strings.Cut(v.Spec.StatefulSet, "/")
-	if !ok {
-		ns, name = namespaceOr(v.Namespace), v.Spec.StatefulSet
+	if ok {
+		return ns == set.Namespace && name == set.StatefulSet
 	}
-	return ns == set.Namespace && name == set.StatefulSet
+	if name != set.StatefulSet {
+		return false
+	}
+	same := 0
+	for _, o := range all {
+		if o.StatefulSet == name {
+			same++
+		}
+	}
+	return same == 1 || set.Namespace == namespaceOr(v.Namespace)
 }
 
 func namespaceOr(ns string) string {
