@@ -68,14 +68,8 @@ func (s *Scheduler) autoscale116(ctx context.Context, scaleDown bool) (Autoscale
 	if !scaleDown && target < replicas {
 		target = replicas
 	}
-	res.Target = target
-	if target != replicas {
-		s.log.Info("updating adapter replicas", "replicas", replicas, "target", target)
-		if err := s.c.Scale(ctx, target); err != nil {
-			return res, fmt.Errorf("autoscaler: scale statefulset %s to %d: %w", s.set.StatefulSet, target, err)
-		}
-		res.Scaled = true
-		return res, nil
+	if scaled, err := s.scaleTo(ctx, &res, replicas, target); scaled || err != nil {
+		return res, err
 	}
 	if scaleDown {
 		return s.mayCompact116(ctx, st, vw, f, res)
@@ -148,14 +142,8 @@ func (s *Scheduler) autoscaleSpread(ctx context.Context, scaleDown bool) (Autosc
 	if !scaleDown && target < replicas {
 		target = replicas
 	}
-	res.Target = target
-	if target != replicas {
-		s.log.Info("updating adapter replicas", "replicas", replicas, "target", target)
-		if err := s.c.Scale(ctx, target); err != nil {
-			return res, fmt.Errorf("autoscaler: scale statefulset %s to %d: %w", s.set.StatefulSet, target, err)
-		}
-		res.Scaled = true
-		return res, nil
+	if scaled, err := s.scaleTo(ctx, &res, replicas, target); scaled || err != nil {
+		return res, err
 	}
 	if !scaleDown {
 		return res, nil
@@ -280,4 +268,19 @@ func minNonZero(xs []int32, capacity int32) int32 {
 		}
 	}
 	return m
+}
+
+// scaleTo records target in res and, when it differs from replicas,
+// scales the StatefulSet to it (scaled: the pass is done).
+func (s *Scheduler) scaleTo(ctx context.Context, res *AutoscaleResult, replicas, target int32) (scaled bool, err error) {
+	res.Target = target
+	if target == replicas {
+		return false, nil
+	}
+	s.log.Info("updating adapter replicas", "replicas", replicas, "target", target)
+	if err := s.c.Scale(ctx, target); err != nil {
+		return true, fmt.Errorf("autoscaler: scale statefulset %s to %d: %w", s.set.StatefulSet, target, err)
+	}
+	res.Scaled = true
+	return true, nil
 }

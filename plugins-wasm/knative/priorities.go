@@ -97,18 +97,11 @@ func availabilityScorer(args []byte, l level) (plugin.VPodScorer, error) {
 			sums.add(int64(v))
 		}
 		sums.prepare()
-		memo.reset(l.count(s))
-		for i, p := range pods {
-			k := l.of(s, p)
-			score, ok := memo.get(k)
-			if !ok {
-				c, _ := l.spread(s, k)
-				// Σ over every node (zone), less P's own term |c+1−c| = 1.
-				score = -(sums.sum(int64(c)+1) - 1)
-				memo.set(k, score)
-			}
-			scores[i] = score
-		}
+		memo.fill(s, l, pods, scores, func(k int) int64 {
+			c, _ := l.spread(s, k)
+			// Σ over every node (zone), less P's own term |c+1−c| = 1.
+			return -(sums.sum(int64(c)+1) - 1)
+		})
 		return nil
 	}, nil
 }
@@ -120,17 +113,23 @@ type levelMemo struct {
 	have  []bool
 }
 
-func (m *levelMemo) reset(n int) {
+// fill sets each pod's score to score(k) of its node, zone or own index
+// k at level l, computing score once per k.
+func (m *levelMemo) fill(s *plugin.VPodState, l level, pods []int, scores []int64, score func(k int) int64) {
+	n := l.count(s)
 	if cap(m.score) < n {
 		m.score, m.have = make([]int64, n), make([]bool, n)
 	}
 	m.score, m.have = m.score[:n], m.have[:n]
 	clear(m.have)
+	for i, p := range pods {
+		k := l.of(s, p)
+		if !m.have[k] {
+			m.score[k], m.have[k] = score(k), true
+		}
+		scores[i] = m.score[k]
+	}
 }
-
-func (m *levelMemo) get(k int) (int64, bool) { return m.score[k], m.have[k] }
-
-func (m *levelMemo) set(k int, v int64) { m.score[k], m.have[k] = v, true }
 
 // RemoveWithEvenPodSpreadPriority picks the pod to take a vreplica off
 // when a vpod scales down so that the pods stay even: pod P, holding c,
@@ -178,20 +177,14 @@ func removeScorer(args []byte, l level) (plugin.VPodScorer, error) {
 			sums.add(int64(e.VReplicas))
 		}
 		sums.prepare()
-		memo.reset(l.count(s))
-		for i, p := range pods {
-			k := l.of(s, p)
-			penalty, ok := memo.get(k)
-			if !ok {
-				c, present := l.spread(s, k)
-				penalty = sums.sum(int64(c) - 1)
-				if present {
-					penalty -= 1 // its own term, |c−1−c|
-				}
-				memo.set(k, penalty)
+		memo.fill(s, l, pods, scores, func(k int) int64 {
+			c, present := l.spread(s, k)
+			penalty := sums.sum(int64(c) - 1)
+			if present {
+				penalty -= 1 // its own term, |c−1−c|
 			}
-			scores[i] = -penalty
-		}
+			return -penalty
+		})
 		return nil
 	}, nil
 }
