@@ -286,6 +286,9 @@ func printTable(w io.Writer, rep *sim.Report) error {
 // placements and pending vreplicas, then every autoscaler pass with its
 // target and the placements compaction evicted.
 func printVPods(w io.Writer, rep *sim.VPodReport) error {
+	for _, v := range rep.Ignored {
+		fmt.Fprintf(w, "\nVPOD %s ignored: %s\n", v.VPod, policy.GuestText(v.Error))
+	}
 	for _, s := range rep.Schedulers {
 		fmt.Fprintf(w, "\nVPODS %s (StatefulSet %s, %s)\n", s.Name, s.StatefulSet, s.Strategy)
 		if s.Error != "" {

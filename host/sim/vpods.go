@@ -78,6 +78,9 @@ const (
 // VPodReport is what the vpod schedulers did in a run.
 type VPodReport struct {
 	Schedulers []VPodSchedulerReport `json:"schedulers"`
+	// Ignored are the VPod documents no configured scheduler takes (their
+	// statefulSet names none), with why.
+	Ignored []VPodResult `json:"ignored,omitempty"`
 }
 
 // VPodSchedulerReport is one vpod scheduler: its StatefulSet before and
@@ -145,6 +148,16 @@ func (e *Env) ScheduleVPods(ctx context.Context) (*VPodReport, error) {
 		return nil, err
 	}
 	rep := &VPodReport{}
+	for _, v := range e.objs.VPods {
+		taken := false
+		for i := range sets {
+			taken = taken || vpodNames(v, sets[i], sets)
+		}
+		if !taken {
+			rep.Ignored = append(rep.Ignored, VPodResult{VPod: namespaceOr(v.Namespace) + "/" + v.Name, VReplicas: *v.Spec.VReplicas, Pending: *v.Spec.VReplicas,
+				Error: fmt.Sprintf("spec.statefulSet %q is no configured vpod scheduler's StatefulSet: not scheduled", v.Spec.StatefulSet)})
+		}
+	}
 	for i := range sets {
 		r := &VPodSchedulerReport{Name: sets[i].Name, StatefulSet: sets[i].Namespace + "/" + sets[i].StatefulSet, Strategy: string(sets[i].Strategy)}
 		rep.Schedulers = append(rep.Schedulers, *r)
