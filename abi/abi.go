@@ -182,7 +182,7 @@ func (f Func) String() string {
 	case FuncVPodStep:
 		return "vpod_step"
 	}
-	return "func(" + itoa(int64(f)) + ")"
+	return "func(" + Itoa(int64(f)) + ")"
 }
 
 // Code is a plugin's verdict, with kube-scheduler's meanings. A reply
@@ -218,7 +218,7 @@ func (c Code) String() string {
 	case Skip:
 		return "Skip"
 	}
-	return "Code(" + itoa(int64(c)) + ")"
+	return "Code(" + Itoa(int64(c)) + ")"
 }
 
 // Point is a bit set of the extension points a plugin implements.
@@ -286,7 +286,7 @@ func (p Point) String() string {
 		if s != "" {
 			s += "|"
 		}
-		s += "unknown(" + itoa(int64(rest)) + ")"
+		s += "unknown(" + Itoa(int64(rest)) + ")"
 	}
 	if s == "" {
 		return "none"
@@ -314,8 +314,9 @@ const LogPluginSeparator = 0x1F
 // normalisation, as kube-scheduler's framework.MaxNodeScore.
 const MaxScore = 100
 
-// itoa avoids strconv so tiny guests stay tiny.
-func itoa(v int64) string {
+// Itoa formats v in decimal without strconv, so tiny guests (and the
+// SDK and plugins built on this package) stay tiny.
+func Itoa(v int64) string {
 	if v == 0 {
 		return "0"
 	}

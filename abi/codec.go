@@ -135,7 +135,7 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
-	return "abi: decode " + e.What + " at byte " + itoa(int64(e.Offset))
+	return "abi: decode " + e.What + " at byte " + Itoa(int64(e.Offset))
 }
 
 // Uvarint reads an unsigned LEB128 integer.

@@ -35,7 +35,7 @@ func (q QoSClass) String() string {
 	case QoSGuaranteed:
 		return "Guaranteed"
 	}
-	return "QoSClass(" + itoa(int64(q)) + ")"
+	return "QoSClass(" + Itoa(int64(q)) + ")"
 }
 
 // Pod observation flags.
@@ -224,7 +224,7 @@ func (m MetType) String() string {
 	case HardMet:
 		return "HARD_MET"
 	}
-	return "MetType(" + itoa(int64(m)) + ")"
+	return "MetType(" + Itoa(int64(m)) + ")"
 }
 
 // ConditionKind says what an EvictionCondition is reported on. Only node

@@ -173,7 +173,7 @@ func (o Operator) String() string {
 	case OpLt:
 		return "Lt"
 	}
-	return "Operator(" + itoa(int64(o)) + ")"
+	return "Operator(" + Itoa(int64(o)) + ")"
 }
 
 // Requirement is one match expression: key, operator, values.
@@ -265,7 +265,7 @@ func (e TaintEffect) String() string {
 	case EffectNoExecute:
 		return "NoExecute"
 	}
-	return "TaintEffect(" + itoa(int64(e)) + ")"
+	return "TaintEffect(" + Itoa(int64(e)) + ")"
 }
 
 // Taint on a node.

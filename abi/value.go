@@ -52,7 +52,7 @@ func (k ValueKind) String() string {
 	case KindMap:
 		return "object"
 	}
-	return "kind(" + itoa(int64(k)) + ")"
+	return "kind(" + Itoa(int64(k)) + ")"
 }
 
 // Get returns the value of key in a map, or nil if v is not a map or has

@@ -101,7 +101,7 @@ func (v *VPodState) Load(t *abi.VPodTopology, s *abi.VPodStep) error {
 		}
 	}
 	if len(s.Free) != len(t.Pods) {
-		return vpodError("step: " + itoa(len(s.Free)) + " free capacities for " + itoa(len(t.Pods)) + " topology pods")
+		return vpodError("step: " + abi.Itoa(int64(len(s.Free))) + " free capacities for " + abi.Itoa(int64(len(t.Pods))) + " topology pods")
 	}
 	var err error
 	if v.podSpread, v.podHas, err = denseSpread(v.podSpread, v.podHas, s.PodSpread, len(t.Pods), "pod"); err != nil {
@@ -127,7 +127,7 @@ func denseSpread(vals []int32, has []bool, counts []abi.VPodCount, n int, what s
 	clear(has)
 	for i, c := range counts {
 		if uint64(c.Index) >= uint64(n) {
-			return vals, has, vpodError("step: " + what + " spread index " + itoa(int(c.Index)) + " is out of range (" + itoa(n) + " " + what + "s)")
+			return vals, has, vpodError("step: " + what + " spread index " + abi.Itoa(int64(c.Index)) + " is out of range (" + abi.Itoa(int64(n)) + " " + what + "s)")
 		}
 		if i > 0 && c.Index <= counts[i-1].Index {
 			return vals, has, vpodError("step: " + what + " spread indexes are not strictly ascending")
@@ -268,27 +268,3 @@ type vpodErr struct{ msg string }
 func (e *vpodErr) Error() string { return e.msg }
 
 func vpodError(msg string) error { return &vpodErr{msg} }
-
-// itoa formats an int without strconv.
-func itoa(v int) string {
-	if v == 0 {
-		return "0"
-	}
-	neg := v < 0
-	u := uint64(v)
-	if neg {
-		u = -u
-	}
-	var b [20]byte
-	i := len(b)
-	for u > 0 {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}

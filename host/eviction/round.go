@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -252,7 +253,7 @@ func (c *Coordinator) applyTaints(ctx context.Context, now time.Time, round *Rou
 	for _, ni := range c.snap.Nodes() {
 		name := ni.Info.Node.Name
 		have := managedTaints(&ni.Info.Node)
-		if sameTaints(have, want[name]) {
+		if slices.Equal(have, want[name]) {
 			continue
 		}
 		err := c.cluster.SetEvictionTaints(ctx, name, want[name])

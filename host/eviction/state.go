@@ -149,15 +149,3 @@ func sortTaints(ts []abi.Taint) {
 		return ts[i].Effect < ts[j].Effect
 	})
 }
-
-func sameTaints(a, b []abi.Taint) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -193,21 +194,19 @@ func int32Field(raw any) (int32, error) {
 // status.observedGeneration.
 func (s VPodSource) withPlacements(obj *unstructured.Unstructured, ps []vpod.Placement) (*unstructured.Unstructured, error) {
 	out := obj.DeepCopy()
-	var sum int64
 	if len(ps) == 0 {
 		unstructured.RemoveNestedField(out.Object, s.Placements...)
 	} else {
 		list := make([]any, len(ps))
 		for i, p := range ps {
 			list[i] = map[string]any{"podName": p.PodName, "vreplicas": int64(p.VReplicas)}
-			sum += int64(p.VReplicas)
 		}
 		if err := unstructured.SetNestedSlice(out.Object, list, s.Placements...); err != nil {
 			return nil, fmt.Errorf("write %s: %w", strings.Join(s.Placements, "."), err)
 		}
 	}
 	if s.CRD {
-		if err := unstructured.SetNestedField(out.Object, sum, "status", "vreplicas"); err != nil {
+		if err := unstructured.SetNestedField(out.Object, int64(vpod.TotalVReplicas(ps)), "status", "vreplicas"); err != nil {
 			return nil, fmt.Errorf("write status.vreplicas: %w", err)
 		}
 		if err := unstructured.SetNestedField(out.Object, out.GetGeneration(), "status", "observedGeneration"); err != nil {
@@ -221,7 +220,7 @@ func (s VPodSource) withPlacements(obj *unstructured.Unstructured, ps []vpod.Pla
 // the VPod custom resource, its status fields match its generation), so
 // no write is needed.
 func (s VPodSource) upToDate(obj *unstructured.Unstructured, have, ps []vpod.Placement) bool {
-	if !samePlacements(have, ps) {
+	if !slices.Equal(have, ps) {
 		return false
 	}
 	if !s.CRD {
@@ -229,25 +228,7 @@ func (s VPodSource) upToDate(obj *unstructured.Unstructured, have, ps []vpod.Pla
 	}
 	gen, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
 	placed, found, _ := unstructured.NestedInt64(obj.Object, "status", "vreplicas")
-	var sum int64
-	for _, p := range ps {
-		sum += int64(p.VReplicas)
-	}
-	return gen == obj.GetGeneration() && found && placed == sum
-}
-
-// samePlacements compares two placement lists in order (the engine
-// returns them sorted by ordinal; what we wrote is read back the same).
-func samePlacements(a, b []vpod.Placement) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return gen == obj.GetGeneration() && found && placed == int64(vpod.TotalVReplicas(ps))
 }
 
 // crdStatefulSet reads a VPod's spec.statefulSet as namespace and name;

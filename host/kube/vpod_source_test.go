@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,7 +151,7 @@ func TestWithPlacementsWritesTheCRDStatus(t *testing.T) {
 		t.Error("the input object was changed")
 	}
 	back, err := src.vpodFrom(out)
-	if err != nil || !samePlacements(back.Placements, ps) {
+	if err != nil || !slices.Equal(back.Placements, ps) {
 		t.Errorf("read back %+v, %v", back.Placements, err)
 	}
 	if !src.upToDate(out, back.Placements, ps) {

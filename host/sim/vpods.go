@@ -325,11 +325,7 @@ func (run *vpodRun) run(ctx context.Context) error {
 	for _, k := range run.order {
 		v, _ := run.cluster.VPod(k)
 		res := VPodResult{VPod: k.String(), VReplicas: v.VReplicas, Placements: v.Placements, Error: run.errs[k]}
-		var placed int32
-		for _, p := range v.Placements {
-			placed += p.VReplicas
-		}
-		if placed < v.VReplicas {
+		if placed := vpod.TotalVReplicas(v.Placements); placed < v.VReplicas {
 			res.Pending = v.VReplicas - placed
 		}
 		run.rep.VPods = append(run.rep.VPods, res)

@@ -76,8 +76,9 @@ func nodeZone(n *corev1.Node) string {
 	return UnknownZone
 }
 
-// totalVReplicas sums the vreplicas of placements.
-func totalVReplicas(ps []Placement) int32 {
+// TotalVReplicas sums the vreplicas of placements (Knative's
+// GetTotalVReplicas): what a vpod has placed.
+func TotalVReplicas(ps []Placement) int32 {
 	var t int32
 	for _, p := range ps {
 		t += p.VReplicas

@@ -104,7 +104,7 @@ func oracleBuild(t *testing.T, c *StaticCluster, capacity int32, reserved map[Ke
 	}
 	for _, v := range vpods {
 		k := v.Key
-		placed := totalVReplicas(v.Placements)
+		placed := TotalVReplicas(v.Placements)
 		s.Pending[k] = max(0, v.VReplicas-placed)
 		s.Expected[k] = v.VReplicas
 		withPlacement[k] = map[string]bool{}

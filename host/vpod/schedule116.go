@@ -45,7 +45,7 @@ func (s *Scheduler) scheduleVPod(ctx context.Context, v *VPod) ([]Placement, err
 		}
 	}
 
-	tr := totalVReplicas(placements)
+	tr := TotalVReplicas(placements)
 	if tr == v.VReplicas {
 		return placements, nil
 	}

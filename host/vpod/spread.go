@@ -74,7 +74,7 @@ func (s *Scheduler) scheduleSpread(ctx context.Context, v *VPod) ([]Placement, e
 		target = min(s.set.MinReplicas, int32(len(topo.ordinals)))
 		target = max(target, v.VReplicas)
 	}
-	tr := totalVReplicas(placements)
+	tr := TotalVReplicas(placements)
 	if tr == target {
 		return placements, nil
 	}

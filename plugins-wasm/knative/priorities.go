@@ -82,6 +82,23 @@ func (AvailabilityZonePriority) NewVPodScorer(args []byte) (plugin.VPodScorer, e
 }
 
 func availabilityScorer(args []byte, l level) (plugin.VPodScorer, error) {
+	return spreadScorer(args, l, func(s *plugin.VPodState, sums *absSums) {
+		for m := l.count(s) - 1; m >= 0; m-- {
+			v, _ := l.spread(s, m)
+			sums.add(int64(v))
+		}
+	}, func(s *plugin.VPodState, sums *absSums, k int) int64 {
+		c, _ := l.spread(s, k)
+		// Σ over every node (zone), less P's own term |c+1−c| = 1.
+		return -(sums.sum(int64(c)+1) - 1)
+	})
+}
+
+// spreadScorer is the shape every spread priority shares: args with
+// MaxSkew (decoded, unused in the score, as in Knative), 0 when the
+// StatefulSet has no replicas, else the values collect adds to the sums
+// and, per pod, score of its pod, node or zone k, computed once per k.
+func spreadScorer(args []byte, l level, collect func(*plugin.VPodState, *absSums), score func(s *plugin.VPodState, sums *absSums, k int) int64) (plugin.VPodScorer, error) {
 	if _, err := maxSkewArgs(args); err != nil {
 		return nil, err
 	}
@@ -92,16 +109,9 @@ func availabilityScorer(args []byte, l level) (plugin.VPodScorer, error) {
 			return nil
 		}
 		sums.reset()
-		for m := l.count(s) - 1; m >= 0; m-- {
-			v, _ := l.spread(s, m)
-			sums.add(int64(v))
-		}
+		collect(s, &sums)
 		sums.prepare()
-		memo.fill(s, l, pods, scores, func(k int) int64 {
-			c, _ := l.spread(s, k)
-			// Σ over every node (zone), less P's own term |c+1−c| = 1.
-			return -(sums.sum(int64(c)+1) - 1)
-		})
+		memo.fill(s, l, pods, scores, func(k int) int64 { return score(s, &sums, k) })
 		return nil
 	}, nil
 }
@@ -163,30 +173,18 @@ func (RemoveWithAvailabilityZonePriority) NewVPodScorer(args []byte) (plugin.VPo
 }
 
 func removeScorer(args []byte, l level) (plugin.VPodScorer, error) {
-	if _, err := maxSkewArgs(args); err != nil {
-		return nil, err
-	}
-	var sums absSums
-	var memo levelMemo
-	return func(s *plugin.VPodState, pods []int, scores []int64) error {
-		if s.Replicas() <= 0 {
-			return nil
-		}
-		sums.reset()
+	return spreadScorer(args, l, func(s *plugin.VPodState, sums *absSums) {
 		for _, e := range l.entries(s) {
 			sums.add(int64(e.VReplicas))
 		}
-		sums.prepare()
-		memo.fill(s, l, pods, scores, func(k int) int64 {
-			c, present := l.spread(s, k)
-			penalty := sums.sum(int64(c) - 1)
-			if present {
-				penalty -= 1 // its own term, |c−1−c|
-			}
-			return -penalty
-		})
-		return nil
-	}, nil
+	}, func(s *plugin.VPodState, sums *absSums, k int) int64 {
+		c, present := l.spread(s, k)
+		penalty := sums.sum(int64(c) - 1)
+		if present {
+			penalty -= 1 // its own term, |c−1−c|
+		}
+		return -penalty
+	})
 }
 
 // LowestOrdinalPriority favours low ordinals: −ordinal (Knative's

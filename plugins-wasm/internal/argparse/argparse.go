@@ -45,28 +45,7 @@ func Index(path string, i int) string { return path + "[" + Itoa(int64(i)) + "]"
 
 // Itoa formats an integer without strconv, which would add weight to every
 // module for a handful of error messages.
-func Itoa(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	neg := v < 0
-	u := uint64(v)
-	if neg {
-		u = -u
-	}
-	var b [20]byte
-	i := len(b)
-	for u > 0 {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
+func Itoa(v int64) string { return abi.Itoa(v) }
 
 // Quote wraps s in double quotes for messages, like %q for plain text.
 func Quote(s string) string { return "\"" + s + "\"" }
