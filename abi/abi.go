@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 3
+	VersionMinor = 4
 )
 
 // PackVersion packs a major and minor version into the u32 that

@@ -15,12 +15,28 @@ import "unsafe"
 //
 // There are no field tags: every message lists its fields in a fixed order
 // and a minor ABI version may only append fields at the end.
+//
+// One record grew inside lists: a Pod, which node records carry in a list
+// and which old guests decode field by field. Its fields of ABI v1.4 and
+// later are written only for a reader of that version (Peer), so a module
+// built for an older minor version keeps reading pods as it was built to.
 
 // Encoder appends encoded values to a byte slice. Reuse one across calls
 // (Reset) to keep the hot path free of allocations.
 type Encoder struct {
 	B []byte
+	// peer is the ABI minor version of the module that will read these
+	// bytes, plus one; zero (the default) means this package's own
+	// version. Set it with SetPeerMinor.
+	peer uint16
 }
+
+// SetPeerMinor says which minor version the reader was built for, so
+// records that grew since are written as that version reads them.
+func (e *Encoder) SetPeerMinor(minor uint16) { e.peer = minor + 1 }
+
+// peerReads reports whether the reader knows fields added in minor.
+func (e *Encoder) peerReads(minor uint16) bool { return e.peer == 0 || e.peer-1 >= minor }
 
 // Reset empties the encoder, keeping its buffer.
 func (e *Encoder) Reset() { e.B = e.B[:0] }
@@ -93,7 +109,17 @@ type Decoder struct {
 	// Only safe while the input outlives every decoded value; the guest
 	// mirror uses it for records it owns.
 	alias bool
+	// peer is the writer's minor version plus one; zero means this
+	// package's own (see Encoder.SetPeerMinor).
+	peer uint16
 }
+
+// SetPeerMinor says which minor version the writer encoded for; a host
+// test decoding what it wrote for an older module uses it.
+func (d *Decoder) SetPeerMinor(minor uint16) { d.peer = minor + 1 }
+
+// peerWrote reports whether the writer included fields added in minor.
+func (d *Decoder) peerWrote(minor uint16) bool { return d.peer == 0 || d.peer-1 >= minor }
 
 // NewDecoder reads b; strings are copied out of it.
 func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
@@ -104,7 +130,7 @@ func NewAliasingDecoder(b []byte) *Decoder { return &Decoder{b: b, alias: true} 
 
 // Reset points the decoder at b and clears any error.
 func (d *Decoder) Reset(b []byte, alias bool) {
-	d.b, d.off, d.err, d.alias = b, 0, nil, alias
+	d.b, d.off, d.err, d.alias = b, 0, nil, alias // peer is kept
 }
 
 // Err is the first decoding error, or nil.

@@ -179,9 +179,15 @@ func TestPodHostPortsSkipsPlainInitContainers(t *testing.T) {
 
 func TestMinPodSizeIsTheEmptyPodEncoding(t *testing.T) {
 	var e Encoder
+	e.SetPeerMinor(3)
 	e.Pod(&Pod{})
 	if len(e.B) != minPodSize {
-		t.Fatalf("an empty pod encodes to %d bytes; minPodSize says %d", len(e.B), minPodSize)
+		t.Fatalf("an empty pod encodes to %d bytes for a v1.3 reader; minPodSize says %d", len(e.B), minPodSize)
+	}
+	var cur Encoder
+	cur.Pod(&Pod{})
+	if len(cur.B) != minPodSize+1 {
+		t.Fatalf("an empty pod encodes to %d bytes; want minPodSize+1 = %d", len(cur.B), minPodSize+1)
 	}
 }
 

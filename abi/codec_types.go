@@ -360,6 +360,41 @@ func (e *Encoder) Pod(p *Pod) {
 		e.Bool(o.Controller)
 	}
 	e.LabelSelector(p.ControllerSelector)
+	if e.peerReads(4) {
+		e.podV14(p)
+	}
+}
+
+// podV14 appends the Pod fields of ABI v1.4: each container's and init
+// container's Given flags (one byte each, in the lists' order), then the
+// optional pod-level requests.
+func (e *Encoder) podV14(p *Pod) {
+	for i := range p.Containers {
+		e.U8(uint8(p.Containers[i].Given))
+	}
+	for i := range p.InitContainers {
+		e.U8(uint8(p.InitContainers[i].Given))
+	}
+	e.Bool(p.PodLevel != nil)
+	if p.PodLevel != nil {
+		e.U8(uint8(p.PodLevel.Given))
+		e.Resources(&p.PodLevel.Requests)
+	}
+}
+
+// podV14 reads what Encoder.podV14 wrote.
+func (d *Decoder) podV14(p *Pod) {
+	for i := range p.Containers {
+		p.Containers[i].Given = RequestFlags(d.U8())
+	}
+	for i := range p.InitContainers {
+		p.InitContainers[i].Given = RequestFlags(d.U8())
+	}
+	p.PodLevel = nil
+	if d.Bool() {
+		p.PodLevel = &PodLevelRequests{Given: RequestFlags(d.U8())}
+		d.Resources(&p.PodLevel.Requests)
+	}
 }
 
 // Pod reads a pod into p, overwriting every field.
@@ -396,6 +431,10 @@ func (d *Decoder) Pod(p *Pod) {
 		}
 	}
 	p.ControllerSelector = d.LabelSelector()
+	p.PodLevel = nil
+	if d.peerWrote(4) {
+		d.podV14(p)
+	}
 }
 
 // Node appends a node.
@@ -447,7 +486,8 @@ func (d *Decoder) Node(n *Node) {
 	}
 }
 
-// minPodSize is the fewest bytes a Pod encodes to (every field empty).
+// minPodSize is the fewest bytes a Pod encodes to (every field empty, for
+// a reader before v1.4; one more since).
 const minPodSize = 25
 
 // NodeInfo appends a node with its aggregates.

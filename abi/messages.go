@@ -198,20 +198,44 @@ type FilterEntry struct {
 
 // Score reply layout (after the header): u32 count, count × i64 (as u64) scores.
 
-// PluginStatus is the reply body of FuncPreFilter and FuncPreScore.
+// PluginStatus is the reply body of FuncPreFilter and FuncPreScore:
+//
+//	u8 code, list of string reasons,
+//	(ABI v1.4) bool narrowed, then with narrowed: list of string node names
+//
+// A reply from a module built before v1.4 ends after the reasons, which
+// reads as not narrowed.
 type PluginStatus struct {
 	Code    Code
 	Reasons []string
+	// Narrowed (ABI v1.4, PreFilter only) says the plugin named the only
+	// nodes its Filter can pass, kube-scheduler's PreFilterResult: the
+	// host filters just those (Nodes, which may name nodes that do not
+	// exist) and reports the others as not satisfying the plugin. An
+	// empty Nodes with Narrowed set means no node can.
+	Narrowed bool
+	Nodes    []string
 }
 
 // PluginStatus appends a plugin status.
 func (e *Encoder) PluginStatus(s *PluginStatus) {
 	e.U8(uint8(s.Code))
 	e.Strings(s.Reasons)
+	e.Bool(s.Narrowed)
+	if s.Narrowed {
+		e.Strings(s.Nodes)
+	}
 }
 
-// PluginStatus reads a plugin status.
+// PluginStatus reads a plugin status, from a module of any v1 minor
+// version.
 func (d *Decoder) PluginStatus(s *PluginStatus) {
 	s.Code = Code(d.U8())
 	s.Reasons = d.Strings()
+	s.Narrowed, s.Nodes = false, nil
+	if d.Remaining() > 0 {
+		if s.Narrowed = d.Bool(); s.Narrowed {
+			s.Nodes = d.Strings()
+		}
+	}
 }

@@ -8,25 +8,55 @@ const (
 )
 
 // PodRequests returns a pod's effective requests, the one definition host
-// aggregates and guest plugins share: the sum over app containers and
-// sidecars (init containers with restartPolicy Always), raised to at least
-// what any plain init container needs while it runs (with the sidecars
-// started before it), plus the pod overhead.
+// aggregates and guest plugins share, as kube-scheduler counts them for
+// fit: the sum over app containers and sidecars (init containers with
+// restartPolicy Always), raised to at least what any plain init container
+// needs while it runs (with the sidecars started before it); then each
+// resource the pod-level requests name replaces that sum; plus the pod
+// overhead.
 func PodRequests(p *Pod) Resources {
-	return podRequests(p, false)
+	return podRequests(p, 0)
 }
 
-// PodNonZeroRequests is PodRequests with kube-scheduler's non-zero
-// defaults applied per container to CPU and memory. Only CPU and memory
-// are meaningful in the result.
+// PodNonZeroRequests is what a pod adds to its node's NonZeroRequested:
+// PodRequests with kube-scheduler's defaults (DefaultMilliCPURequest,
+// DefaultMemoryRequest) counted for each container whose CPU or memory
+// request is missing (not merely zero). With pod-level requests, the
+// defaults apply only to a resource that neither the pod, nor any
+// container, nor the overhead names. Only CPU and memory are meaningful
+// in the result.
 func PodNonZeroRequests(p *Pod) Resources {
-	return podRequests(p, true)
+	if p.PodLevel == nil {
+		return podRequests(p, GivesCPU|GivesMemory)
+	}
+	var defaults RequestFlags
+	if !podNames(p, GivesCPU) {
+		defaults |= GivesCPU
+	}
+	if !podNames(p, GivesMemory) {
+		defaults |= GivesMemory
+	}
+	return podRequests(p, defaults)
 }
 
-func podRequests(p *Pod, nonZero bool) Resources {
+// PodScoreRequests is the request kube-scheduler's resource scoring
+// (LeastAllocated, MostAllocated, RequestedToCapacityRatio) counts for the
+// pod being scheduled: the defaults for every container whose CPU or
+// memory request is missing, then the pod-level requests replacing what
+// they name. It differs from PodNonZeroRequests only for a pod with
+// pod-level requests for one of CPU and memory, as upstream's two
+// computations do.
+func PodScoreRequests(p *Pod) Resources {
+	return podRequests(p, GivesCPU|GivesMemory)
+}
+
+// podRequests aggregates the containers, substituting the defaults for
+// the missing requests of the resources in defaults, then applies the
+// pod-level requests and the overhead.
+func podRequests(p *Pod, defaults RequestFlags) Resources {
 	var apps Resources
 	for i := range p.Containers {
-		c := containerRequests(&p.Containers[i], nonZero)
+		c := containerRequests(&p.Containers[i], defaults)
 		apps.AddAll(&c)
 	}
 	// Sidecars run for the pod's life; plain init containers run one at a
@@ -34,7 +64,7 @@ func podRequests(p *Pod, nonZero bool) Resources {
 	var sidecars, initPeak Resources
 	for i := range p.InitContainers {
 		ic := &p.InitContainers[i]
-		c := containerRequests(ic, nonZero)
+		c := containerRequests(ic, defaults)
 		if ic.RestartAlways {
 			sidecars.AddAll(&c)
 			initPeak.SetMax(&sidecars)
@@ -46,19 +76,67 @@ func podRequests(p *Pod, nonZero bool) Resources {
 	}
 	apps.AddAll(&sidecars)
 	apps.SetMax(&initPeak)
+	if pl := p.PodLevel; pl != nil {
+		if pl.Given.names(GivesCPU, pl.Requests.MilliCPU) {
+			apps.MilliCPU = pl.Requests.MilliCPU
+		}
+		if pl.Given.names(GivesMemory, pl.Requests.Memory) {
+			apps.Memory = pl.Requests.Memory
+		}
+		for _, s := range pl.Requests.Scalars {
+			if IsHugePages(s.Name) {
+				apps.Add(s.Name, s.Value-apps.Get(s.Name))
+			}
+		}
+	}
 	apps.AddAll(&p.Overhead)
 	return apps
 }
 
-func containerRequests(c *Container, nonZero bool) Resources {
+// IsHugePages reports whether a resource is a hugepages size, the one
+// kind of extended resource pod-level requests may set.
+func IsHugePages(name string) bool {
+	const prefix = "hugepages-"
+	return len(name) > len(prefix) && name[:len(prefix)] == prefix
+}
+
+// names reports whether a request list with these flags names the
+// resource flag, whose quantity there is v: flagged, or nonzero.
+func (f RequestFlags) names(flag RequestFlags, v int64) bool {
+	return f&flag != 0 || v != 0
+}
+
+// podNames reports whether anything of the pod names the resource (CPU or
+// memory): a container, the pod-level requests or the overhead.
+func podNames(p *Pod, flag RequestFlags) bool {
+	get := func(r *Resources) int64 {
+		if flag == GivesCPU {
+			return r.MilliCPU
+		}
+		return r.Memory
+	}
+	for _, cs := range [2][]Container{p.Containers, p.InitContainers} {
+		for i := range cs {
+			if cs[i].Given.names(flag, get(&cs[i].Requests)) {
+				return true
+			}
+		}
+	}
+	if pl := p.PodLevel; pl != nil && pl.Given.names(flag, get(&pl.Requests)) {
+		return true
+	}
+	return get(&p.Overhead) != 0
+}
+
+// containerRequests is a container's requests with the defaults
+// substituted for the missing ones among defaults.
+func containerRequests(c *Container, defaults RequestFlags) Resources {
 	r := cloneResources(&c.Requests)
-	if nonZero {
-		if r.MilliCPU == 0 {
-			r.MilliCPU = DefaultMilliCPURequest
-		}
-		if r.Memory == 0 {
-			r.Memory = DefaultMemoryRequest
-		}
+	if defaults&GivesCPU != 0 && !c.Given.names(GivesCPU, r.MilliCPU) {
+		r.MilliCPU = DefaultMilliCPURequest
+	}
+	if defaults&GivesMemory != 0 && !c.Given.names(GivesMemory, r.Memory) {
+		r.Memory = DefaultMemoryRequest
 	}
 	return r
 }

@@ -142,6 +142,34 @@ type Container struct {
 	// RestartAlways marks a sidecar: an init container with
 	// restartPolicy Always, which keeps running beside the app containers.
 	RestartAlways bool
+	// Given says which of CPU and memory the container's requests name,
+	// even as zero (ABI v1.4). kube-scheduler substitutes its scoring
+	// defaults (DefaultMilliCPURequest, DefaultMemoryRequest) only for a
+	// request that is missing, never for an explicit zero. A nonzero
+	// request counts as given whatever the flag; so the zero value keeps
+	// the pre-v1.4 reading, where zero meant missing.
+	Given RequestFlags
+}
+
+// RequestFlags name which of CPU and memory a list of requests gives.
+type RequestFlags uint8
+
+const (
+	// GivesCPU: the list names cpu.
+	GivesCPU RequestFlags = 1 << 0
+	// GivesMemory: the list names memory.
+	GivesMemory RequestFlags = 1 << 1
+)
+
+// PodLevelRequests is spec.resources.requests, the pod-level resources
+// (ABI v1.4), limited to what may be set there: CPU, memory and
+// hugepages-* (in Requests.Scalars). Each resource it names replaces the
+// sum over the containers for that resource.
+type PodLevelRequests struct {
+	// Given says which of CPU and memory are named (a hugepages
+	// resource is named when it is in Requests.Scalars).
+	Given    RequestFlags
+	Requests Resources
 }
 
 // Operator of a selector requirement, shared by node selectors and label
@@ -366,9 +394,17 @@ type Pod struct {
 	// Terminating is set when the pod has a deletionTimestamp.
 	Terminating bool
 	// StartTime is status.startTime in Unix nanoseconds; 0 if unset.
-	StartTime       int64
-	Containers      []Container
-	InitContainers  []Container
+	StartTime int64
+	// Containers and InitContainers carry each container's effective
+	// requests: spec (limits defaulting requests, as the API does), or
+	// for a container an in-place resize touched, what kube-scheduler
+	// counts (the larger of spec, actuated and allocated; actuated and
+	// allocated alone while the resize is Infeasible).
+	Containers     []Container
+	InitContainers []Container
+	// PodLevel is the pod-level resources' requests (ABI v1.4); nil when
+	// the pod sets none.
+	PodLevel        *PodLevelRequests
 	Overhead        Resources
 	NodeSelector    Labels
 	NodeAffinity    *NodeAffinity

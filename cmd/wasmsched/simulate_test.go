@@ -34,7 +34,7 @@ var wantShadowChanges = map[string]struct {
 	"prod/running":        {"big", "big", sim.ChangeSame},
 	"prod/web":            {"big", "small", sim.ChangeMoved},
 	"prod/wants-small":    {"small", "Unschedulable: 0/3 nodes are available: 1 Insufficient cpu", sim.ChangeNewlyUnschedulable},
-	"infra/wants-tainted": {"Unschedulable: 0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}", "tainted", sim.ChangeNewlyPlaced},
+	"infra/wants-tainted": {"Unschedulable: 0/3 nodes are available: 1 node(s) had untolerated taint(s)", "tainted", sim.ChangeNewlyPlaced},
 	"batch/too-big":       {"Unschedulable: ", "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu", sim.ChangeSame},
 	"batch/wants-big":     {"big", "big", sim.ChangeSame},
 }

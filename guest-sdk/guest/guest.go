@@ -509,8 +509,11 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 		}
 		return g.score(s)
 	}
-	g.enc.U8(uint8(st.Code()))
-	g.enc.Strings(st.Reasons())
+	reply := abi.PluginStatus{Code: st.Code(), Reasons: st.Reasons()}
+	if fn == abi.FuncPreFilter {
+		reply.Nodes, reply.Narrowed = st.Narrowed()
+	}
+	g.enc.PluginStatus(&reply)
 	return nil
 }
 

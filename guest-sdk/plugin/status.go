@@ -9,6 +9,32 @@ import "github.com/wasmsched/wasmsched/abi"
 type Status struct {
 	code    abi.Code
 	reasons []string
+	// narrowed and nodes: a PreFilter's Success limited to some nodes
+	// (OnlyNodes).
+	narrowed bool
+	nodes    []string
+}
+
+// OnlyNodes is a PreFilter's Success that also names the only nodes the
+// plugin's Filter can pass, kube-scheduler's PreFilterResult (ABI v1.4):
+// the host then runs no filter on the other nodes and reports them as
+// "node(s) didn't satisfy plugin(s) [Name]"; with several narrowing
+// plugins it keeps the nodes all of them name. Names of nodes that do not
+// exist are ignored; no names at all makes the pod unschedulable. Use it
+// when a plugin can name the candidates cheaply from the pod alone (as
+// NodeAffinity does for a metadata.name field selector): the nodes left
+// out cost nothing.
+func OnlyNodes(names ...string) *Status {
+	return &Status{code: abi.Success, narrowed: true, nodes: names}
+}
+
+// Narrowed reports whether the status came from OnlyNodes, and the names
+// it gave.
+func (s *Status) Narrowed() (nodes []string, ok bool) {
+	if s == nil || !s.narrowed {
+		return nil, false
+	}
+	return s.nodes, true
 }
 
 // NewStatus returns a status with a code and the reasons printed for it

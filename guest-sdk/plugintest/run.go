@@ -1,6 +1,7 @@
 package plugintest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -30,6 +31,9 @@ func New(tb testing.TB, reg plugin.Registration, argsJSON string, h plugin.Handl
 // each node, in one cycle, and returns one status per node: nil where the
 // node passes. As in the host: a PreFilter Skip passes every node without
 // calling Filter; any other PreFilter failure is the verdict for every node;
+// a PreFilter that names the only nodes it can pass (plugin.OnlyNodes)
+// gives the others the host's UnschedulableAndUnresolvable
+// "node(s) didn't satisfy plugin(s) [Name]" without calling Filter;
 // a Filter status other than Success, Unschedulable,
 // UnschedulableAndUnresolvable or Error fails the test (the host would
 // report it as an Error of the plugin).
@@ -41,13 +45,17 @@ func RunFilter(tb testing.TB, p plugin.Plugin, pod *abi.Pod, nodes ...*plugin.No
 	}
 	state := &plugin.CycleState{}
 	out := make([]*plugin.Status, len(nodes))
-	skip, reject := preFilter(tb, p, state, pod)
+	skip, reject, only := preFilter(tb, p, state, pod)
 	if skip {
 		return out
 	}
 	for i, n := range nodes {
 		if reject != nil {
 			out[i] = reject
+			continue
+		}
+		if only != nil && !slices.Contains(only, n.Name()) {
+			out[i] = plugin.NewStatus(abi.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) ["+p.Name()+"]")
 			continue
 		}
 		st := f.Filter(state, pod, n)
@@ -66,24 +74,32 @@ func RunFilter(tb testing.TB, p plugin.Plugin, pod *abi.Pod, nodes ...*plugin.No
 }
 
 // preFilter runs p's PreFilter if it has one: skip is true for Skip,
-// reject is the status every node gets when PreFilter fails the pod.
-func preFilter(tb testing.TB, p plugin.Plugin, state *plugin.CycleState, pod *abi.Pod) (skip bool, reject *plugin.Status) {
+// reject is the status every node gets when PreFilter fails the pod, and
+// only, when not nil, the nodes a narrowing Success (plugin.OnlyNodes)
+// named.
+func preFilter(tb testing.TB, p plugin.Plugin, state *plugin.CycleState, pod *abi.Pod) (skip bool, reject *plugin.Status, only []string) {
 	tb.Helper()
 	pf, ok := p.(plugin.PreFilterPlugin)
 	if !ok {
-		return false, nil
+		return false, nil, nil
 	}
 	st := pf.PreFilter(state, pod)
 	switch {
 	case st.IsSuccess():
-		return false, nil
+		if names, narrowed := st.Narrowed(); narrowed {
+			if len(names) == 0 {
+				return false, plugin.NewStatus(abi.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin "+p.Name()), nil
+			}
+			return false, nil, names
+		}
+		return false, nil, nil
 	case st.IsSkip():
-		return true, nil
+		return true, nil, nil
 	case st.Code() == abi.Unschedulable, st.Code() == abi.UnschedulableAndUnresolvable, st.Code() == abi.Error:
-		return false, st
+		return false, st, nil
 	}
 	tb.Errorf("plugin %s: PreFilter returned code %s: not a PreFilter verdict", p.Name(), st.Code())
-	return false, plugin.NewStatus(abi.Error, "invalid prefilter code "+st.Code().String())
+	return false, plugin.NewStatus(abi.Error, "invalid prefilter code "+st.Code().String()), nil
 }
 
 // RunScore runs p's PreFilter (if any: it may prepare state the scores
@@ -100,7 +116,7 @@ func RunScore(tb testing.TB, p plugin.Plugin, pod *abi.Pod, nodes ...*plugin.Nod
 	}
 	state := &plugin.CycleState{}
 	scores := make([]int64, len(nodes))
-	if _, reject := preFilter(tb, p, state, pod); reject != nil {
+	if _, reject, _ := preFilter(tb, p, state, pod); reject != nil {
 		tb.Fatalf("plugin %s: PreFilter rejected the pod (%s), so the host would not score it", p.Name(), reject.Message())
 	}
 	if ps, ok := p.(plugin.PreScorePlugin); ok {

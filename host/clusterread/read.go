@@ -259,7 +259,7 @@ func (r *reader) read(objs *sim.Objects) error {
 // and prepares it if so.
 func (r *reader) keepPod(p *corev1.Pod, nodes map[string]bool) bool {
 	switch {
-	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+	case convert.Finished(p):
 		r.finished++
 		return false
 	case p.Spec.NodeName == "" && p.DeletionTimestamp != nil:
@@ -275,10 +275,13 @@ func (r *reader) keepPod(p *corev1.Pod, nodes map[string]bool) bool {
 		return false
 	}
 	prepare(&p.TypeMeta, &p.ObjectMeta, "v1", "Pod")
-	// Container statuses can be most of a running pod's size and the
-	// scheduler reads none of them; the rest of status (phase,
-	// conditions, nominatedNodeName, startTime) it does read.
-	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
+	// Container statuses can be most of a running pod's size; the
+	// scheduler reads only their resources (what an in-place resize
+	// actuated and allocated), so only those are kept. The rest of
+	// status (phase, conditions, nominatedNodeName, startTime) it reads.
+	p.Status.ContainerStatuses = resourcesOnly(p.Status.ContainerStatuses)
+	p.Status.InitContainerStatuses = resourcesOnly(p.Status.InitContainerStatuses)
+	p.Status.EphemeralContainerStatuses = nil
 	_, cerr := convert.Pod(p)
 	return r.usable("Pod", p, sim.Validate(p), cerr)
 }
@@ -349,4 +352,18 @@ func listAll[L any, T any](r *reader, what string, list func(context.Context, me
 		}
 		opts.Continue = next
 	}
+}
+
+// resourcesOnly trims container statuses to what scheduling reads: the
+// name, the resources and the allocated resources; statuses without
+// either are dropped.
+func resourcesOnly(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for i := range in {
+		if in[i].Resources == nil && len(in[i].AllocatedResources) == 0 {
+			continue
+		}
+		out = append(out, corev1.ContainerStatus{Name: in[i].Name, Resources: in[i].Resources, AllocatedResources: in[i].AllocatedResources})
+	}
+	return out
 }

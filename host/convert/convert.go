@@ -58,6 +58,8 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 	if out.InitContainers, err = containers(p.Spec.InitContainers, "spec.initContainers"); err != nil {
 		return nil, err
 	}
+	applyResize(p, out)
+	out.PodLevel = podLevelRequests(p)
 	if a := p.Spec.Affinity; a != nil {
 		if a.NodeAffinity != nil {
 			if out.NodeAffinity, err = nodeAffinity(a.NodeAffinity); err != nil {
@@ -123,6 +125,14 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 			Controller: o.Controller != nil && *o.Controller})
 	}
 	return out, nil
+}
+
+// Finished reports whether a pod has run to completion (phase Succeeded
+// or Failed). kube-scheduler's informer lists pods without those phases:
+// a finished pod holds nothing on its node and is never scheduled, so
+// every way wasmsched reads pods leaves them out.
+func Finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // Node converts a node. Allocatable falls back to capacity, as the kubelet
@@ -205,7 +215,7 @@ func containers(cs []corev1.Container, field string) ([]abi.Container, error) {
 		for k, v := range c.Resources.Requests {
 			req[k] = v
 		}
-		ac := abi.Container{Name: c.Name, Image: c.Image, Requests: resources(req),
+		ac := abi.Container{Name: c.Name, Image: c.Image, Requests: resources(req), Given: given(req),
 			RestartAlways: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways}
 		for j, p := range c.Ports {
 			if p.HostPort == 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -284,19 +286,35 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	c.sample = state.ShouldRecordPluginMetrics()
 
 	fit := &FitError{Pod: pod, NumAllNodes: n}
-	st, err := c.preFilter(ctx)
+	pre, err := c.preFilter(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	if st != nil {
+	if st := pre.reject; st != nil {
 		fit.Diagnosis.PreFilterMsg = st.Message()
 		for _, ni := range snap.Nodes() {
 			fit.Diagnosis.AddRejection(ni.Info.Node.Name, st)
 		}
+		for _, name := range pre.narrowers {
+			fit.Diagnosis.UnschedulablePlugins[name] = struct{}{}
+		}
 		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: c.skip, nom: nom})
 	}
 
-	feasible, processed, err := c.findFeasible(ctx, pod, start, nom, &fit.Diagnosis)
+	// A pod nominated to a node (preemption made room there) gets that
+	// node without scoring if it passes the filters, as in kube-scheduler
+	// (evaluateNominatedNode): the room was made for it.
+	if node, ok := c.nominatedFits(ctx, pod, nom); ok {
+		return Result{Node: node, EvaluatedNodes: 1, FeasibleNodes: 1}, nil
+	}
+
+	nodes := snap.Nodes()
+	if pre.only != nil {
+		nodes = narrowed(nodes, pre.only)
+		fit.Diagnosis.Absent = NewStatus(abi.UnschedulableAndUnresolvable,
+			fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", strings.Join(pre.narrowers, " ")))
+	}
+	feasible, processed, err := c.findFeasible(ctx, pod, nodes, start, nom, &fit.Diagnosis)
 	if err != nil {
 		return Result{}, err
 	}
@@ -317,17 +335,69 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	return res, nil
 }
 
+// nominatedFits runs the filters (with the pods nominated there) on the
+// node the pod is nominated to, if it has one that exists, and reports
+// whether it passed. A node that fails is looked at again, with the
+// others, by the full walk, so its verdict here is not kept.
+func (c *cycle) nominatedFits(ctx context.Context, pod *abi.Pod, nom Nominator) (string, bool) {
+	name := pod.NominatedNodeName
+	if name == "" {
+		return "", false
+	}
+	ni := c.snap.Get(name)
+	if ni == nil {
+		return "", false
+	}
+	var scratch Diagnosis
+	passed, err := c.filterChunk(ctx, pod, []uint32{ni.Slot}, nom, &scratch)
+	if err != nil || !passed[0] {
+		// An error here is met again, and reported, by the full walk.
+		return "", false
+	}
+	return name, true
+}
+
+// narrowed keeps, in walk order, the nodes whose names are in only.
+func narrowed(nodes []*snapshot.NodeInfo, only map[string]struct{}) []*snapshot.NodeInfo {
+	out := make([]*snapshot.NodeInfo, 0, len(only))
+	for _, ni := range nodes {
+		if _, ok := only[ni.Info.Node.Name]; ok {
+			out = append(out, ni)
+		}
+	}
+	return out
+}
+
+// preFilterOutcome is what the PreFilter point decided.
+type preFilterOutcome struct {
+	// reject is the status every node gets when PreFilter rejected the
+	// pod; nil when it may go on.
+	reject *Status
+	// only, when not nil, holds the names of the only nodes to filter:
+	// the intersection of what the narrowing plugins named.
+	only map[string]struct{}
+	// narrowers are the plugins that narrowed, sorted.
+	narrowers []string
+}
+
 // preFilter runs the PreFilter plugins, recording in c.skip which said
-// Skip (or failed under Ignore, which counts as Skip). It returns the
-// first rejection, or the error of a plugin that failed under Fail.
-func (c *cycle) preFilter(ctx context.Context) (*Status, error) {
+// Skip (or failed under Ignore, which counts as Skip), as kube-scheduler
+// does: an UnschedulableAndUnresolvable verdict ends the point at once;
+// after an Unschedulable one the other plugins still run (preemption may
+// follow, and may need their state) and the last such verdict is the
+// point's; narrowing plugins' node sets are intersected, and an empty
+// intersection rejects the pod. It returns the error of a plugin that
+// failed under Fail.
+func (c *cycle) preFilter(ctx context.Context) (preFilterOutcome, error) {
+	var out preFilterOutcome
+	var unschedulable *Status
 	for k, p := range c.prof.preFilter {
 		if c.skip[p.name] {
 			continue
 		}
 		cl, err := c.client(ctx, p.module)
 		if c.fatal != nil {
-			return nil, c.fatal
+			return out, c.fatal
 		}
 		if c.gone[p.name] {
 			continue // its module is down; counted there
@@ -340,7 +410,7 @@ func (c *cycle) preFilter(ctx context.Context) (*Status, error) {
 		}
 		if err != nil {
 			if ferr := c.prof.pluginFailed(&p, metrics.PreFilter, err); ferr != nil {
-				return nil, fmt.Errorf("running PreFilter plugin %q: %w", p.name, ferr)
+				return out, fmt.Errorf("running PreFilter plugin %q: %w", p.name, ferr)
 			}
 			c.skip[p.name] = true
 			continue
@@ -350,18 +420,51 @@ func (c *cycle) preFilter(ctx context.Context) (*Status, error) {
 			c.prefiltered[k] = true
 		case abi.Skip:
 			c.skip[p.name] = true
-		default: // Unschedulable, UnschedulableAndUnresolvable: the client refuses any other code
-			return &Status{Code: st.Code, Reasons: st.Reasons, Plugin: p.name}, nil
+			continue
+		case abi.Unschedulable:
+			unschedulable = &Status{Code: st.Code, Reasons: st.Reasons, Plugin: p.name}
+			continue
+		default: // UnschedulableAndUnresolvable: the client refuses any other code
+			out.reject = &Status{Code: st.Code, Reasons: st.Reasons, Plugin: p.name}
+			return out, nil
+		}
+		if !st.Narrowed {
+			continue
+		}
+		out.narrowers = append(out.narrowers, p.name)
+		slices.Sort(out.narrowers)
+		out.only = intersectNames(out.only, st.Nodes)
+		if len(out.only) == 0 {
+			msg := fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s] simultaneously", strings.Join(out.narrowers, " "))
+			if len(out.narrowers) == 1 {
+				msg = "node(s) didn't satisfy plugin " + out.narrowers[0]
+			}
+			out.reject = NewStatus(abi.UnschedulableAndUnresolvable, msg)
+			return out, nil
 		}
 	}
-	return nil, nil
+	out.reject = unschedulable
+	return out, nil
 }
 
-// findFeasible walks the nodes from start, filtering them in chunks until
+// intersectNames narrows set (nil: every node) to the names listed.
+func intersectNames(set map[string]struct{}, names []string) map[string]struct{} {
+	next := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		if _, ok := set[n]; set == nil || ok {
+			next[n] = struct{}{}
+		}
+	}
+	return next
+}
+
+// findFeasible walks nodes from start, filtering them in chunks until
 // enough feasible nodes are found, and records every rejection.
-func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, start int, nom Nominator, diag *Diagnosis) (feasible []uint32, processed int, err error) {
-	nodes := c.snap.Nodes()
+func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, nodes []*snapshot.NodeInfo, start int, nom Nominator, diag *Diagnosis) (feasible []uint32, processed int, err error) {
 	n := len(nodes)
+	if n == 0 {
+		return nil, 0, nil
+	}
 	want := NumFeasibleNodesToFind(c.prof.percentage, n)
 	start %= n
 	walked := 0

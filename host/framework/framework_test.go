@@ -40,14 +40,14 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 
 func TestFitErrorMessage(t *testing.T) {
 	cpu := framework.NewStatus(abi.Unschedulable, "Insufficient cpu")
-	taint := framework.NewStatus(abi.UnschedulableAndUnresolvable, "node(s) had untolerated taint {k: v}")
+	taint := framework.NewStatus(abi.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)")
 	both := framework.NewStatus(abi.Unschedulable, "Insufficient cpu", "Insufficient memory")
 	f := &framework.FitError{NumAllNodes: 4}
 	f.Diagnosis.AddRejection("a", cpu)
 	f.Diagnosis.AddRejection("b", cpu)
 	f.Diagnosis.AddRejection("c", taint)
 	f.Diagnosis.AddRejection("d", both)
-	want := "0/4 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint {k: v}, 3 Insufficient cpu."
+	want := "0/4 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 3 Insufficient cpu."
 	if got := f.Error(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

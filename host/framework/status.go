@@ -76,6 +76,20 @@ type Diagnosis struct {
 	UnschedulablePlugins map[string]struct{}
 	PreFilterMsg         string
 	PostFilterMsg        string
+	// Absent is the status of every node not in NodeToStatus, when a
+	// PreFilter plugin narrowed the nodes (kube-scheduler's
+	// AbsentNodesStatus): those nodes were not filtered, and count as
+	// UnschedulableAndUnresolvable. nil: absent nodes were not looked at
+	// because enough feasible nodes were found first.
+	Absent *Status
+}
+
+// StatusOf is the status a node got: its own, or Absent's.
+func (d *Diagnosis) StatusOf(node string) *Status {
+	if st := d.NodeToStatus[node]; st != nil {
+		return st
+	}
+	return d.Absent
 }
 
 // AddRejection records that a plugin rejected a node.
@@ -102,8 +116,9 @@ const NoNodeAvailableMsg = "0/%v nodes are available"
 
 // Error renders kube-scheduler's message: "0/N nodes are available:"
 // then either the PreFilter message or a histogram of node reasons
-// ("2 Insufficient cpu, 1 node(s) had untolerated taint {k: v}", sorted
-// as strings), then the PostFilter message, each ending with a period.
+// ("2 Insufficient cpu, 1 node(s) had untolerated taint(s)", sorted as
+// strings; nodes a PreFilter left out count under Absent's reasons), then
+// the PostFilter message, each ending with a period.
 func (f *FitError) Error() string {
 	msg := fmt.Sprintf(NoNodeAvailableMsg+":", f.NumAllNodes)
 	if f.Diagnosis.PreFilterMsg != "" {
@@ -113,6 +128,11 @@ func (f *FitError) Error() string {
 		for _, st := range f.Diagnosis.NodeToStatus {
 			for _, r := range st.Reasons {
 				counts[r]++
+			}
+		}
+		if absent := f.NumAllNodes - len(f.Diagnosis.NodeToStatus); absent > 0 && f.Diagnosis.Absent != nil {
+			for _, r := range f.Diagnosis.Absent.Reasons {
+				counts[r] += absent
 			}
 		}
 		hist := make([]string, 0, len(counts))

@@ -98,7 +98,7 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 			if err1 == nil && gated(oldObj) {
 				err1 = errors.New("was gated") // its last gate is gone: new to us
 			}
-			if np, ok := newObj.(*corev1.Pod); ok && finished(np) {
+			if np, ok := newObj.(*corev1.Pod); ok && convert.Finished(np) {
 				if err1 == nil {
 					s.OnPodDelete(o) // a finished pod frees its node
 				}
@@ -158,6 +158,7 @@ func waitSynced(ctx context.Context, f informers.SharedInformerFactory) error {
 // selector from the informers' caches.
 type controllerListers struct {
 	services     corelisters.ServiceLister
+	rcs          corelisters.ReplicationControllerLister
 	replicaSets  appslisters.ReplicaSetLister
 	statefulSets appslisters.StatefulSetLister
 }
@@ -165,22 +166,25 @@ type controllerListers struct {
 func newControllerListers(f informers.SharedInformerFactory) *controllerListers {
 	return &controllerListers{
 		services:     f.Core().V1().Services().Lister(),
+		rcs:          f.Core().V1().ReplicationControllers().Lister(),
 		replicaSets:  f.Apps().V1().ReplicaSets().Lister(),
 		statefulSets: f.Apps().V1().StatefulSets().Lister(),
 	}
 }
 
-// selector lists the pod namespace's Services, ReplicaSets and
-// StatefulSets and combines those that select the pod. A lister error
-// (never expected from a synced cache) means no default selector.
+// selector lists the pod namespace's Services and controllers and
+// combines the Services that select the pod with its controller's
+// selector (convert.ControllerSelector). A lister error (never expected
+// from a synced cache) means no default selector.
 func (c *controllerListers) selector(p *corev1.Pod) *abi.LabelSelector {
 	ns := p.Namespace
 	var objs convert.Controllers
-	var err1, err2, err3 error
+	var err1, err2, err3, err4 error
 	objs.Services, err1 = c.services.Services(ns).List(k8slabels.Everything())
-	objs.ReplicaSets, err2 = c.replicaSets.ReplicaSets(ns).List(k8slabels.Everything())
-	objs.StatefulSets, err3 = c.statefulSets.StatefulSets(ns).List(k8slabels.Everything())
-	if err1 != nil || err2 != nil || err3 != nil {
+	objs.ReplicationControllers, err2 = c.rcs.ReplicationControllers(ns).List(k8slabels.Everything())
+	objs.ReplicaSets, err3 = c.replicaSets.ReplicaSets(ns).List(k8slabels.Everything())
+	objs.StatefulSets, err4 = c.statefulSets.StatefulSets(ns).List(k8slabels.Everything())
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return nil
 	}
 	return convert.ControllerSelector(p, objs)
@@ -222,7 +226,7 @@ func convertPod(obj any) (*abi.Pod, error) {
 	if !ok {
 		return nil, fmt.Errorf("not a pod: %T", obj)
 	}
-	if finished(p) {
+	if convert.Finished(p) {
 		// Finished pods hold no resources; treat them as gone.
 		return nil, fmt.Errorf("pod %s/%s has finished", p.Namespace, p.Name)
 	}
@@ -231,10 +235,6 @@ func convertPod(obj any) (*abi.Pod, error) {
 		return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return ap, nil
-}
-
-func finished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 func labelsOf(m map[string]string) abi.Labels {

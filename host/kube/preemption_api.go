@@ -75,10 +75,23 @@ func (a PreemptionAPI) DeletePod(ctx context.Context, victim *abi.Pod) error {
 
 // EvictPod implements preemption.API through the pods/eviction subresource.
 func (a PreemptionAPI) EvictPod(ctx context.Context, victim *abi.Pod) error {
+	return a.evict(ctx, victim, nil)
+}
+
+// EvictPodDryRun implements preemption.DryRunEvictor: the API server
+// checks the victim's budgets and spends none, so a 429 is learned
+// before anything on the candidate node is removed.
+func (a PreemptionAPI) EvictPodDryRun(ctx context.Context, victim *abi.Pod) error {
+	return a.evict(ctx, victim, []string{metav1.DryRunAll})
+}
+
+var _ preemption.DryRunEvictor = PreemptionAPI{}
+
+func (a PreemptionAPI) evict(ctx context.Context, victim *abi.Pod, dryRun []string) error {
 	uid := types.UID(victim.UID)
 	err := a.Client.PolicyV1().Evictions(victim.Namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Namespace: victim.Namespace, Name: victim.Name},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: dryRun},
 	})
 	return classify(err)
 }

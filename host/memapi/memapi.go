@@ -1,11 +1,11 @@
 // Package memapi is an in-memory stand-in for the parts of the Kubernetes
 // API the scheduler writes to: pods/binding, the victim condition, pod
 // deletion, the Eviction API (which honours PodDisruptionBudgets and
-// answers 429 when one allows no disruption), and nominatedNodeName. It
-// tells a Watcher about every change, as informers would. Latency and
-// failures (429, 500, NotFound) can be injected, so the simulation, tests
-// and benchmarks drive asynchronous preemption the way a slow or unhappy
-// API server would. Every call is written to a timeline.
+// answers 429 when one allows no disruption; also as a dry run), and
+// nominatedNodeName. It tells a Watcher about every change, as informers
+// would. Latency and failures (429, 500, NotFound) can be injected, so the
+// simulation, tests and benchmarks drive asynchronous preemption the way
+// a slow or unhappy API server would. Every call is written to a timeline.
 package memapi
 
 import (
@@ -39,6 +39,10 @@ const (
 	OpEvict    Op = "evict"
 	OpNominate Op = "nominate"
 	OpEvent    Op = "event"
+	// OpEvictDryRun is preemption asking the Eviction API whether it
+	// would evict a pod now (dryRun: All): budgets are checked, nothing
+	// changes.
+	OpEvictDryRun Op = "evict-dry-run"
 	// The eviction coordinator's calls, told apart from preemption's.
 	OpEvictionEvict  Op = "eviction-evict"
 	OpEvictionDelete Op = "eviction-delete"
@@ -293,6 +297,21 @@ func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod) error {
 // EvictAs is EvictPod recording the call as op (OpEvict for preemption,
 // OpEvictionEvict for the eviction coordinator).
 func (c *Cluster) EvictAs(ctx context.Context, victim *abi.Pod, op Op) error {
+	return c.evict(ctx, victim, op, false)
+}
+
+// EvictPodDryRun implements preemption.DryRunEvictor: the Eviction API
+// with dryRun: All answers as EvictPod would now (429 when a budget
+// allows no disruption, NotFound when the pod is gone) but spends no
+// budget and removes nothing. Injected failures see OpEvictDryRun.
+func (c *Cluster) EvictPodDryRun(ctx context.Context, victim *abi.Pod) error {
+	return c.evict(ctx, victim, OpEvictDryRun, true)
+}
+
+var _ preemption.DryRunEvictor = (*Cluster)(nil)
+
+// evict is the Eviction API; dry checks the budgets only.
+func (c *Cluster) evict(ctx context.Context, victim *abi.Pod, op Op, dry bool) error {
 	if err := c.call(ctx, op, victim, true); err != nil {
 		return c.fail(op, victim, victim.NodeName, err)
 	}
@@ -316,6 +335,11 @@ func (c *Cluster) EvictAs(ctx context.Context, victim *abi.Pod, op Op) error {
 			return err
 		}
 		spend = append(spend, p)
+	}
+	if dry {
+		c.logLocked(op, victim, old.NodeName, "dry run", nil)
+		c.mu.Unlock()
+		return nil
 	}
 	var changed []*abi.PDB
 	for _, p := range spend {

@@ -3,6 +3,7 @@ package memapi
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,5 +89,55 @@ func TestLatencyAndInjectedFailures(t *testing.T) {
 	tl := c.Timeline()
 	if len(tl) != 1 || tl[0].Op != OpDelete || tl[0].Err == "" {
 		t.Fatalf("timeline %+v", tl)
+	}
+}
+
+func TestDryRunEvictionChecksBudgetsAndChangesNothing(t *testing.T) {
+	w := &watcher{}
+	c := New(w)
+	app := abi.Labels{{Key: "app", Value: "db"}}
+	a := &abi.Pod{UID: "a", Namespace: "ns", Name: "a", NodeName: "n1", Labels: app}
+	b := &abi.Pod{UID: "b", Namespace: "ns", Name: "b", NodeName: "n1", Labels: app}
+	c.AddPod(a)
+	c.AddPod(b)
+	c.SetPDB(&abi.PDB{Namespace: "ns", Name: "db", DisruptionsAllowed: 1, Selector: &abi.LabelSelector{MatchLabels: app}})
+	ctx := context.Background()
+	// A dry run spends nothing: both pass, each on its own.
+	for _, p := range []*abi.Pod{a, b} {
+		if err := c.EvictPodDryRun(ctx, p); err != nil {
+			t.Fatalf("dry run of %s: %v", p.Name, err)
+		}
+	}
+	if got := c.PDB("ns", "db"); got.DisruptionsAllowed != 1 || len(got.DisruptedPods) != 0 {
+		t.Fatalf("a dry run spent the budget: %+v", got)
+	}
+	if c.Pod("a") == nil || c.Pod("b") == nil || len(w.deleted) != 0 || len(w.pdbs) != 0 {
+		t.Fatalf("a dry run changed the cluster: deleted %v pdbs %v", w.deleted, w.pdbs)
+	}
+	if err := c.EvictPod(ctx, a); err != nil {
+		t.Fatalf("eviction: %v", err)
+	}
+	if err := c.EvictPodDryRun(ctx, b); !errors.Is(err, preemption.ErrTooManyRequests) {
+		t.Fatalf("dry run with the budget spent: %v, want 429", err)
+	}
+	if err := c.EvictPodDryRun(ctx, a); !errors.Is(err, preemption.ErrNotFound) {
+		t.Fatalf("dry run of a gone pod: %v, want NotFound", err)
+	}
+	c.Inject(func(op Op, _ *abi.Pod) error {
+		if op == OpEvictDryRun {
+			return ErrInternal
+		}
+		return nil
+	})
+	if err := c.EvictPodDryRun(ctx, b); !errors.Is(err, ErrInternal) {
+		t.Fatalf("injected dry-run failure: %v", err)
+	}
+	var ops []string
+	for _, e := range c.Timeline() {
+		ops = append(ops, string(e.Op)+" "+e.Pod+" "+e.Detail)
+	}
+	want := []string{"evict-dry-run ns/a dry run", "evict-dry-run ns/b dry run", "evict ns/a ", "evict-dry-run ns/b ", "evict-dry-run ns/a ", "evict-dry-run ns/b "}
+	if strings.Join(ops, "|") != strings.Join(want, "|") {
+		t.Fatalf("timeline %q, want %q", ops, want)
 	}
 }

@@ -172,6 +172,11 @@ func (c *Client) status(ctx context.Context, fn abi.Func, plugin int, slots []ui
 	if err := checkStatusCode(fn, st.Code, st.Reasons); err != nil {
 		return st, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Err: err}
 	}
+	if st.Narrowed && (fn != abi.FuncPreFilter || st.Code != abi.Success) {
+		err := fmt.Errorf("%w: only a PreFilter Success may name the nodes to filter (%s said %s with %d node names)",
+			ErrInvalidReply, fn, st.Code, len(st.Nodes))
+		return st, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Err: err}
+	}
 	return st, nil
 }
 

@@ -169,11 +169,14 @@ func (m *Module) initClient(ctx context.Context, inst Instance) (*Client, error)
 		wantsPDBs = wantsPDBs || p.Points.Has(abi.PointPreemption)
 		eviction = eviction || p.Points&abi.PointsEviction != 0
 	}
-	pods := snapshot.PodsModeFor(m.manifest.Flags)
+	minor := m.manifest.VersionMinor
+	pods := snapshot.PodsModeFor(m.manifest.Flags, minor)
 	if eviction {
-		pods = snapshot.AllPods // eviction policies name pods by their index in the node's pods
+		pods = snapshot.AllPods.ForMinor(minor) // eviction policies name pods by their index in the node's pods
 	}
-	return &Client{module: m, inst: inst, pods: pods, wantsPDBs: wantsPDBs}, nil
+	c := &Client{module: m, inst: inst, pods: pods, wantsPDBs: wantsPDBs}
+	c.enc.SetPeerMinor(minor) // pods in cycle, add_pod and remove_pod requests
+	return c, nil
 }
 
 // Name is the module's name.

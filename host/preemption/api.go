@@ -28,6 +28,16 @@ type API interface {
 	Event(pod *abi.Pod, warning bool, reason, message string)
 }
 
+// DryRunEvictor is an API that can also ask the Eviction API whether it
+// would evict a pod now without evicting it (DeleteOptions.dryRun: All).
+// Preemption uses it, when the API has it, to learn of a KEP-3280 refusal
+// for any guarded victim of a node before it removes anything there.
+type DryRunEvictor interface {
+	// EvictPodDryRun answers as EvictPod would (ErrTooManyRequests,
+	// ErrNotFound, ...) but spends no budget and leaves the pod alone.
+	EvictPodDryRun(ctx context.Context, victim *abi.Pod) error
+}
+
 // Errors an API implementation wraps so preemption can tell them apart.
 var (
 	// ErrTooManyRequests is HTTP 429: the Eviction API refused because a

@@ -105,7 +105,7 @@ func (p *Plugin) execute(ctx context.Context, pod *abi.Pod, ranked []*candidate,
 			log.Info("moving preemption to the next candidate", "node", c.node, "refused", tried[len(tried)-1])
 			p.nominate(pod, c.node)
 		}
-		err := p.preemptOn(ctx, pod, c, async)
+		err := p.preemptOn(ctx, pod, c, async, log)
 		if errors.Is(err, errRefused) {
 			log.Info("eviction refused (429) for a PDB-guarded victim", "node", c.node, "error", err)
 			tried = append(tried, c.node)
@@ -135,26 +135,123 @@ func (p *Plugin) live(victims []*abi.Pod) []*abi.Pod {
 	return out
 }
 
-// preemptOn removes one candidate's victims. Sync: all in parallel, the
-// first error cancels the rest. Async: all but the last in parallel, then
-// the last (recorded first, for the gate), skipped if any other failed.
-func (p *Plugin) preemptOn(ctx context.Context, pod *abi.Pod, c *candidate, async bool) error {
+// preemptOn removes one candidate's victims, ordered so that a KEP-3280
+// refusal is learned before anything on the node is removed:
+//
+//  1. The guarded victims (a guard above the preemptor's priority: the
+//     only ones whose eviction may be refused) are checked with dry-run
+//     evictions, in parallel, when the API offers them; a 429 abandons
+//     the node with every pod on it untouched.
+//  2. They are evicted for real one at a time, stopping at the first
+//     refusal, so a budget that changed since the dry run costs at most
+//     the guarded victims evicted before it.
+//  3. Only then are the others marked and removed. Sync: all in parallel,
+//     the first error cancelling the rest. Async: all but the last in
+//     parallel, then the last (recorded first, for the gate), skipped if
+//     any other failed.
+func (p *Plugin) preemptOn(ctx context.Context, pod *abi.Pod, c *candidate, async bool, log hclog.Logger) error {
 	victims := p.live(c.victims)
 	if len(victims) == 0 {
 		return nil
 	}
-	if !async {
-		return p.preemptAll(ctx, pod, c.node, victims)
+	guarded, rest := p.splitGuarded(pod, victims)
+	if err := p.checkGuarded(ctx, pod, c.node, guarded); err != nil {
+		return err
 	}
-	last := victims[len(victims)-1]
-	if err := p.preemptAll(ctx, pod, c.node, victims[:len(victims)-1]); err != nil {
+	for i, v := range guarded {
+		if async && len(rest) == 0 && i == len(guarded)-1 {
+			p.setLastVictim(pod.UID, v)
+		}
+		if err := p.preemptVictim(ctx, pod, c.node, v); err != nil {
+			if i > 0 && errors.Is(err, errRefused) {
+				log.Warn("a guarded victim was refused after others of the node were evicted; abandoning the node without them",
+					"node", c.node, "evicted", names(guarded[:i]), "error", err)
+			}
+			return err
+		}
+	}
+	if !async {
+		return p.preemptAll(ctx, pod, c.node, rest)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	last := rest[len(rest)-1]
+	if err := p.preemptAll(ctx, pod, c.node, rest[:len(rest)-1]); err != nil {
 		return err
 	}
 	p.setLastVictim(pod.UID, last)
 	return p.preemptVictim(ctx, pod, c.node, last)
 }
 
+// names are the pods' namespace/name, for logs.
+func names(pods []*abi.Pod) []string {
+	out := make([]string, len(pods))
+	for i, v := range pods {
+		out[i] = v.Namespace + "/" + v.Name
+	}
+	return out
+}
+
+// guardOf is the victim's KEP-3280 value: its own, or its class's for a
+// pod the host saw before the class (nil: none).
+func (p *Plugin) guardOf(v *abi.Pod) *int32 {
+	if v.DisruptionGuard == nil && v.PriorityClassName != "" {
+		return p.opts.Guard(v.PriorityClassName)
+	}
+	return v.DisruptionGuard
+}
+
+// protects reports whether the victim's guard is above the preemptor's
+// priority: its eviction must not fall back to delete.
+func (p *Plugin) protects(pod, v *abi.Pod) bool {
+	g := p.guardOf(v)
+	return g != nil && pod.Priority < *g
+}
+
+// splitGuarded separates the victims the preemptor may only evict
+// (keeping their order) from the rest.
+func (p *Plugin) splitGuarded(pod *abi.Pod, victims []*abi.Pod) (guarded, rest []*abi.Pod) {
+	for _, v := range victims {
+		if p.protects(pod, v) {
+			guarded = append(guarded, v)
+		} else {
+			rest = append(rest, v)
+		}
+	}
+	return guarded, rest
+}
+
+// checkGuarded asks the Eviction API, as a dry run and in parallel,
+// whether it would evict each guarded victim now: errRefused if it would
+// refuse one. Without dry runs in the API it checks nothing.
+func (p *Plugin) checkGuarded(ctx context.Context, pod *abi.Pod, node string, guarded []*abi.Pod) error {
+	dry, ok := p.opts.API.(DryRunEvictor)
+	if !ok || len(guarded) == 0 {
+		return nil
+	}
+	return forEach(ctx, guarded, func(ctx context.Context, v *abi.Pod) error {
+		err := dry.EvictPodDryRun(ctx, v)
+		switch {
+		case err == nil, errors.Is(err, ErrNotFound):
+			return nil // a gone victim counts as done, as when removing it
+		case errors.Is(err, ErrTooManyRequests):
+			return fmt.Errorf("victim %s/%s on %s (dry run): %w", v.Namespace, v.Name, node, errRefused)
+		}
+		return fmt.Errorf("dry-run eviction of victim %s/%s: %w", v.Namespace, v.Name, err)
+	})
+}
+
 func (p *Plugin) preemptAll(ctx context.Context, pod *abi.Pod, node string, victims []*abi.Pod) error {
+	return forEach(ctx, victims, func(ctx context.Context, v *abi.Pod) error {
+		return p.preemptVictim(ctx, pod, node, v)
+	})
+}
+
+// forEach runs f on every victim in parallel; an error other than a
+// refusal cancels the rest and wins, since a refusal only says "try the
+// next candidate".
+func forEach(ctx context.Context, victims []*abi.Pod, f func(context.Context, *abi.Pod) error) error {
 	if len(victims) == 0 {
 		return nil
 	}
@@ -166,13 +263,12 @@ func (p *Plugin) preemptAll(ctx context.Context, pod *abi.Pod, node string, vict
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = p.preemptVictim(ctx, pod, node, v); errs[i] != nil && !errors.Is(errs[i], errRefused) {
+			if errs[i] = f(ctx, v); errs[i] != nil && !errors.Is(errs[i], errRefused) {
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	// A refusal says "try the next candidate"; any other error wins.
 	var refused error
 	for _, err := range errs {
 		switch {
@@ -194,10 +290,7 @@ func (p *Plugin) preemptAll(ctx context.Context, pod *abi.Pod, node string, vict
 // first (the Eviction API sets the condition itself when it agrees); a
 // 429 is errRefused. NotFound counts as done.
 func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v *abi.Pod) error {
-	guard := v.DisruptionGuard
-	if guard == nil && v.PriorityClassName != "" {
-		guard = p.opts.Guard(v.PriorityClassName)
-	}
+	guard := p.guardOf(v)
 	protected := guard != nil && pod.Priority < *guard
 	if !protected {
 		msg := fmt.Sprintf("%s: preempting to accommodate a higher priority pod", p.profile)

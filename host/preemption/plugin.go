@@ -13,7 +13,15 @@
 //   - PriorityClasses can guard their pods' PodDisruptionBudgets against
 //     low-priority preemptors (KEP-3280, from an annotation): such victims
 //     go through the Eviction API, and a refusal (429) moves preemption to
-//     the next candidate node.
+//     the next candidate node. A node's guarded victims are dealt with
+//     before any other victim of it is touched: checked together with
+//     dry-run evictions, then evicted one at a time, stopping at the
+//     first refusal; only then are the others marked and removed. So a
+//     refusal the dry runs see abandons the node with every pod on it
+//     running; what is left is a budget that changes between the dry run
+//     and the eviction, or one budget shared by several guarded victims
+//     (dry runs spend nothing, so each passes alone): that costs the
+//     guarded victims evicted before the refusal, never the others.
 package preemption
 
 import (

@@ -485,6 +485,9 @@ func admit(objs *Objects) ([]*abi.Node, []*abi.Pod, error) {
 			return nil, nil, fmt.Errorf("Pod %s: defined twice", key)
 		}
 		seenPods[key] = true
+		if convert.Finished(p) {
+			continue // kube-scheduler never sees it: it holds nothing on its node
+		}
 		if p.UID == "" {
 			p.UID = ktypes.UID("uid-" + key)
 		}

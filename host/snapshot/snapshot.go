@@ -27,11 +27,11 @@ type NodeInfo struct {
 	// Encodings cached at recordGen, one per PodsMode. Guarded by mu:
 	// several pool instances may sync from one snapshot at once.
 	mu        sync.Mutex
-	records   [3][]byte
-	recordGen [3]uint64
+	records   [numPodsModes][]byte
+	recordGen [numPodsModes]uint64
 }
 
-// PodsMode says which pods a node record carries.
+// PodsMode says which pods a node record carries, and in which format.
 type PodsMode int
 
 const (
@@ -41,17 +41,36 @@ const (
 	AffinityPods
 	// AllPods: every pod.
 	AllPods
+
+	// PodsBeforeV14 is added to AffinityPods or AllPods for a module
+	// built before ABI v1.4, which reads pods without the fields v1.4
+	// added (see abi.Encoder.SetPeerMinor).
+	PodsBeforeV14 PodsMode = 4
+
+	numPodsModes = 8
 )
 
-// PodsModeFor picks the record mode a module's manifest flags ask for.
-func PodsModeFor(flags uint32) PodsMode {
+// PodsModeFor picks the record mode for a module: the pods its manifest
+// flags ask for, in the format of its ABI minor version.
+func PodsModeFor(flags uint32, minor uint16) PodsMode {
+	mode := NoPods
 	switch {
 	case flags&abi.ManifestWantsPods != 0:
-		return AllPods
+		mode = AllPods
 	case flags&abi.ManifestWantsAffinityPods != 0:
-		return AffinityPods
+		mode = AffinityPods
 	}
-	return NoPods
+	return mode.ForMinor(minor)
+}
+
+// ForMinor is the mode with the pod format a module of that ABI minor
+// version reads. Records without pods look the same to every version.
+func (m PodsMode) ForMinor(minor uint16) PodsMode {
+	m &^= PodsBeforeV14
+	if m != NoPods && minor < 4 {
+		m |= PodsBeforeV14
+	}
+	return m
 }
 
 // Record returns the node's NodeInfo encoding with the pods mode asks
@@ -62,7 +81,7 @@ func (n *NodeInfo) Record(mode PodsMode) []byte {
 	defer n.mu.Unlock()
 	if n.records[k] == nil || n.recordGen[k] != n.Generation {
 		info := n.Info
-		switch mode {
+		switch mode &^ PodsBeforeV14 {
 		case NoPods:
 			info.Pods = nil
 		case AffinityPods:
@@ -74,6 +93,9 @@ func (n *NodeInfo) Record(mode PodsMode) []byte {
 			}
 		}
 		e := abi.Encoder{B: make([]byte, 0, len(n.records[k]))}
+		if mode&PodsBeforeV14 != 0 {
+			e.SetPeerMinor(3)
+		}
 		e.NodeInfo(&info)
 		n.records[k], n.recordGen[k] = e.B, n.Generation
 	}

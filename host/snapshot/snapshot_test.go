@@ -348,3 +348,35 @@ func TestPDBTableIsSentWhenItChangesAndFollowsCopies(t *testing.T) {
 		t.Fatalf("after deleting every budget the guest must get an empty table: %v %v", d.PDBsChanged, d.PDBs)
 	}
 }
+
+// A module built before ABI v1.4 gets node records whose pods it decodes
+// as it was built to; a v1.4 module gets the pods' v1.4 fields.
+func TestRecordsSpeakEachModulesMinorVersion(t *testing.T) {
+	s := New()
+	s.SetNode(abi.Node{Name: "n"})
+	for _, uid := range []string{"1", "2"} {
+		p := &abi.Pod{UID: uid, NodeName: "n", Containers: []abi.Container{{Given: abi.GivesCPU}},
+			PodLevel: &abi.PodLevelRequests{Given: abi.GivesMemory, Requests: abi.Resources{Memory: 64}}}
+		if err := s.AddPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ni := s.Get("n")
+	for _, minor := range []uint16{0, 3, 4} {
+		mode := PodsModeFor(abi.ManifestWantsPods, minor)
+		var got abi.NodeInfo
+		d := abi.NewDecoder(ni.Record(mode))
+		d.SetPeerMinor(minor)
+		d.NodeInfo(&got)
+		if d.Err() != nil || d.Remaining() != 0 || len(got.Pods) != 2 {
+			t.Fatalf("v1.%d: err %v, %d bytes left, %d pods", minor, d.Err(), d.Remaining(), len(got.Pods))
+		}
+		hasV14 := got.Pods[1].PodLevel != nil && got.Pods[1].Containers[0].Given == abi.GivesCPU
+		if hasV14 != (minor >= 4) {
+			t.Errorf("v1.%d: second pod %+v: v1.4 fields present = %v", minor, got.Pods[1], hasV14)
+		}
+	}
+	if PodsModeFor(0, 3) != NoPods {
+		t.Error("a module without pods gets one record for every version")
+	}
+}

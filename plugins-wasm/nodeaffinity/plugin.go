@@ -85,8 +85,10 @@ func (*NodeAffinity) Name() string { return Name }
 
 // PreFilter compiles the pod's required affinity once per cycle. A pod
 // with neither nodeSelector nor required affinity, in a profile without
-// addedAffinity, skips Filter. A pod whose required terms all pin
-// metadata.name to empty sets is rejected outright.
+// addedAffinity, skips Filter. When every required term pins
+// metadata.name, only the nodes those terms name can match: PreFilter
+// names them (plugin.OnlyNodes), so the host filters just those, or
+// rejects the pod outright when the terms leave no name.
 func (pl *NodeAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugin.Status {
 	na := pod.NodeAffinity
 	noRequired := na == nil || na.Required == nil
@@ -94,20 +96,27 @@ func (pl *NodeAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugi
 		return statusSkip
 	}
 	state.Write(preFilterKey, nodeselector.ForPod(pod))
-	if !noRequired && namesConflict(na.Required.Terms) {
+	if noRequired {
+		return nil
+	}
+	names, pinned := pinnedNames(na.Required.Terms)
+	switch {
+	case !pinned:
+		return nil
+	case len(names) == 0:
 		return statusConflict
 	}
-	return nil
+	return plugin.OnlyNodes(names...)
 }
 
-// namesConflict mirrors the node-name narrowing of upstream's PreFilter:
-// each term's "metadata.name In" fields are intersected and the terms'
-// results unioned; an empty union (with every term naming nodes) means no
-// node can ever match. (Upstream also hands the union to the framework as
-// the only nodes to filter; here Filter reaches the same verdicts.)
-func namesConflict(terms []abi.NodeSelectorTerm) bool {
+// pinnedNames is upstream's node-name narrowing: within a term the
+// "metadata.name In" fields are ANDed (their value sets intersected), and
+// the terms are ORed (their results unioned). pinned is false when some
+// term has no such field, since that term allows every node name. The
+// names come sorted, without duplicates.
+func pinnedNames(terms []abi.NodeSelectorTerm) (names []string, pinned bool) {
 	if len(terms) == 0 {
-		return false
+		return nil, false
 	}
 	for i := range terms {
 		var first *abi.Requirement
@@ -119,32 +128,28 @@ func namesConflict(terms []abi.NodeSelectorTerm) bool {
 			}
 		}
 		if first == nil {
-			return false // this term allows every node name
+			return nil, false // this term allows every node name
 		}
-		if termHasName(&terms[i], first) {
+		for _, name := range first.Values {
+			if inEveryNameField(&terms[i], name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), true
+}
+
+// inEveryNameField reports whether name is in every "metadata.name In"
+// field of t.
+func inEveryNameField(t *abi.NodeSelectorTerm, name string) bool {
+	for j := range t.MatchFields {
+		f := &t.MatchFields[j]
+		if f.Key == nodeselector.ObjectNameField && f.Operator == abi.OpIn && !slices.Contains(f.Values, name) {
 			return false
 		}
 	}
 	return true
-}
-
-// termHasName reports whether some value of first is in every other
-// "metadata.name In" field of t.
-func termHasName(t *abi.NodeSelectorTerm, first *abi.Requirement) bool {
-	for _, name := range first.Values {
-		ok := true
-		for j := range t.MatchFields {
-			f := &t.MatchFields[j]
-			if f.Key == nodeselector.ObjectNameField && f.Operator == abi.OpIn && !slices.Contains(f.Values, name) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // Filter checks the profile's added affinity, then the pod's.

@@ -354,3 +354,53 @@ func BenchmarkFilter(b *testing.B) {
 		pl.Filter(state, pod, node)
 	}
 }
+
+// Upstream's PreFilterResult: when every required term pins metadata.name,
+// PreFilter names the union of the terms' intersections; one unpinned term
+// allows every node.
+func TestPreFilterNamesPinnedNodes(t *testing.T) {
+	tests := []struct {
+		name       string
+		pod        *plugintest.PodWrapper
+		want       []string
+		wantNarrow bool
+	}{
+		{name: "one term, one name", pod: mkPod().RequiredTerm(mkTerm().Field("metadata.name", abi.OpIn, "n1")),
+			want: []string{"n1"}, wantNarrow: true},
+		{name: "terms are unioned", pod: mkPod().
+			RequiredTerm(mkTerm().Field("metadata.name", abi.OpIn, "n2", "n1")).
+			RequiredTerm(mkTerm().Field("metadata.name", abi.OpIn, "n3", "n1")),
+			want: []string{"n1", "n2", "n3"}, wantNarrow: true},
+		{name: "fields of a term are intersected", pod: mkPod().
+			RequiredTerm(mkTerm().Field("metadata.name", abi.OpIn, "n1", "n2").Field("metadata.name", abi.OpIn, "n2", "n3")),
+			want: []string{"n2"}, wantNarrow: true},
+		{name: "an unpinned term allows every node", pod: mkPod().
+			RequiredTerm(mkTerm().Field("metadata.name", abi.OpIn, "n1")).
+			RequiredTerm(mkTerm().Expr("zone", abi.OpExists))},
+		{name: "NotIn does not narrow", pod: mkPod().RequiredTerm(mkTerm().Field("metadata.name", abi.OpNotIn, "n1"))},
+		{name: "nodeSelector only", pod: mkPod().NodeSelector("a", "b")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(plugintest.Args(t, ""), &plugintest.Handle{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := p.(*NodeAffinity).PreFilter(&plugin.CycleState{}, tt.pod.Obj())
+			if !st.IsSuccess() {
+				t.Fatalf("PreFilter = %v %q, want Success", st.Code(), st.Message())
+			}
+			got, narrowed := st.Narrowed()
+			if narrowed != tt.wantNarrow || !slices.Equal(got, tt.want) {
+				t.Fatalf("narrowed to %v (%v), want %v (%v)", got, narrowed, tt.want, tt.wantNarrow)
+			}
+		})
+	}
+	// plugintest's runner applies the narrowing as the host does.
+	p, _ := New(plugintest.Args(t, ""), &plugintest.Handle{})
+	pod := mkPod().RequiredTerm(mkTerm().Field("metadata.name", abi.OpIn, "n1")).Obj()
+	sts := plugintest.RunFilter(t, p, pod, mkNode().Name("n1").Obj(), mkNode().Name("n2").Obj())
+	if sts[0] != nil || sts[1].Code() != abi.UnschedulableAndUnresolvable || sts[1].Message() != "node(s) didn't satisfy plugin(s) [NodeAffinity]" {
+		t.Fatalf("RunFilter = %v, %v %q", sts[0], sts[1].Code(), sts[1].Message())
+	}
+}

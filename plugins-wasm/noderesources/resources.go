@@ -130,12 +130,13 @@ func (r *resourceSpec) allocatableRequested(n *abi.NodeInfo, podRequest int64, u
 }
 
 // podRequestList computes the pod's request for each resource, once per
-// cycle. useRequested drops kube's non-zero CPU/memory defaults.
+// cycle. useRequested drops kube's non-zero CPU/memory defaults (which
+// count only for missing requests, see abi.PodScoreRequests).
 func podRequestList(pod *abi.Pod, resources []resourceSpec, useRequested bool) []int64 {
 	plain := abi.PodRequests(pod)
 	nonZero := plain
 	if !useRequested {
-		nonZero = abi.PodNonZeroRequests(pod)
+		nonZero = abi.PodScoreRequests(pod)
 	}
 	out := make([]int64, len(resources))
 	for i := range resources {

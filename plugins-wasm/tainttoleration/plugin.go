@@ -13,21 +13,16 @@ import (
 // existing configurations carry over.
 const Name = "TaintToleration"
 
-// ErrReasonUntoleratedPrefix starts the rejection reason, which names the
-// first untolerated NoSchedule/NoExecute taint as kube-scheduler does:
-// "node(s) had untolerated taint {KEY: VALUE}" (see UntoleratedReason).
-const ErrReasonUntoleratedPrefix = "node(s) had untolerated taint {"
+// ErrReasonUntolerated is the rejection reason, kube-scheduler v1.35's
+// wording: one reason for every untolerated NoSchedule/NoExecute taint,
+// so a summary counts the nodes rejected by taints in one entry
+// ("3 node(s) had untolerated taint(s)") rather than one per taint.
+const ErrReasonUntolerated = "node(s) had untolerated taint(s)"
 
-// UntoleratedReason is the rejection reason for taint t, kube-scheduler's
-// fmt.Sprintf("node(s) had untolerated taint {%s: %s}", key, value).
-func UntoleratedReason(t *abi.Taint) string {
-	return ErrReasonUntoleratedPrefix + t.Key + ": " + t.Value + "}"
-}
-
-// maxCachedStatuses bounds the per-taint status cache: a cluster with more
-// distinct untolerated taints than this rebuilds it rather than growing the
-// guest's heap without limit.
-const maxCachedStatuses = 1024
+// statusUntolerated is shared by every rejected node: the SDK reports
+// them all at the cost of one (UnschedulableAndUnresolvable: preempting
+// pods does not remove taints).
+var statusUntolerated = plugin.NewStatus(abi.UnschedulableAndUnresolvable, ErrReasonUntolerated)
 
 // preScoreKey holds the pod's tolerations that can tolerate a
 // PreferNoSchedule taint.
@@ -35,16 +30,7 @@ var preScoreKey = plugin.NewStateKey()
 
 // TaintToleration filters by NoSchedule/NoExecute taints and scores by
 // PreferNoSchedule taints.
-type TaintToleration struct {
-	// statuses caches the rejection status per taint key and value (the
-	// effect does not change it), so that the nodes rejected by one taint
-	// share one status and Filter allocates only the first time it meets
-	// a taint. It is keyed by a hash of key and value because TinyGo's
-	// string-keyed maps allocate on every lookup; a hit is confirmed
-	// against the status's reason. Safe without a lock: a guest runs one
-	// call at a time and builds its own plugin objects.
-	statuses map[uint64]*plugin.Status
-}
+type TaintToleration struct{}
 
 var (
 	_ plugin.FilterPlugin    = (*TaintToleration)(nil)
@@ -63,8 +49,7 @@ func New(_ *abi.Value, _ plugin.Handle) (plugin.Plugin, error) { return &TaintTo
 func (*TaintToleration) Name() string { return Name }
 
 // Filter rejects the node if any NoSchedule or NoExecute taint is not
-// tolerated by one of the pod's tolerations, naming the first such taint
-// (UnschedulableAndUnresolvable: preempting pods does not remove taints).
+// tolerated by one of the pod's tolerations.
 func (pl *TaintToleration) Filter(_ *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
 	taints := node.Node.Taints
 	for i := range taints {
@@ -73,52 +58,10 @@ func (pl *TaintToleration) Filter(_ *plugin.CycleState, pod *abi.Pod, node *plug
 			continue
 		}
 		if !tolerates(pod.Tolerations, t) {
-			return pl.untolerated(t)
+			return statusUntolerated
 		}
 	}
 	return nil
-}
-
-// untolerated returns the shared rejection status for taint t, building it
-// the first time t is seen.
-func (pl *TaintToleration) untolerated(t *abi.Taint) *plugin.Status {
-	h := taintHash(t)
-	if st := pl.statuses[h]; st != nil && namesTaint(st.Reasons()[0], t) {
-		return st
-	}
-	st := plugin.NewStatus(abi.UnschedulableAndUnresolvable, UntoleratedReason(t))
-	if pl.statuses == nil {
-		pl.statuses = map[uint64]*plugin.Status{}
-	} else if len(pl.statuses) >= maxCachedStatuses {
-		clear(pl.statuses)
-	}
-	pl.statuses[h] = st // a hash collision replaces the other taint's entry
-	return st
-}
-
-// taintHash is FNV-1a over the taint's key, a byte no key holds, and its
-// value.
-func taintHash(t *abi.Taint) uint64 {
-	const prime = 1099511628211
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(t.Key); i++ {
-		h = (h ^ uint64(t.Key[i])) * prime
-	}
-	h = (h ^ 0xff) * prime
-	for i := 0; i < len(t.Value); i++ {
-		h = (h ^ uint64(t.Value[i])) * prime
-	}
-	return h
-}
-
-// namesTaint reports whether reason, built by UntoleratedReason, names t:
-// its length fixes where the key and the value lie, so comparing those two
-// is enough (the fixed parts are not compared again).
-func namesTaint(reason string, t *abi.Taint) bool {
-	const p = len(ErrReasonUntoleratedPrefix)
-	k := p + len(t.Key)
-	return len(reason) == k+len(": ")+len(t.Value)+len("}") &&
-		reason[p:k] == t.Key && reason[k+2:len(reason)-1] == t.Value
 }
 
 func tolerates(tols []abi.Toleration, t *abi.Taint) bool {
