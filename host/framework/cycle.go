@@ -62,6 +62,9 @@ type Nominator interface {
 	// HasNominatedPods is a cheap check made once per chunk of nodes.
 	HasNominatedPods() bool
 	NominatedPodsForNode(node string) []*abi.Pod
+	// NominatedNode is where the pod with this UID is nominated; "" for
+	// none. It knows a nomination before the pod's status shows it.
+	NominatedNode(uid string) string
 }
 
 // cycle holds one scheduling cycle's clients, one per module.
@@ -336,11 +339,16 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 }
 
 // nominatedFits runs the filters (with the pods nominated there) on the
-// node the pod is nominated to, if it has one that exists, and reports
+// node the pod is nominated to (its status, else the nominator's record,
+// which knows of a nomination this scheduler made before the pod's
+// status shows it), if that node exists, and reports
 // whether it passed. A node that fails is looked at again, with the
 // others, by the full walk, so its verdict here is not kept.
 func (c *cycle) nominatedFits(ctx context.Context, pod *abi.Pod, nom Nominator) (string, bool) {
 	name := pod.NominatedNodeName
+	if name == "" && nom != nil {
+		name = nom.NominatedNode(pod.UID)
+	}
 	if name == "" {
 		return "", false
 	}

@@ -81,7 +81,7 @@ func (p *Plugin) ineligible(pod *abi.Pod, fit *framework.FitError, snap *snapsho
 		return ""
 	}
 	// A nominated node that is now unresolvable is a dead nomination.
-	if st := fit.Diagnosis.NodeToStatus[nominated]; st != nil && st.Code == abi.UnschedulableAndUnresolvable {
+	if st := fit.Diagnosis.StatusOf(nominated); st != nil && st.Code == abi.UnschedulableAndUnresolvable {
 		return ""
 	}
 	if ni := snap.Get(nominated); ni != nil {
