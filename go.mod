@@ -15,6 +15,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.35.4
 	k8s.io/client-go v0.35.4
+	k8s.io/component-base v0.35.4
+	k8s.io/kube-scheduler v0.35.4
 	k8s.io/metrics v0.35.4
 )
 

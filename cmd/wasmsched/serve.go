@@ -48,18 +48,23 @@ keeps serving.`,
 					return err
 				}
 			}
-			if leaderElect {
-				if err := election.Validate(); err != nil {
+			for _, w := range cfg.Warnings() {
+				log.Warn("configuration: left out", "config", configPath, "detail", w)
+			}
+			set := serveSettings{kubeconfig: kubeconfig, qps: qps, burst: burst, leaderElect: leaderElect, election: election}.
+				withConfig(cfg, cmd.Flags().Changed)
+			if set.leaderElect {
+				if err := set.election.Validate(); err != nil {
 					return err
 				}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			restConfig, err := kube.RESTConfig(kubeconfig, qps, burst)
+			restConfig, err := set.restConfig()
 			if err != nil {
 				return err
 			}
-			client, err := kubernetes.NewForConfig(restConfig)
+			client, err := kubernetes.NewForConfig(set.clientsetConfig(restConfig))
 			if err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
@@ -69,14 +74,15 @@ keeps serving.`,
 			}
 			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA}
-			if leaderElect {
-				opts.LeaderElection = &election
+			if set.leaderElect {
+				opts.LeaderElection = &set.election
 			}
 			return kube.Serve(ctx, opts)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster configuration")
-	cmd.Flags().StringVar(&configPath, "config", "", "profiles file (WasmSchedulerConfiguration); default: one default-scheduler profile")
+	cmd.Flags().StringVar(&configPath, "config", "", "profiles file: wasmsched's WasmSchedulerConfiguration or kube-scheduler's KubeSchedulerConfiguration "+
+		"(its clientConnection and leaderElection stand in for the flags not given); default: one default-scheduler profile")
 	cmd.Flags().StringVar(&cacheDir, "wasm-cache-dir", "", "directory for compiled modules (default: the user cache directory)")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")

@@ -60,11 +60,21 @@ type Configuration struct {
 	Eviction *Eviction `json:"eviction,omitempty"`
 	// VPod configures Knative-style vpod schedulers; nil runs none.
 	VPod *VPod `json:"vpod,omitempty"`
+	// LeaderElection and ClientConnection are kube-scheduler's settings
+	// of the same names, which serve honours (a flag given on the command
+	// line wins over them); nil leaves serve's flags and defaults.
+	LeaderElection   *LeaderElection   `json:"leaderElection,omitempty"`
+	ClientConnection *ClientConnection `json:"clientConnection,omitempty"`
 
 	// source and lines say where the configuration was read from, so
 	// errors found after parsing can name the line (see Position).
 	source string
 	lines  yamlcheck.Lines
+	// warnings are what a KubeSchedulerConfiguration asked for that
+	// wasmsched leaves out rather than refuses (see Warnings);
+	// kubeFormat says the file was one.
+	warnings   []string
+	kubeFormat bool
 }
 
 // FailurePolicy says what a cycle does when a module's plugin fails
@@ -121,12 +131,55 @@ func (m *Module) PluginFailurePolicy(plugin string) FailurePolicy {
 	return FailurePolicyFail
 }
 
+// ModuleRef is one module entry of the configuration and where it was
+// written.
+type ModuleRef struct {
+	// Field is the entry's path: "modules[0]", "profiles[1].modules[0]"
+	// or "profiles[1].shadow.modules[0]".
+	Field string
+	// Profile is the field path of the profile that owns the module
+	// ("profiles[1]", "profiles[1].shadow"), "" for a global module.
+	Profile string
+	Module  *Module
+}
+
+// AllModules lists every module entry, the global ones first, then each
+// profile's and its shadow's, in file order: what a pin check or a file
+// watch must cover.
+func (c *Configuration) AllModules() []ModuleRef {
+	var out []ModuleRef
+	for i := range c.Modules {
+		out = append(out, ModuleRef{Field: fmt.Sprintf("modules[%d]", i), Module: &c.Modules[i]})
+	}
+	add := func(p *Profile, field string) {
+		for k := range p.Modules {
+			out = append(out, ModuleRef{Field: fmt.Sprintf("%s.modules[%d]", field, k), Profile: field, Module: &p.Modules[k]})
+		}
+	}
+	for i := range c.Profiles {
+		p := &c.Profiles[i]
+		add(p, fmt.Sprintf("profiles[%d]", i))
+		if p.Shadow != nil {
+			add(p.Shadow, fmt.Sprintf("profiles[%d].shadow", i))
+		}
+	}
+	return out
+}
+
 // Profile is one scheduler profile, selected by pods' spec.schedulerName.
 type Profile struct {
 	SchedulerName            string         `json:"schedulerName"`
 	PercentageOfNodesToScore *int32         `json:"percentageOfNodesToScore,omitempty"`
 	Plugins                  *Plugins       `json:"plugins,omitempty"`
 	PluginConfig             []PluginConfig `json:"pluginConfig,omitempty"`
+	// Modules are Wasm modules only this profile sees, besides the global
+	// ones: two profiles may each take a plugin of the same name from a
+	// module of their own. A module named like a builtin bundle
+	// ("default") replaces that bundle in this profile only. Names must
+	// differ from the global modules' and from each other; a plugin must
+	// be served by one module only among those the profile sees. A
+	// shadow sees its own modules and the global ones, not its profile's.
+	Modules []Module `json:"modules,omitempty"`
 	// Shadow is a candidate policy evaluated next to this profile: for
 	// every pod this profile schedules, the shadow profile (same shape;
 	// any module's plugins) decides too, off the scheduling goroutine and
@@ -297,42 +350,16 @@ func (c *Configuration) Validate() error {
 	}
 
 	moduleNames := map[string]int{}
-	for i, m := range c.Modules {
+	for i := range c.Modules {
+		m := &c.Modules[i]
 		f := fmt.Sprintf("modules[%d]", i)
-		switch {
-		case m.Name == "":
-			add(f+".name", "must not be empty")
-		case strings.ContainsAny(m.Name, "/ "):
-			add(f+".name", "%q must not contain '/' or spaces", m.Name)
-		default:
+		if checkModuleName(m.Name, f, add) {
 			if j, dup := moduleNames[m.Name]; dup {
 				add(f+".name", "%q is already used by modules[%d]", m.Name, j)
 			}
 			moduleNames[m.Name] = i
 		}
-		if m.Path == "" {
-			add(f+".path", "must not be empty")
-		}
-		if m.SHA256 != "" && !isHex64(m.SHA256) {
-			add(f+".sha256", "must be 64 hex digits")
-		}
-		if m.MemoryLimit != nil && (m.MemoryLimit.Value() < 1<<20 || m.MemoryLimit.Value() > 4<<30) {
-			add(f+".memoryLimit", "%s is outside 1Mi..4Gi", m.MemoryLimit.String())
-		}
-		if m.CallTimeout.Duration < 0 || m.CallTimeout.Duration > time.Minute {
-			add(f+".callTimeout", "%s is outside 0..1m", m.CallTimeout)
-		}
-		if m.FailurePolicy != "" && m.FailurePolicy != FailurePolicyFail && m.FailurePolicy != FailurePolicyIgnore {
-			add(f+".failurePolicy", "must be Fail or Ignore, not %q", m.FailurePolicy)
-		}
-		for name, mp := range m.Plugins {
-			if mp.FailurePolicy != "" && mp.FailurePolicy != FailurePolicyFail && mp.FailurePolicy != FailurePolicyIgnore {
-				add(fmt.Sprintf("%s.plugins.%s.failurePolicy", f, name), "must be Fail or Ignore, not %q", mp.FailurePolicy)
-			}
-		}
-		if m.PoolSize < 0 || m.PoolSize > MaxPoolSize {
-			add(f+".poolSize", "%d is outside 0..%d (0 means GOMAXPROCS)", m.PoolSize, MaxPoolSize)
-		}
+		checkModule(m, f, add)
 	}
 
 	if len(c.Profiles) == 0 {
@@ -349,8 +376,10 @@ func (c *Configuration) Validate() error {
 			names[p.SchedulerName] = i
 		}
 		checkProfileBody(&p, f, add)
+		checkProfileModules(&p, f, moduleNames, add)
 		if p.Shadow != nil {
 			checkProfileBody(p.Shadow, f+".shadow", add)
+			checkProfileModules(p.Shadow, f+".shadow", moduleNames, add)
 			if p.Shadow.Shadow != nil {
 				add(f+".shadow.shadow", "a shadow profile cannot have a shadow of its own")
 			}
@@ -366,10 +395,73 @@ func (c *Configuration) Validate() error {
 	}
 	checkEviction(c.Eviction, add)
 	checkVPod(c.VPod, add)
+	checkLeaderElection(c.LeaderElection, add)
+	checkClientConnection(c.ClientConnection, add)
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
+}
+
+// checkModuleName checks a module's name (f is the module's field path)
+// and reports whether it can be compared with other names.
+func checkModuleName(name, f string, add func(field, format string, a ...any)) bool {
+	switch {
+	case name == "":
+		add(f+".name", "must not be empty")
+	case strings.ContainsAny(name, "/ "):
+		add(f+".name", "%q must not contain '/' or spaces", name)
+	default:
+		return true
+	}
+	return false
+}
+
+// checkProfileModules checks a profile's own modules: names unique within
+// the profile and distinct from the global modules' (global maps each
+// global module's name to its index), settings as for a global module.
+func checkProfileModules(p *Profile, f string, global map[string]int, add func(field, format string, a ...any)) {
+	own := map[string]int{}
+	for k := range p.Modules {
+		m := &p.Modules[k]
+		mf := fmt.Sprintf("%s.modules[%d]", f, k)
+		if checkModuleName(m.Name, mf, add) {
+			if j, dup := global[m.Name]; dup {
+				add(mf+".name", "%q is already the name of modules[%d]; give the profile's module a name of its own, or use the global one", m.Name, j)
+			} else if j, dup := own[m.Name]; dup {
+				add(mf+".name", "%q is already used by %s.modules[%d]", m.Name, f, j)
+			}
+			own[m.Name] = k
+		}
+		checkModule(m, mf, add)
+	}
+}
+
+// checkModule checks one module entry's settings (f is its field path).
+func checkModule(m *Module, f string, add func(field, format string, a ...any)) {
+	if m.Path == "" {
+		add(f+".path", "must not be empty")
+	}
+	if m.SHA256 != "" && !isHex64(m.SHA256) {
+		add(f+".sha256", "must be 64 hex digits")
+	}
+	if m.MemoryLimit != nil && (m.MemoryLimit.Value() < 1<<20 || m.MemoryLimit.Value() > 4<<30) {
+		add(f+".memoryLimit", "%s is outside 1Mi..4Gi", m.MemoryLimit.String())
+	}
+	if m.CallTimeout.Duration < 0 || m.CallTimeout.Duration > time.Minute {
+		add(f+".callTimeout", "%s is outside 0..1m", m.CallTimeout)
+	}
+	if m.FailurePolicy != "" && m.FailurePolicy != FailurePolicyFail && m.FailurePolicy != FailurePolicyIgnore {
+		add(f+".failurePolicy", "must be Fail or Ignore, not %q", m.FailurePolicy)
+	}
+	for name, mp := range m.Plugins {
+		if mp.FailurePolicy != "" && mp.FailurePolicy != FailurePolicyFail && mp.FailurePolicy != FailurePolicyIgnore {
+			add(fmt.Sprintf("%s.plugins.%s.failurePolicy", f, name), "must be Fail or Ignore, not %q", mp.FailurePolicy)
+		}
+	}
+	if m.PoolSize < 0 || m.PoolSize > MaxPoolSize {
+		add(f+".poolSize", "%d is outside 0..%d (0 means GOMAXPROCS)", m.PoolSize, MaxPoolSize)
+	}
 }
 
 // checkProfileBody checks what a profile and a shadow profile share:

@@ -35,12 +35,15 @@ func Load(path string) (*Configuration, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Module paths are relative to the file that names them, so a config
-	// and its modules can move together.
-	for i := range c.Modules {
-		if p := c.Modules[i].Path; p != "" && !filepath.IsAbs(p) {
-			c.Modules[i].Path = filepath.Join(filepath.Dir(path), p)
+	// Module paths (and a kubeconfig) are relative to the file that names
+	// them, so a config and its files can move together.
+	for _, ref := range c.AllModules() {
+		if p := ref.Module.Path; p != "" && !filepath.IsAbs(p) {
+			ref.Module.Path = filepath.Join(filepath.Dir(path), p)
 		}
+	}
+	if cc := c.ClientConnection; cc != nil && cc.Kubeconfig != "" && !filepath.IsAbs(cc.Kubeconfig) {
+		cc.Kubeconfig = filepath.Join(filepath.Dir(path), cc.Kubeconfig)
 	}
 	return c, nil
 }
@@ -78,6 +81,9 @@ func parse(file string, b []byte) (*Configuration, error) {
 			return nil, &Error{File: file, Line: line, Msg: "not valid YAML: " + m[2]}
 		}
 		return nil, &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if isKubeSchedulerConfiguration(&doc) {
+		return parseKube(file, &doc, b)
 	}
 	lines, problems := yamlcheck.Check(&doc, reflect.TypeFor[Configuration](), map[reflect.Type]yamlcheck.Scalar{
 		reflect.TypeFor[Duration](): checkDuration,

@@ -180,7 +180,7 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 	}
 
 	implements := func(name string, pt point) (known, ok bool) {
-		if m := reg.PluginModule(name); m != nil {
+		if m := reg.ProfilePluginModule(field, name); m != nil {
 			info := m.Manifest.Plugins[m.Manifest.Plugin(name)]
 			return true, pt.wasm != 0 && info.Points.Has(pt.wasm)
 		}
@@ -198,19 +198,19 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 	// module: listing a module in `modules` changes no profile that does
 	// not name its plugins.
 	isDefault := func(name string) bool {
-		if m := reg.PluginModule(name); m != nil {
+		if m := reg.ProfilePluginModule(field, name); m != nil {
 			return m.Config.Name == config.BuiltinDefaultModule
 		}
 		_, ok := host[name]
 		return ok
 	}
 	for name := range host {
-		if m := reg.PluginModule(name); m != nil {
+		if m := reg.ProfilePluginModule(field, name); m != nil {
 			return nil, fmt.Errorf("%s: module %q declares plugin %q, the name of a host plugin", field, m.Config.Name, name)
 		}
 	}
 	unknown := func(f, name string) error {
-		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, host), ", "))
+		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, field, host), ", "))
 	}
 
 	host, err := configureHostPlugins(pc, field, host)
@@ -260,7 +260,7 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 			}
 			list = upsert(list, e)
 		}
-		if err := prof.enable(pt, list, reg, host); err != nil {
+		if err := prof.enable(pt, field, list, reg, host); err != nil {
 			return nil, err
 		}
 	}
@@ -274,8 +274,9 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 	return prof, nil
 }
 
-func knownNames(reg *modules.Registry, host HostPlugins) []string {
-	names := reg.PluginNames()
+// knownNames lists the plugins a profile (field: its path) can name.
+func knownNames(reg *modules.Registry, field string, host HostPlugins) []string {
+	names := reg.ProfilePluginNames(field)
 	for n := range host {
 		names = append(names, n)
 	}
@@ -315,10 +316,11 @@ func pointSet(p *config.Plugins, name string) *config.PluginSet {
 	panic("framework: unknown extension point " + name) // a bug in the points table
 }
 
-// enable records the plugins of one extension point.
-func (prof *Profile) enable(pt point, list []config.Plugin, reg *modules.Registry, host HostPlugins) error {
+// enable records the plugins of one extension point (field: the
+// profile's path, whose modules serve them).
+func (prof *Profile) enable(pt point, field string, list []config.Plugin, reg *modules.Registry, host HostPlugins) error {
 	for _, p := range list {
-		if m := reg.PluginModule(p.Name); m != nil {
+		if m := reg.ProfilePluginModule(field, p.Name); m != nil {
 			mi := prof.moduleIndex(m)
 			idx := m.Manifest.Plugin(p.Name)
 			w := int64(p.Weight)
@@ -405,9 +407,9 @@ func (prof *Profile) resolvePolicies(field string, reg *modules.Registry) error 
 			continue
 		}
 		name := u.PreemptionPolicy()
-		m := reg.PluginModule(name)
+		m := reg.ProfilePluginModule(field, name)
 		if m == nil {
-			return fmt.Errorf("%s: plugin %q: preemption policy %q: no module serves it (known: %s)", field, p.Name(), name, strings.Join(reg.PluginNames(), ", "))
+			return fmt.Errorf("%s: plugin %q: preemption policy %q: no module serves it (known: %s)", field, p.Name(), name, strings.Join(reg.ProfilePluginNames(field), ", "))
 		}
 		idx := m.Manifest.Plugin(name)
 		if !m.Manifest.Plugins[idx].Points.Has(abi.PointPreemption) {
@@ -451,7 +453,7 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 		if !known(c.Name) {
 			return unknown(f+".name", c.Name)
 		}
-		m := reg.PluginModule(c.Name)
+		m := reg.ProfilePluginModule(field, c.Name)
 		if m == nil {
 			continue // a host plugin: configureHostPlugins took its args
 		}

@@ -116,12 +116,24 @@ var HostPluginNames = []string{config.DefaultQueueSort, "DefaultBinder", "Defaul
 // Registry holds the compiled modules of one configuration.
 type Registry struct {
 	runtime *sharedRuntime
-	modules []*Module
-	byName  map[string]*Module
-	plugins map[string]*Module // plugin name -> module serving it
+	modules []*Module          // global and profiles' modules, in load order
+	byName  map[string]*Module // global modules by name
+	plugins map[string]*Module // plugin name -> global module serving it
+	// scopes are the profiles (and shadows) with modules of their own,
+	// by field path ("profiles[1]", "profiles[1].shadow").
+	scopes  map[string]*scope
 	metrics *metrics.Metrics
 	log     hclog.Logger
 	closed  bool
+}
+
+// scope is what one profile with modules of its own sees besides the
+// global modules.
+type scope struct {
+	plugins map[string]*Module // plugin name -> the profile's module serving it
+	// hidden are the global modules a profile's module replaces by
+	// taking their name (a builtin bundle): their plugins are not seen.
+	hidden map[*Module]bool
 }
 
 // Options tune how modules are run.
@@ -153,8 +165,8 @@ type Options struct {
 // Load compiles every module of cfg, plus the builtin default bundle,
 // the builtin eviction bundle when the eviction section lists policies,
 // and the builtin knative bundle when the vpod section configures a
-// scheduler, each unless a module takes its name. Errors name the module's
-// field.
+// scheduler, each unless a module takes its name; then each profile's own
+// modules (see ProfilePluginModule). Errors name the module's field.
 func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Registry, error) {
 	log := opts.Log
 	if log == nil {
@@ -175,7 +187,7 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		rt = &sharedRuntime{rt: w}
 	}
 	rt.refs.Add(1)
-	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, metrics: opts.Metrics, log: log}
+	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, scopes: map[string]*scope{}, metrics: opts.Metrics, log: log}
 	fail := func(err error) (*Registry, error) {
 		r.Close(ctx)
 		return nil, err
@@ -196,14 +208,18 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		if overridden[name] {
 			continue
 		}
-		if err := r.add(ctx, -1, config.Module{Name: name}, opts); err != nil {
+		m, err := r.add(ctx, fmt.Sprintf("builtin module %q", name), true, config.Module{Name: name}, opts)
+		if err != nil {
 			return fail(err)
 		}
+		r.byName[name] = m
 	}
-	for i, m := range mods {
-		if err := r.add(ctx, i, m, opts); err != nil {
+	for i, mc := range mods {
+		m, err := r.add(ctx, fmt.Sprintf("modules[%d]", i), false, mc, opts)
+		if err != nil {
 			return fail(err)
 		}
+		r.byName[mc.Name] = m
 	}
 	for _, m := range r.modules {
 		if err := checkPluginNames(m); err != nil {
@@ -217,7 +233,65 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 			r.plugins[p.Name] = m
 		}
 	}
+	if err := r.loadProfileModules(ctx, cfg, opts); err != nil {
+		return fail(err)
+	}
 	return r, nil
+}
+
+// loadProfileModules loads the modules profiles (and shadows) list for
+// themselves and indexes, per profile, which of them serves each plugin.
+// A profile's module named like a global one that Load made implicitly
+// (a builtin bundle) replaces it in that profile; any other plugin the
+// profile would see twice is refused, naming both modules.
+func (r *Registry) loadProfileModules(ctx context.Context, cfg *config.Configuration, opts Options) error {
+	type loaded struct {
+		ref config.ModuleRef
+		m   *Module
+	}
+	var all []loaded
+	for _, ref := range cfg.AllModules() {
+		if ref.Profile == "" {
+			continue
+		}
+		m, err := r.add(ctx, ref.Field, false, *ref.Module, opts)
+		if err != nil {
+			return err
+		}
+		if err := checkPluginNames(m); err != nil {
+			return fmt.Errorf("%s: %w", ref.Field, err)
+		}
+		all = append(all, loaded{ref, m})
+		sc := r.scopes[ref.Profile]
+		if sc == nil {
+			sc = &scope{plugins: map[string]*Module{}, hidden: map[*Module]bool{}}
+			r.scopes[ref.Profile] = sc
+		}
+		if g := r.byName[m.Config.Name]; g != nil {
+			sc.hidden[g] = true // validation allows this for builtins only
+		}
+	}
+	field := map[*Module]string{}
+	for _, l := range all {
+		sc := r.scopes[l.ref.Profile]
+		field[l.m] = l.ref.Field
+		for _, p := range l.m.Manifest.Plugins {
+			if other, dup := sc.plugins[p.Name]; dup {
+				return fmt.Errorf("%s: plugin %q is served by both %s (module %q) and this module (%q); a plugin name must be unique among a profile's modules",
+					l.ref.Field, p.Name, field[other], other.Config.Name, l.m.Config.Name)
+			}
+			if g := r.plugins[p.Name]; g != nil && !sc.hidden[g] {
+				fix := "rename the plugin, or list the global module only in the profiles that need it"
+				if g.Config.Path == "" {
+					fix = fmt.Sprintf("name the module %q to replace that builtin bundle in this profile, or rename the plugin", g.Config.Name)
+				}
+				return fmt.Errorf("%s: plugin %q is also served by the global module %q, which %s sees too; a profile's module may not redeclare a plugin the profile already has: %s",
+					l.ref.Field, p.Name, g.Config.Name, l.ref.Profile, fix)
+			}
+			sc.plugins[p.Name] = l.m
+		}
+	}
+	return nil
 }
 
 // checkPluginNames refuses a module that declares a host plugin's name,
@@ -249,18 +323,15 @@ func checkPluginNames(m *Module) error {
 	return nil
 }
 
-// add loads one module and counts the load's outcome.
-func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Options) (err error) {
+// add loads one module (field names it in errors; builtin: an embedded
+// bundle), records it and counts the load's outcome.
+func (r *Registry) add(ctx context.Context, field string, builtin bool, mc config.Module, opts Options) (_ *Module, err error) {
 	reused := false
 	defer func() {
 		if !reused {
 			r.metrics.ModuleLoaded(mc.Name, err)
 		}
 	}()
-	field := fmt.Sprintf("modules[%d]", idx)
-	if idx < 0 {
-		field = fmt.Sprintf("builtin module %q", mc.Name)
-	}
 	key := backendKey{name: mc.Name, timeout: mc.CallTimeout.Duration}
 	if mc.MemoryLimit != nil {
 		key.memory = mc.MemoryLimit.Value()
@@ -268,28 +339,35 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	var bin []byte
 	var given policy.Backend
 	switch {
-	case idx >= 0 && opts.Backends[mc.Name] != nil:
+	case !builtin && opts.Backends[mc.Name] != nil:
 		given = opts.Backends[mc.Name]
-	case idx < 0 && opts.NativeBuiltin:
+	case builtin && opts.NativeBuiltin:
 		key.native = true
-	case idx < 0:
+	case builtin:
 		bin, key.digest, _ = builtinModule(mc.Name)
 	default:
 		if bin, err = boundedread.ReadFile(mc.Path, MaxModuleBytes, boundedread.Regular, "a Wasm module"); err != nil {
-			return fmt.Errorf("%s.path: %w", field, err)
+			return nil, fmt.Errorf("%s.path: %w", field, err)
 		}
 		sum := sha256.Sum256(bin)
 		key.digest = hex.EncodeToString(sum[:])
 		if mc.SHA256 != "" && !strings.EqualFold(key.digest, mc.SHA256) {
-			return fmt.Errorf("%s.sha256: %s has sha256 %s, but the configuration pins %s", field, mc.Path, key.digest, mc.SHA256)
+			return nil, fmt.Errorf("%s.sha256: %s has sha256 %s, but the configuration pins %s", field, mc.Path, key.digest, mc.SHA256)
 		}
 	}
-	if given == nil && opts.Previous != nil {
-		if prev := opts.Previous.sharedFor(key); prev != nil {
+	if given == nil {
+		// The same module listed by two profiles, or kept by a reload,
+		// is compiled once.
+		prev := r.sharedFor(key)
+		if prev == nil && opts.Previous != nil {
+			prev = opts.Previous.sharedFor(key)
+		}
+		if prev != nil {
 			prev.shared.refs.Add(1)
 			reused = true
-			r.adopt(&Module{Config: mc, Backend: prev.Backend, Manifest: prev.Manifest, SHA256: prev.SHA256, shared: prev.shared})
-			return nil
+			m := &Module{Config: mc, Backend: prev.Backend, Manifest: prev.Manifest, SHA256: prev.SHA256, shared: prev.shared}
+			r.modules = append(r.modules, m)
+			return m, nil
 		}
 	}
 	backend := given
@@ -302,10 +380,10 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 		lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration, MemoryBytes: uint64(key.memory)}
 		b, err := r.runtime.rt.Compile(ctx, mc.Name, bin, lim)
 		if err != nil {
-			if idx < 0 {
-				return fmt.Errorf("%s: %w", field, err)
+			if builtin {
+				return nil, fmt.Errorf("%s: %w", field, err)
 			}
-			return fmt.Errorf("%s (%s): %w", field, mc.Path, err)
+			return nil, fmt.Errorf("%s (%s): %w", field, mc.Path, err)
 		}
 		backend = b
 	}
@@ -313,7 +391,7 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	probe, err := policy.Load(ctx, backend, policy.Config{Name: mc.Name, PoolSize: 1, Metrics: r.metrics})
 	if err != nil {
 		backend.Close(ctx)
-		return fmt.Errorf("%s: %w", field, err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	m := &Module{Config: mc, Backend: backend, Manifest: *probe.Manifest(), SHA256: key.digest,
 		shared: &sharedBackend{backend: backend, key: key}}
@@ -322,14 +400,8 @@ func (r *Registry) add(ctx context.Context, idx int, mc config.Module, opts Opti
 	if given != nil {
 		m.shared.key = backendKey{} // never reused: the caller owns its lifetime
 	}
-	r.adopt(m)
-	return nil
-}
-
-// adopt records a loaded module.
-func (r *Registry) adopt(m *Module) {
 	r.modules = append(r.modules, m)
-	r.byName[m.Config.Name] = m
+	return m, nil
 }
 
 // sharedFor returns the module compiled from key, if this registry has
@@ -358,13 +430,54 @@ func (r *Registry) Metrics() *metrics.Metrics { return r.metrics }
 // log their plugins' ignored failures there.
 func (r *Registry) Log() hclog.Logger { return r.log }
 
-// PluginModule returns the module serving a plugin, or nil.
+// PluginModule returns the global module serving a plugin, or nil: what
+// every profile sees unless it has modules of its own (see
+// ProfilePluginModule), and what eviction and vpod policies use.
 func (r *Registry) PluginModule(plugin string) *Module { return r.plugins[plugin] }
 
-// PluginNames lists every plugin the modules serve, sorted.
+// PluginNames lists every plugin the global modules serve, sorted.
 func (r *Registry) PluginNames() []string {
 	names := make([]string, 0, len(r.plugins))
 	for n := range r.plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ProfilePluginModule returns the module serving a plugin in one profile,
+// or nil. profile is the profile's field path as errors name it
+// ("profiles[1]", or "profiles[1].shadow" for its shadow): the profile's
+// own modules first, then the global ones it has not replaced. A profile
+// without modules of its own sees the global ones, as PluginModule.
+func (r *Registry) ProfilePluginModule(profile, plugin string) *Module {
+	sc := r.scopes[profile]
+	if sc == nil {
+		return r.plugins[plugin]
+	}
+	if m := sc.plugins[plugin]; m != nil {
+		return m
+	}
+	if m := r.plugins[plugin]; m != nil && !sc.hidden[m] {
+		return m
+	}
+	return nil
+}
+
+// ProfilePluginNames lists every plugin one profile sees, sorted (see
+// ProfilePluginModule).
+func (r *Registry) ProfilePluginNames(profile string) []string {
+	sc := r.scopes[profile]
+	if sc == nil {
+		return r.PluginNames()
+	}
+	var names []string
+	for n, m := range r.plugins {
+		if !sc.hidden[m] {
+			names = append(names, n)
+		}
+	}
+	for n := range sc.plugins {
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"k8s.io/client-go/rest"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/kube"
+)
+
+// serveSettings are how serve connects to the API server and whether and
+// how it competes for leadership. They start as serve's flags (their
+// defaults or the values given); the configuration's clientConnection and
+// leaderElection then fill in every setting whose flag was not given on
+// the command line. So a kube-scheduler file's kubeconfig is used unless
+// --kubeconfig is given, and a file that says nothing leaves the flags'
+// defaults (a Lease of wasmsched's own, never kube-scheduler's).
+type serveSettings struct {
+	kubeconfig  string
+	qps         float32
+	burst       int
+	contentType string // empty: client-go's default (JSON)
+	accept      string
+	leaderElect bool
+	election    kube.LeaderElection
+}
+
+// Names of the flags the configuration's settings stand in for.
+const (
+	flagKubeconfig     = "kubeconfig"
+	flagQPS            = "kube-api-qps"
+	flagBurst          = "kube-api-burst"
+	flagLeaderElect    = "leader-elect"
+	flagLeaseName      = "leader-elect-resource-name"
+	flagLeaseNamespace = "leader-elect-resource-namespace"
+	flagLeaseDuration  = "leader-elect-lease-duration"
+	flagRenewDeadline  = "leader-elect-renew-deadline"
+	flagRetryPeriod    = "leader-elect-retry-period"
+)
+
+// withConfig returns s with cfg's clientConnection and leaderElection in
+// place of the flags not given (given reports whether a flag was).
+func (s serveSettings) withConfig(cfg *config.Configuration, given func(flag string) bool) serveSettings {
+	if cc := cfg.ClientConnection; cc != nil {
+		if cc.Kubeconfig != "" && !given(flagKubeconfig) {
+			s.kubeconfig = cc.Kubeconfig
+		}
+		if cc.QPS != nil && !given(flagQPS) {
+			s.qps = *cc.QPS
+		}
+		if cc.Burst != nil && !given(flagBurst) {
+			s.burst = int(*cc.Burst)
+		}
+		s.contentType, s.accept = cc.ContentType, cc.AcceptContentTypes
+	}
+	le := cfg.LeaderElection
+	if le == nil {
+		return s
+	}
+	if le.LeaderElect != nil && !given(flagLeaderElect) {
+		s.leaderElect = *le.LeaderElect
+	}
+	str := func(v, flag string, dst *string) {
+		if v != "" && !given(flag) {
+			*dst = v
+		}
+	}
+	str(le.ResourceName, flagLeaseName, &s.election.LeaseName)
+	str(le.ResourceNamespace, flagLeaseNamespace, &s.election.LeaseNamespace)
+	if v := le.LeaseDuration.Duration; v > 0 && !given(flagLeaseDuration) {
+		s.election.LeaseDuration = v
+	}
+	if v := le.RenewDeadline.Duration; v > 0 && !given(flagRenewDeadline) {
+		s.election.RenewDeadline = v
+	}
+	if v := le.RetryPeriod.Duration; v > 0 && !given(flagRetryPeriod) {
+		s.election.RetryPeriod = v
+	}
+	return s
+}
+
+// restConfig makes the client configuration: the kubeconfig (or the
+// in-cluster configuration) with the rate limits.
+func (s serveSettings) restConfig() (*rest.Config, error) {
+	return kube.RESTConfig(s.kubeconfig, s.qps, s.burst)
+}
+
+// clientsetConfig is rc with the configured content types, for the
+// clientset that reads pods and nodes and writes bindings, Events and
+// the Lease (as kube-scheduler applies them to its client). The dynamic
+// and metrics clients made from rc keep client-go's JSON.
+func (s serveSettings) clientsetConfig(rc *rest.Config) *rest.Config {
+	if s.contentType == "" && s.accept == "" {
+		return rc
+	}
+	c := rest.CopyConfig(rc)
+	c.ContentType, c.AcceptContentTypes = s.contentType, s.accept
+	return c
+}
