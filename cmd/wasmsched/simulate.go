@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -144,12 +145,21 @@ StatefulSets create.`,
 }
 
 // loadConfig reads the profiles file at path, or gives the default
-// configuration when path is empty.
+// configuration when path is empty. What the file asks for and this
+// binary leaves out (a kube-scheduler file's volume plugins, say) is said
+// on stderr, as serve logs it.
 func loadConfig(path string) (*config.Configuration, error) {
 	if path == "" {
 		return config.Default(), nil
 	}
-	return config.Load(path)
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(os.Stderr, "warning: %s: %s\n", path, w)
+	}
+	return cfg, nil
 }
 
 // loadInputs reads the objects a simulation starts from: manifest files,

@@ -202,12 +202,7 @@ func changedFiles(before, after map[string][sha256.Size]byte) string {
 // It runs before the modules are read (watch.SetPaths' rule), so a module
 // rebuilt while this run reads it still triggers the next one.
 func (s *watchSession) setConfigModules(shadow bool, cfg *config.Configuration) {
-	var ps []string
-	for _, m := range cfg.Modules {
-		if m.Path != "" {
-			ps = append(ps, m.Path)
-		}
-	}
+	ps := cfg.ModulePaths()
 	if shadow {
 		s.shadowModules = ps
 	} else {

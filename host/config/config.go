@@ -166,6 +166,18 @@ func (c *Configuration) AllModules() []ModuleRef {
 	return out
 }
 
+// ModulePaths lists the files of every module entry (AllModules), the
+// files whose change may change what runs: what a reload watches.
+func (c *Configuration) ModulePaths() []string {
+	var ps []string
+	for _, m := range c.AllModules() {
+		if m.Module.Path != "" {
+			ps = append(ps, m.Module.Path)
+		}
+	}
+	return ps
+}
+
 // Profile is one scheduler profile, selected by pods' spec.schedulerName.
 type Profile struct {
 	SchedulerName            string         `json:"schedulerName"`

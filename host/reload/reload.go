@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"sync"
 	"syscall"
@@ -144,9 +145,9 @@ func New(o Options) (*Reloader, error) {
 // CheckPinned refuses a configuration with a module file that has no
 // sha256 pin (serve --require-sha256).
 func CheckPinned(cfg *config.Configuration) error {
-	for i, m := range cfg.Modules {
-		if m.Path != "" && m.SHA256 == "" {
-			return fmt.Errorf("modules[%d] (%s): no sha256 pin, and --require-sha256 is set", i, m.Name)
+	for _, m := range cfg.AllModules() {
+		if m.Module.Path != "" && m.Module.SHA256 == "" {
+			return fmt.Errorf("%s (%s): no sha256 pin, and --require-sha256 is set", m.Field, m.Module.Name)
 		}
 	}
 	return nil
@@ -165,12 +166,7 @@ func (r *Reloader) paths() []string {
 	if r.o.ConfigPath != "" {
 		ps = append(ps, r.o.ConfigPath)
 	}
-	for _, m := range r.cfg.Modules {
-		if m.Path != "" {
-			ps = append(ps, m.Path)
-		}
-	}
-	return ps
+	return append(ps, r.cfg.ModulePaths()...)
 }
 
 // LastTimings are the phase durations of the last reload that got past
@@ -346,6 +342,9 @@ func (r *Reloader) warnRestartOnly(cfg *config.Configuration) {
 	same := func(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 	if !same(cfg.PodInitialBackoffSeconds, r.cfg.PodInitialBackoffSeconds) || !same(cfg.PodMaxBackoffSeconds, r.cfg.PodMaxBackoffSeconds) {
 		r.log.Warn("podInitialBackoffSeconds and podMaxBackoffSeconds changed; they take effect at the next restart")
+	}
+	if !reflect.DeepEqual(cfg.LeaderElection, r.cfg.LeaderElection) || !reflect.DeepEqual(cfg.ClientConnection, r.cfg.ClientConnection) {
+		r.log.Warn("leaderElection or clientConnection changed; they take effect at the next restart")
 	}
 }
 

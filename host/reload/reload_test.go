@@ -496,6 +496,18 @@ func TestRequireSHA256RefusesUnpinnedModules(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "modules[0]") || !strings.Contains(err.Error(), "sha256") {
 		t.Fatalf("CheckPinned = %v, want modules[0] refused for having no sha256", err)
 	}
+	perProfile := mustParse(t, `apiVersion: wasmsched.io/v1alpha1
+kind: WasmSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  modules:
+  - name: mine
+    path: mine.wasm
+`)
+	err = reload.CheckPinned(perProfile)
+	if err == nil || !strings.Contains(err.Error(), "profiles[0].modules[0]") {
+		t.Fatalf("CheckPinned = %v, want the profile's own module refused for having no sha256", err)
+	}
 }
 
 func mustParse(t *testing.T, yaml string) *config.Configuration {
