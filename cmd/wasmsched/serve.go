@@ -12,13 +12,14 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/scheduler"
 )
 
 func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 	var (
 		kubeconfig, configPath, cacheDir string
 		qps                              float32
-		burst                            int
+		burst, maxBindings               int
 		leaderElect, watch, requireSHA   bool
 		election                         = kube.DefaultLeaderElection()
 		endpoints                        endpointFlags
@@ -73,7 +74,7 @@ keeps serving.`,
 				return err
 			}
 			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready,
-				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA}
+				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings}
 			if set.leaderElect {
 				opts.LeaderElection = &set.election
 			}
@@ -86,6 +87,8 @@ keeps serving.`,
 	cmd.Flags().StringVar(&cacheDir, "wasm-cache-dir", "", "directory for compiled modules (default: the user cache directory)")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
+	cmd.Flags().IntVar(&maxBindings, "max-bindings-in-flight", scheduler.DefaultMaxBindingsInFlight,
+		"bindings sent to the API server at once; with that many in flight the scheduler waits for one to end before the next cycle (0: the default; negative: no bound)")
 	f := cmd.Flags()
 	f.BoolVar(&watch, "watch", true, "reload the configuration when --config or a module file it names changes (SIGHUP reloads either way)")
 	f.BoolVar(&requireSHA, "require-sha256", false, "refuse module files without a sha256 pin, at start and at every reload")

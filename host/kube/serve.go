@@ -54,6 +54,9 @@ type ServeOptions struct {
 	// OnReloader, if set, is given the reloader once serving starts
 	// (tests trigger reloads through it).
 	OnReloader func(*reload.Reloader)
+	// MaxBindingsInFlight bounds the bindings in flight: 0 means
+	// scheduler.DefaultMaxBindingsInFlight, negative no bound.
+	MaxBindingsInFlight int
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
@@ -103,7 +106,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	parts, err := scheduler.Assemble(ctx, scheduler.AssembleOptions{
 		Config: o.Config, Registry: reg, Binder: binder, Recorder: rec,
 		PreemptionAPI: PreemptionAPI{Client: o.Client, Recorder: rec}, PreemptionMetrics: o.Metrics.Preemption(),
-		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics, OwnRegistry: true,
+		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics, OwnRegistry: true, MaxBindingsInFlight: maxBindings(o.MaxBindingsInFlight),
 	})
 	if err != nil {
 		reg.Close(context.Background())
@@ -169,4 +172,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return nil
 	}
 	return runAsLeader(ctx, o.Client, *o.LeaderElection, log, schedule)
+}
+
+// maxBindings maps ServeOptions.MaxBindingsInFlight to the scheduler's
+// (where 0 is no bound).
+func maxBindings(n int) int {
+	if n == 0 {
+		return scheduler.DefaultMaxBindingsInFlight
+	}
+	return max(n, 0)
 }

@@ -136,6 +136,10 @@ type AssembleOptions struct {
 	// profiles built on it, when a reload has replaced them and they are
 	// drained, or at Close.
 	OwnRegistry bool
+	// MaxBindingsInFlight bounds the bindings in flight (see
+	// Options.MaxBindingsInFlight; serve uses DefaultMaxBindingsInFlight).
+	// 0: no bound.
+	MaxBindingsInFlight int
 }
 
 // Assemble builds every profile of the configuration against the modules,
@@ -206,7 +210,7 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 		}
 	}
 	parts.Scheduler, err = New(Options{Profiles: built.Profiles, Shadows: built.Shadows, Cache: parts.Cache, Queue: parts.Queue,
-		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics, Release: release})
+		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics, Release: release, MaxBindingsInFlight: o.MaxBindingsInFlight})
 	if err != nil {
 		built.Close(ctx)
 		parts.Close(ctx)

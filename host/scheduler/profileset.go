@@ -140,9 +140,12 @@ func (s *Scheduler) SwapProfiles(profiles []*framework.Profile, shadows map[stri
 }
 
 // Close releases the serving profiles (once cycles and bindings in
-// flight on them end). The scheduler must not run cycles afterwards.
+// flight on them end) and wakes a loop waiting for a binding slot, which
+// then returns queue.ErrClosed. The scheduler must not run cycles
+// afterwards.
 func (s *Scheduler) Close() {
 	s.closeOnce.Do(func() {
+		s.slots.close()
 		s.setMu.Lock()
 		ps := s.set.Load()
 		ps.retired = true

@@ -2,7 +2,8 @@
 // shared queue, runs its profile's cycle against a fresh snapshot of the
 // shared cache, assumes the pod on the chosen node, and binds it in a
 // goroutine of its own, so the next cycle starts while the binding's API
-// calls are in flight. Cluster changes (from informers or the simulation)
+// calls are in flight. Options.MaxBindingsInFlight bounds those goroutines
+// (bindings.go). Cluster changes (from informers or the simulation)
 // come in through the On* methods, which update the cache and retry the
 // parked pods the change may help.
 package scheduler
@@ -68,6 +69,10 @@ type Options struct {
 	// once they are replaced (SwapProfiles) or at Close, after the
 	// cycles and bindings in flight on them end.
 	Release func()
+	// MaxBindingsInFlight bounds the binding cycles running at once:
+	// with that many in flight, the loop waits for one to end before it
+	// pops the next pod (bindings.go says why). 0 or less: no bound.
+	MaxBindingsInFlight int
 }
 
 // profile is a profile with its attempt metrics resolved, and its
@@ -92,6 +97,8 @@ type Scheduler struct {
 	snap      *snapshot.Snapshot
 	nextStart int
 	bindings  sync.WaitGroup
+	// slots bounds the bindings in flight (bindings.go).
+	slots *bindingSlots
 
 	// set is the profiles serving now (profileset.go); setMu guards the
 	// use counts of every set, so a set is never released while a cycle
@@ -116,6 +123,7 @@ func New(opts Options) (*Scheduler, error) {
 		rng:      opts.Rand,
 		log:      opts.Log,
 		snap:     snapshot.New(),
+		slots:    newBindingSlots(opts.MaxBindingsInFlight),
 	}
 	if s.rng == nil {
 		s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -162,11 +170,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 func (s *Scheduler) WaitBindings() { s.bindings.Wait() }
 
 // ScheduleOne pops one pod and runs its scheduling cycle; the binding
-// cycle continues in a goroutine. It returns an error only when no pod
-// could be popped.
+// cycle continues in a goroutine. With MaxBindingsInFlight bindings
+// running it first waits for one to end (no pod is popped, so none is
+// assumed, while it waits). It returns an error only when no pod could be
+// popped: ctx ended, or the queue or the scheduler was closed
+// (queue.ErrClosed).
 func (s *Scheduler) ScheduleOne(ctx context.Context) error {
+	if err := s.slots.take(ctx); err != nil {
+		return err
+	}
 	qp, err := s.queue.Pop(ctx)
 	if err != nil {
+		s.slots.give()
 		return err
 	}
 	pod := qp.Pod
@@ -176,19 +191,21 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) error {
 		// Only pods of known profiles are queued; one that gets here had
 		// its schedulerName changed under us. Leave it alone.
 		s.done(ps)
+		s.slots.give()
 		s.queue.Done(pod.UID)
 		return nil
 	}
 	s.lastPod.Store(pod)
 	if !s.scheduleOn(ctx, ps, prof, qp) {
 		s.done(ps)
+		s.slots.give()
 	}
 	return nil
 }
 
 // scheduleOn runs pod's scheduling cycle on prof, a profile of ps. It
-// reports whether a binding goroutine took over ps (and will give it
-// back).
+// reports whether a binding goroutine took over ps and the binding slot
+// (and will give both back).
 func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profile, qp *queue.QueuedPodInfo) (binding bool) {
 	pod := qp.Pod
 	var start time.Time
@@ -240,7 +257,10 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 	log.Debug("assumed", "node", res.Node, "evaluated", res.EvaluatedNodes, "feasible", res.FeasibleNodes)
 	s.bindings.Add(1)
 	go func() {
+		// WaitBindings returns once the slot and the set are given back.
+		defer s.bindings.Done()
 		defer s.done(ps)
+		defer s.slots.give()
 		s.bind(ctx, prof, state, qp, &assumed, res.Node, start, log)
 	}()
 	return true
@@ -259,7 +279,6 @@ func permitError(st *framework.Status) error {
 // begun at start, ends here: scheduled, or an error (as kube-scheduler
 // counts a failed binding, a pod deleted meanwhile included).
 func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *abi.Pod, node string, start time.Time, log hclog.Logger) {
-	defer s.bindings.Done()
 	st := prof.RunPreBind(ctx, state, assumed, node)
 	if st.IsSuccess() {
 		st = prof.RunBind(ctx, state, assumed, node)

@@ -70,6 +70,17 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	b := &binder{bound: map[string]string{}}
+	e := newEnvWith(t, b, 0)
+	b.sched = e.sched
+	e.b = b
+	return e
+}
+
+// newEnvWith is newEnv with another binder and a bound on the bindings
+// in flight (0: none).
+func newEnvWith(t *testing.T, b framework.Binder, maxBindings int) *env {
+	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
 	reg, err := modules.Load(ctx, cfg, modules.Options{NativeBuiltin: true, CacheDir: t.TempDir()})
@@ -77,7 +88,6 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close(ctx) })
-	b := &binder{bound: map[string]string{}}
 	prof, err := framework.BuildProfile(ctx, cfg, 0, reg, framework.HostPlugins{
 		"PrioritySort": framework.PrioritySort{}, "DefaultBinder": framework.DefaultBinder{Binder: b}})
 	if err != nil {
@@ -85,14 +95,14 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { prof.Close(ctx) })
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	e := &env{clk: clk, b: b, ev: &events{failed: map[string]string{}}}
+	e := &env{clk: clk, ev: &events{failed: map[string]string{}}}
 	e.q = queue.New(queue.Options{Clock: clk, PluginEvents: framework.PluginEvents})
 	e.cache = cache.New(0, clk.Now)
-	e.sched, err = scheduler.New(scheduler.Options{Profiles: []*framework.Profile{prof}, Cache: e.cache, Queue: e.q, Recorder: e.ev})
+	e.sched, err = scheduler.New(scheduler.Options{Profiles: []*framework.Profile{prof}, Cache: e.cache, Queue: e.q, Recorder: e.ev,
+		MaxBindingsInFlight: maxBindings})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.sched = e.sched
 	return e
 }
 
