@@ -39,15 +39,22 @@ func PodNonZeroRequests(p *Pod) Resources {
 	return podRequests(p, defaults)
 }
 
-// PodScoreRequests is the request kube-scheduler's resource scoring
-// (LeastAllocated, MostAllocated, RequestedToCapacityRatio) counts for the
-// pod being scheduled: the defaults for every container whose CPU or
-// memory request is missing, then the pod-level requests replacing what
-// they name. It differs from PodNonZeroRequests only for a pod with
-// pod-level requests for one of CPU and memory, as upstream's two
-// computations do.
+// PodScoreRequests is the request kube-scheduler v1.35's NodeResourcesFit
+// scoring (LeastAllocated, MostAllocated, RequestedToCapacityRatio)
+// counts for the pod being scheduled: the defaults for every container
+// whose CPU or memory request is missing, plus the overhead, and *not*
+// the pod-level requests. Upstream builds that scorer without its
+// pod-level-resources switch (fit.go's NewFit sets it on the filter
+// only), so a pod-level request does not change where the pod scores
+// best; BalancedAllocation, built with it, uses PodRequests. Kept as
+// upstream does it, so placements match.
 func PodScoreRequests(p *Pod) Resources {
-	return podRequests(p, GivesCPU|GivesMemory)
+	if p.PodLevel == nil {
+		return podRequests(p, GivesCPU|GivesMemory)
+	}
+	q := *p
+	q.PodLevel = nil
+	return podRequests(&q, GivesCPU|GivesMemory)
 }
 
 // podRequests aggregates the containers, substituting the defaults for

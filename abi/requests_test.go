@@ -50,12 +50,12 @@ func TestPodRequestsZeroIsNotMissing(t *testing.T) {
 			},
 			fit:     Resources{MilliCPU: 1000, Memory: 64 * mi},
 			nonZero: Resources{MilliCPU: 1000, Memory: 64 * mi},
-			score:   Resources{MilliCPU: 1000, Memory: 64 * mi},
+			score:   Resources{MilliCPU: 300, Memory: 10*mi + 200*mi}, // upstream's Fit scoring ignores pod-level requests
 		},
 		{
 			// Upstream's NodeInfo counts no defaults once any part of the
-			// pod names the resource, while scoring counts them per
-			// container before the pod-level requests apply.
+			// pod names the resource, while Fit scoring counts them per
+			// container and leaves the pod-level requests out.
 			name: "pod-level memory only; one container misses CPU",
 			pod: Pod{
 				Containers: []Container{{Requests: Resources{MilliCPU: 200}}, {}},
@@ -63,7 +63,7 @@ func TestPodRequestsZeroIsNotMissing(t *testing.T) {
 			},
 			fit:     Resources{MilliCPU: 200, Memory: 64 * mi},
 			nonZero: Resources{MilliCPU: 200, Memory: 64 * mi},
-			score:   Resources{MilliCPU: 300, Memory: 64 * mi},
+			score:   Resources{MilliCPU: 300, Memory: 400 * mi},
 		},
 		{
 			name: "pod-level memory only; no container names CPU",
@@ -73,7 +73,7 @@ func TestPodRequestsZeroIsNotMissing(t *testing.T) {
 			},
 			fit:     Resources{Memory: 64 * mi},
 			nonZero: Resources{MilliCPU: 200, Memory: 64 * mi},
-			score:   Resources{MilliCPU: 200, Memory: 64 * mi},
+			score:   Resources{MilliCPU: 200, Memory: 400 * mi},
 		},
 		{
 			name: "pod-level explicit zero CPU",
@@ -81,6 +81,7 @@ func TestPodRequestsZeroIsNotMissing(t *testing.T) {
 				Containers: []Container{{}},
 				PodLevel:   &PodLevelRequests{Given: GivesCPU | GivesMemory},
 			},
+			score: Resources{MilliCPU: 100, Memory: 200 * mi},
 		},
 		{
 			name: "overhead adds after pod-level",
@@ -91,7 +92,7 @@ func TestPodRequestsZeroIsNotMissing(t *testing.T) {
 			},
 			fit:     Resources{MilliCPU: 550, Memory: mi},
 			nonZero: Resources{MilliCPU: 550, Memory: mi}, // the overhead names memory
-			score:   Resources{MilliCPU: 550, Memory: 201 * mi},
+			score:   Resources{MilliCPU: 150, Memory: 201 * mi},
 		},
 	}
 	for _, c := range cases {
