@@ -8,6 +8,8 @@
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
 #   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
+#   make parity  the default profile against kube-scheduler v1.35's own framework on
+#                generated clusters (test/parity, docs/PARITY.md; not part of make test)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
 
 GO            ?= go
@@ -38,7 +40,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo test vet unit e2e perf-e2e check-wasm wasm wasm-go bench tinygo fmt
+.PHONY: all demo test vet unit e2e perf-e2e parity check-wasm wasm wasm-go bench tinygo fmt
 .PHONY: rust-wasm check-rust
 
 all: test
@@ -72,6 +74,15 @@ e2e:
 perf-e2e:
 	scripts/controlplane.sh build >/dev/null
 	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
+
+# parity compares the default profile with kube-scheduler v1.35 (its
+# framework and plugins imported from k8s.io/kubernetes) on generated
+# clusters; test/parity is its own module so the main module never
+# depends on k8s.io/kubernetes. PARITY_FLAGS passes its flags, e.g.
+# PARITY_FLAGS='-parity.only=taints -parity.n=1000' (docs/PARITY.md).
+PARITY_FLAGS ?=
+parity:
+	cd test/parity && $(GO) test -count=1 -timeout 60m ./... $(PARITY_FLAGS)
 
 # check-wasm rebuilds every committed TinyGo build and fails if a byte
 # differs. With no TinyGo it installs one when CI=true and otherwise says

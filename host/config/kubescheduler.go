@@ -381,6 +381,10 @@ func (k *kubeConverter) plugins(f string, in *kubev1.Plugins) *Plugins {
 			switch kp := kubePlugins[d.Name]; {
 			case d.Name == "":
 				k.fail(fmt.Sprintf("%s.disabled[%d].name", pf, i), "must name a plugin or be \"*\"")
+			case d.Name == kubeDynamicResources:
+				// wasmsched's stand-in says what upstream's says at
+				// PostFilter; disabling it drops that.
+				pt.out.Disabled = append(pt.out.Disabled, Plugin{Name: d.Name})
 			case kp.missing != nil:
 				// Never enabled here: nothing to disable.
 			case d.Name == kubeSchedulingGates:

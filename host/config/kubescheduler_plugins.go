@@ -40,6 +40,7 @@ var (
 const (
 	kubeSchedulingGates   = "SchedulingGates"
 	kubeDefaultPreemption = "DefaultPreemption"
+	kubeDynamicResources  = "DynamicResources"
 )
 
 // kubePlugins are kube-scheduler v1.35's in-tree plugins (and the cloud

@@ -102,8 +102,9 @@ profiles:
 			if w := c.Warnings(); len(w) != 0 {
 				t.Errorf("warnings = %q", w)
 			}
-			// Only what wasmsched has is handed on.
-			if got := c.Profiles[0].Plugins.MultiPoint.Disabled; !reflect.DeepEqual(got, []Plugin{{Name: "ImageLocality"}}) {
+			// Only what wasmsched has is handed on (DynamicResources'
+			// PostFilter stand-in included).
+			if got := c.Profiles[0].Plugins.MultiPoint.Disabled; !reflect.DeepEqual(got, []Plugin{{Name: "DynamicResources"}, {Name: "ImageLocality"}}) {
 				t.Errorf("disabled = %+v", got)
 			}
 		}},

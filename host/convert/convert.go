@@ -52,10 +52,10 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 		out.StartTime = p.Status.StartTime.UnixNano()
 	}
 	var err error
-	if out.Containers, err = containers(p.Spec.Containers, "spec.containers"); err != nil {
+	if out.Containers, err = containers(p.Spec.Containers, "spec.containers", p.Spec.HostNetwork); err != nil {
 		return nil, err
 	}
-	if out.InitContainers, err = containers(p.Spec.InitContainers, "spec.initContainers"); err != nil {
+	if out.InitContainers, err = containers(p.Spec.InitContainers, "spec.initContainers", p.Spec.HostNetwork); err != nil {
 		return nil, err
 	}
 	applyResize(p, out)
@@ -201,7 +201,10 @@ func resources(rl corev1.ResourceList) abi.Resources {
 	return r
 }
 
-func containers(cs []corev1.Container, field string) ([]abi.Container, error) {
+// containers converts a pod's containers. With hostNetwork every
+// container port is a host port (the API defaults hostPort to
+// containerPort), so host-network pods conflict on their ports.
+func containers(cs []corev1.Container, field string, hostNetwork bool) ([]abi.Container, error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
@@ -218,6 +221,9 @@ func containers(cs []corev1.Container, field string) ([]abi.Container, error) {
 		ac := abi.Container{Name: c.Name, Image: c.Image, Requests: resources(req), Given: given(req),
 			RestartAlways: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways}
 		for j, p := range c.Ports {
+			if p.HostPort == 0 && hostNetwork {
+				p.HostPort = p.ContainerPort
+			}
 			if p.HostPort == 0 {
 				continue
 			}

@@ -138,3 +138,18 @@ func TestFinished(t *testing.T) {
 		}
 	}
 }
+
+// With hostNetwork the API defaults every hostPort to its containerPort,
+// so two host-network pods with the same port cannot share a node.
+func TestHostNetworkPortsAreHostPorts(t *testing.T) {
+	ports := []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 53, Protocol: corev1.ProtocolUDP}}
+	p := convertPod(t, &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Ports: ports}}}})
+	got := abi.PodHostPorts(p)
+	if len(got) != 2 || got[0].Port != 8080 || got[1].Port != 53 || got[1].Protocol != abi.ProtocolUDP {
+		t.Fatalf("host ports = %+v, want 8080/TCP and 53/UDP", got)
+	}
+	p = convertPod(t, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Ports: ports}}}})
+	if got := abi.PodHostPorts(p); len(got) != 0 {
+		t.Fatalf("without hostNetwork: host ports = %+v, want none", got)
+	}
+}

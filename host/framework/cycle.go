@@ -295,6 +295,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	}
 	if st := pre.reject; st != nil {
 		fit.Diagnosis.PreFilterMsg = st.Message()
+		fit.Diagnosis.preFilterUnresolvable = st.Code == abi.UnschedulableAndUnresolvable
 		for _, ni := range snap.Nodes() {
 			fit.Diagnosis.AddRejection(ni.Info.Node.Name, st)
 		}
@@ -307,7 +308,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	// A pod nominated to a node (preemption made room there) gets that
 	// node without scoring if it passes the filters, as in kube-scheduler
 	// (evaluateNominatedNode): the room was made for it.
-	if node, ok := c.nominatedFits(ctx, pod, nom); ok {
+	if node, ok := c.nominatedFits(ctx, pod, nom, &fit.Diagnosis); ok {
 		return Result{Node: node, EvaluatedNodes: 1, FeasibleNodes: 1}, nil
 	}
 
@@ -342,9 +343,10 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 // node the pod is nominated to (its status, else the nominator's record,
 // which knows of a nomination this scheduler made before the pod's
 // status shows it), if that node exists, and reports
-// whether it passed. A node that fails is looked at again, with the
-// others, by the full walk, so its verdict here is not kept.
-func (c *cycle) nominatedFits(ctx context.Context, pod *abi.Pod, nom Nominator) (string, bool) {
+// whether it passed. A node that fails keeps its verdict in diag, as in
+// kube-scheduler, even when a PreFilter's narrowing then leaves it out of
+// the walk (the full walk overwrites it otherwise).
+func (c *cycle) nominatedFits(ctx context.Context, pod *abi.Pod, nom Nominator, diag *Diagnosis) (string, bool) {
 	name := pod.NominatedNodeName
 	if name == "" && nom != nil {
 		name = nom.NominatedNode(pod.UID)
@@ -356,8 +358,7 @@ func (c *cycle) nominatedFits(ctx context.Context, pod *abi.Pod, nom Nominator) 
 	if ni == nil {
 		return "", false
 	}
-	var scratch Diagnosis
-	passed, err := c.filterChunk(ctx, pod, []uint32{ni.Slot}, nom, &scratch)
+	passed, err := c.filterChunk(ctx, pod, []uint32{ni.Slot}, nom, diag)
 	if err != nil || !passed[0] {
 		// An error here is met again, and reported, by the full walk.
 		return "", false
@@ -718,22 +719,38 @@ func selectHost(totals []int64, rng *rand.Rand) int {
 }
 
 // runPostFilter runs the PostFilter plugins (preemption) after a cycle
-// found no node. The first that nominates a node ends the point; an Error
-// status makes the cycle's failure an error (retried after backoff)
-// rather than unschedulable, as in kube-scheduler.
+// found no node, as kube-scheduler's RunPostFilterPlugins does: the first
+// that succeeds (nominating a node or not) ends the point, and so does an
+// UnschedulableAndUnresolvable verdict, whose message becomes the
+// FitError's PostFilter message; the reasons of the plugins that said
+// Unschedulable are joined into it. An Error status makes the cycle's
+// failure an error, retried after backoff (upstream keeps such a pod
+// unschedulable, where only a cluster event or the five-minute flush
+// retries it; an API error in preemption is worth retrying sooner).
 func (prof *Profile) runPostFilter(ctx context.Context, state *CycleState, pod *abi.Pod, fit *FitError, dr *DryRun) error {
+	var reasons []string
 	for _, p := range prof.postFilter {
 		node, st := p.PostFilter(ctx, state, pod, fit, dr)
-		if st != nil && st.Message() != "" {
-			fit.Diagnosis.PostFilterMsg = st.Message()
-		}
-		if st != nil && st.Code == abi.Error {
-			return fmt.Errorf("running PostFilter plugin %q: %w", p.Name(), st.AsError())
-		}
-		if st.IsSuccess() && node != "" {
+		switch {
+		case st.IsSuccess():
+			if node == "" {
+				return fit
+			}
 			sn, ok := p.(SelfNominating)
 			return &NominatedError{FitError: fit, Node: node, Recorded: ok && sn.NominatesItself()}
+		case st.Code == abi.Error:
+			if m := st.Message(); m != "" {
+				fit.Diagnosis.PostFilterMsg = m
+			}
+			return fmt.Errorf("running PostFilter plugin %q: %w", p.Name(), st.AsError())
+		case st.Code == abi.UnschedulableAndUnresolvable:
+			fit.Diagnosis.PostFilterMsg = st.Message()
+			return fit
 		}
+		reasons = append(reasons, st.Reasons...)
+	}
+	if len(reasons) > 0 {
+		fit.Diagnosis.PostFilterMsg = strings.Join(reasons, ", ")
 	}
 	return fit
 }

@@ -28,6 +28,7 @@ var DefaultPlugins = []config.Plugin{
 	{Name: "NodeResourcesFit", Weight: 1},
 	{Name: "PodTopologySpread", Weight: 2},
 	{Name: "InterPodAffinity", Weight: 2},
+	{Name: DynamicResourcesName},
 	{Name: "DefaultPreemption"},
 	{Name: "NodeResourcesBalancedAllocation", Weight: 1},
 	{Name: "ImageLocality", Weight: 1},

@@ -82,6 +82,9 @@ type Diagnosis struct {
 	// UnschedulableAndUnresolvable. nil: absent nodes were not looked at
 	// because enough feasible nodes were found first.
 	Absent *Status
+	// preFilterUnresolvable: PreFilter ended the cycle with an
+	// UnschedulableAndUnresolvable verdict, before every PreFilter ran.
+	preFilterUnresolvable bool
 }
 
 // StatusOf is the status a node got: its own, or Absent's.

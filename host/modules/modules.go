@@ -111,7 +111,7 @@ func (m *Module) PluginFailurePolicy(plugin string) config.FailurePolicy {
 // one of these names: resolving the name to the module would replace or
 // disable the host's plugin in every profile, whether or not a profile
 // asked for the module.
-var HostPluginNames = []string{config.DefaultQueueSort, "DefaultBinder", "DefaultPreemption"}
+var HostPluginNames = []string{config.DefaultQueueSort, "DefaultBinder", "DynamicResources", "DefaultPreemption"}
 
 // Registry holds the compiled modules of one configuration.
 type Registry struct {

@@ -175,8 +175,9 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 	parts.Cache = cache.New(0, now)
 
 	host := framework.HostPlugins{
-		"PrioritySort":              framework.PrioritySort{},
-		framework.DefaultBinderName: framework.DefaultBinder{Binder: o.Binder},
+		"PrioritySort":                 framework.PrioritySort{},
+		framework.DefaultBinderName:    framework.DefaultBinder{Binder: o.Binder},
+		framework.DynamicResourcesName: framework.DynamicResources{},
 	}
 	if o.PreemptionAPI != nil {
 		var rng *rand.Rand
