@@ -119,8 +119,13 @@ func requestsOf(c *corev1.Container) corev1.ResourceList {
 }
 
 // raise sets every quantity of into to at least from's (adding names).
+// A negative quantity (status is not validated like spec) counts as
+// nothing, so a bad status cannot make a pod give resources back.
 func raise(into, from corev1.ResourceList) {
 	for name, q := range from {
+		if q.Sign() < 0 {
+			continue
+		}
 		if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
 			into[name] = q.DeepCopy()
 		}

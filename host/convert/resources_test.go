@@ -153,3 +153,18 @@ func TestHostNetworkPortsAreHostPorts(t *testing.T) {
 		t.Fatalf("without hostNetwork: host ports = %+v, want none", got)
 	}
 }
+
+// A status the API does not validate like spec (negative resources)
+// never lowers what a pod holds.
+func TestNegativeStatusResourcesCountAsNothing(t *testing.T) {
+	p := convertPod(t, &corev1.Pod{
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodResizePending, Reason: corev1.PodReasonInfeasible}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Resources: &corev1.ResourceRequirements{Requests: reqs("cpu", "-5")}}},
+		},
+	})
+	if r := abi.PodRequests(p); r.MilliCPU < 0 {
+		t.Fatalf("requests %d m: a negative status made the pod give CPU back", r.MilliCPU)
+	}
+}
