@@ -15,7 +15,7 @@ const (
 // resource the pod-level requests name replaces that sum; plus the pod
 // overhead.
 func PodRequests(p *Pod) Resources {
-	return podRequests(p, 0)
+	return podRequests(p, 0, true)
 }
 
 // PodNonZeroRequests is what a pod adds to its node's NonZeroRequested:
@@ -27,7 +27,7 @@ func PodRequests(p *Pod) Resources {
 // in the result.
 func PodNonZeroRequests(p *Pod) Resources {
 	if p.PodLevel == nil {
-		return podRequests(p, GivesCPU|GivesMemory)
+		return podRequests(p, GivesCPU|GivesMemory, true)
 	}
 	var defaults RequestFlags
 	if !podNames(p, GivesCPU) {
@@ -36,7 +36,7 @@ func PodNonZeroRequests(p *Pod) Resources {
 	if !podNames(p, GivesMemory) {
 		defaults |= GivesMemory
 	}
-	return podRequests(p, defaults)
+	return podRequests(p, defaults, true)
 }
 
 // PodScoreRequests is the request kube-scheduler v1.35's NodeResourcesFit
@@ -49,18 +49,13 @@ func PodNonZeroRequests(p *Pod) Resources {
 // best; BalancedAllocation, built with it, uses PodRequests. Kept as
 // upstream does it, so placements match.
 func PodScoreRequests(p *Pod) Resources {
-	if p.PodLevel == nil {
-		return podRequests(p, GivesCPU|GivesMemory)
-	}
-	q := *p
-	q.PodLevel = nil
-	return podRequests(&q, GivesCPU|GivesMemory)
+	return podRequests(p, GivesCPU|GivesMemory, false)
 }
 
 // podRequests aggregates the containers, substituting the defaults for
 // the missing requests of the resources in defaults, then applies the
-// pod-level requests and the overhead.
-func podRequests(p *Pod, defaults RequestFlags) Resources {
+// pod-level requests (when podLevel) and the overhead.
+func podRequests(p *Pod, defaults RequestFlags, podLevel bool) Resources {
 	var apps Resources
 	for i := range p.Containers {
 		c := containerRequests(&p.Containers[i], defaults)
@@ -83,7 +78,7 @@ func podRequests(p *Pod, defaults RequestFlags) Resources {
 	}
 	apps.AddAll(&sidecars)
 	apps.SetMax(&initPeak)
-	if pl := p.PodLevel; pl != nil {
+	if pl := p.PodLevel; pl != nil && podLevel {
 		if pl.Given.names(GivesCPU, pl.Requests.MilliCPU) {
 			apps.MilliCPU = pl.Requests.MilliCPU
 		}

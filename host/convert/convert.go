@@ -58,8 +58,8 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 	if out.InitContainers, err = containers(p.Spec.InitContainers, "spec.initContainers", p.Spec.HostNetwork); err != nil {
 		return nil, err
 	}
+	out.PodLevel = podLevelRequests(p, out) // from the spec, before a resize folds in status
 	applyResize(p, out)
-	out.PodLevel = podLevelRequests(p)
 	if a := p.Spec.Affinity; a != nil {
 		if a.NodeAffinity != nil {
 			if out.NodeAffinity, err = nodeAffinity(a.NodeAffinity); err != nil {
@@ -210,14 +210,7 @@ func containers(cs []corev1.Container, field string, hostNetwork bool) ([]abi.Co
 	}
 	out := make([]abi.Container, 0, len(cs))
 	for i, c := range cs {
-		// A limit without a request means request = limit (API defaulting).
-		req := corev1.ResourceList{}
-		for k, v := range c.Resources.Limits {
-			req[k] = v
-		}
-		for k, v := range c.Resources.Requests {
-			req[k] = v
-		}
+		req := requestsOf(&c)
 		ac := abi.Container{Name: c.Name, Image: c.Image, Requests: resources(req), Given: given(req),
 			RestartAlways: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways}
 		for j, p := range c.Ports {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/wasmsched/wasmsched/abi"
 )
@@ -32,10 +33,11 @@ func podLevelResource(name corev1.ResourceName) bool {
 // on by default since Kubernetes 1.34) to the ABI's, keeping only what
 // pod-level resources may set; nil when that leaves nothing. It applies
 // the API's defaulting first, for pods that did not come through an API
-// server (simulation manifests): with pod-level limits, a resource the
-// containers request defaults to their total (CPU and memory), and any
-// other limited resource to its limit.
-func podLevelRequests(p *corev1.Pod) *abi.PodLevelRequests {
+// server (simulation manifests): with pod-level limits, CPU and memory
+// default to the containers' total request (out's spec containers, summed
+// by abi.PodRequests, the one rule) when some container requests them,
+// and any other limited resource to its limit.
+func podLevelRequests(p *corev1.Pod, out *abi.Pod) *abi.PodLevelRequests {
 	r := p.Spec.Resources
 	if r == nil {
 		return nil
@@ -47,13 +49,12 @@ func podLevelRequests(p *corev1.Pod) *abi.PodLevelRequests {
 		}
 	}
 	if len(r.Limits) > 0 {
-		sums := containerSums(p)
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if _, set := reqs[name]; !set {
-				if q, ok := sums[name]; ok {
-					reqs[name] = q
-				}
-			}
+		sums := abi.PodRequests(&abi.Pod{Containers: out.Containers, InitContainers: out.InitContainers})
+		if _, set := reqs[corev1.ResourceCPU]; !set && containersName(out, abi.GivesCPU) {
+			reqs[corev1.ResourceCPU] = *resource.NewMilliQuantity(sums.MilliCPU, resource.DecimalSI)
+		}
+		if _, set := reqs[corev1.ResourceMemory]; !set && containersName(out, abi.GivesMemory) {
+			reqs[corev1.ResourceMemory] = *resource.NewQuantity(sums.Memory, resource.BinarySI)
 		}
 		for name, q := range r.Limits {
 			if _, set := reqs[name]; !set && podLevelResource(name) {
@@ -67,42 +68,17 @@ func podLevelRequests(p *corev1.Pod) *abi.PodLevelRequests {
 	return &abi.PodLevelRequests{Given: given(reqs), Requests: resources(reqs)}
 }
 
-// containerSums is the containers' effective CPU and memory requests by
-// the API's rule (app containers and sidecars summed, raised to the
-// largest plain init container running beside the sidecars before it),
-// listing only resources some container requests: what pod-level
-// defaulting copies.
-func containerSums(p *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	add := func(into corev1.ResourceList, from corev1.ResourceList) {
-		for name, q := range from {
-			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				continue
+// containersName reports whether some container's requests name the
+// resource (CPU or memory) flag.
+func containersName(p *abi.Pod, flag abi.RequestFlags) bool {
+	for _, cs := range [2][]abi.Container{p.Containers, p.InitContainers} {
+		for i := range cs {
+			if cs[i].Given&flag != 0 {
+				return true
 			}
-			sum := into[name]
-			sum.Add(q)
-			into[name] = sum
 		}
 	}
-	for _, c := range p.Spec.Containers {
-		add(out, requestsOf(&c))
-	}
-	sidecars, peak := corev1.ResourceList{}, corev1.ResourceList{}
-	for _, c := range p.Spec.InitContainers {
-		req := requestsOf(&c)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			add(out, req)
-			add(sidecars, req)
-			raise(peak, sidecars)
-			continue
-		}
-		running := corev1.ResourceList{}
-		add(running, sidecars)
-		add(running, req)
-		raise(peak, running)
-	}
-	raise(out, peak)
-	return out
+	return false
 }
 
 // requestsOf is a container's requests after the API's defaulting (a
