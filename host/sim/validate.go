@@ -166,6 +166,9 @@ func podSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, container(&list.cs[i], names, path.Child(list.name).Index(i))...)
 		}
 	}
+	if s.Resources != nil {
+		errs = append(errs, requirements(s.Resources, path.Child("resources"))...)
+	}
 	errs = append(errs, resourceList(s.Overhead, path.Child("overhead"))...)
 	errs = append(errs, metavalidation.ValidateLabels(s.NodeSelector, path.Child("nodeSelector"))...)
 	for _, f := range []struct{ name, value string }{{"nodeName", s.NodeName}, {"schedulerName", s.SchedulerName}, {"priorityClassName", s.PriorityClassName}} {
@@ -206,15 +209,7 @@ func container(c *corev1.Container, names map[string]bool, path *field.Path) fie
 	if strings.TrimSpace(c.Image) != c.Image {
 		errs = append(errs, field.Invalid(path.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
-	rp := path.Child("resources")
-	errs = append(errs, resourceList(c.Resources.Requests, rp.Child("requests"))...)
-	errs = append(errs, resourceList(c.Resources.Limits, rp.Child("limits"))...)
-	for name, req := range c.Resources.Requests {
-		if lim, ok := c.Resources.Limits[name]; ok && req.Cmp(lim) > 0 {
-			errs = append(errs, field.Invalid(rp.Child("requests").Key(string(name)), req.String(),
-				fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
-		}
-	}
+	errs = append(errs, requirements(&c.Resources, path.Child("resources"))...)
 	for i, p := range c.Ports {
 		pp := path.Child("ports").Index(i)
 		errs = append(errs, portNumber(int64(p.ContainerPort), false, pp.Child("containerPort"))...)
@@ -229,6 +224,20 @@ func container(c *corev1.Container, names map[string]bool, path *field.Path) fie
 
 // resourceList checks names and quantities: non-negative, as the API
 // server requires, and within MaxCPU / MaxQuantity.
+// requirements checks a container's or the pod's (pod-level) requests
+// and limits: valid quantities, and no request above its limit.
+func requirements(r *corev1.ResourceRequirements, rp *field.Path) field.ErrorList {
+	errs := resourceList(r.Requests, rp.Child("requests"))
+	errs = append(errs, resourceList(r.Limits, rp.Child("limits"))...)
+	for name, req := range r.Requests {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(rp.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	return errs
+}
+
 func resourceList(rl corev1.ResourceList, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for name, q := range rl {

@@ -24,6 +24,8 @@ func TestManifestsAreValidatedLikeTheAPIServer(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"negative request", podHead + "    resources: {requests: {cpu: '-1'}}\n",
 			`test.yaml:8 (document 0, Pod p): spec.containers[0].resources.requests.cpu: Invalid value: "-1": must be greater than or equal to 0`},
+		{"negative pod-level request", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resources: {requests: {cpu: '-1'}}\n  containers: [{name: c, image: i}]\n",
+			`test.yaml:5 (document 0, Pod p): spec.resources.requests.cpu: Invalid value: "-1": must be greater than or equal to 0`},
 		{"absurd cpu", podHead + "    resources:\n      requests:\n        cpu: 1e30\n",
 			`test.yaml:10 (document 0, Pod p): spec.containers[0].resources.requests.cpu: Invalid value: "1e+30": must be at most 1G`},
 		{"absurd node memory", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable:\n    cpu: 4\n    memory: 2Pi\n",
