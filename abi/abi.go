@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 4
+	VersionMinor = 5
 )
 
 // PackVersion packs a major and minor version into the u32 that

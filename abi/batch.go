@@ -22,9 +22,41 @@ func ParseSync(b []byte, upsert func(slot uint32, record []byte) error, del func
 // ParseSyncTables is ParseSync that also hands each PodDisruptionBudget of
 // a SyncPDBs table (ABI v1.1) to pdb; pdb may be nil to skip them.
 func ParseSyncTables(b []byte, upsert func(slot uint32, record []byte) error, del func(slot uint32) error, ns func(Namespace) error, pdb func(*PDB) error) (flags uint8, numNodes int, err error) {
+	return ParseSyncWith(b, SyncHandlers{Upsert: upsert, Delete: del, Namespace: ns, PDB: pdb})
+}
+
+// SyncHandlers receive the parts of a sync request, in the order they
+// come; a nil handler skips its part (Upsert and Delete are required).
+type SyncHandlers struct {
+	// Strings (ABI v1.5) gets a SyncStrings section first: the strings
+	// numbered first+1 on (first 0 starts a new table). They are copies,
+	// the caller may keep them.
+	Strings   func(first int, ss []string) error
+	Upsert    func(slot uint32, record []byte) error
+	Delete    func(slot uint32) error
+	Namespace func(Namespace) error
+	PDB       func(*PDB) error
+}
+
+// ParseSyncWith walks a sync request, handing each part to h, and
+// returns the flags and the cluster size, or the first error.
+func ParseSyncWith(b []byte, h SyncHandlers) (flags uint8, numNodes int, err error) {
+	upsert, del, ns, pdb := h.Upsert, h.Delete, h.Namespace, h.PDB
 	d := NewDecoder(b)
 	flags = d.U8()
 	numNodes = int(d.Uvarint())
+	if flags&SyncStrings != 0 {
+		first := d.Uvarint()
+		ss := d.Strings()
+		if d.Err() == nil && first > maxTableStrings {
+			d.failf("string table offset")
+		}
+		if d.Err() == nil && h.Strings != nil {
+			if err := h.Strings(int(first), ss); err != nil {
+				return flags, numNodes, err
+			}
+		}
+	}
 	n := d.Count(6)
 	for i := 0; i < n && d.Err() == nil; i++ {
 		slot := d.U32()

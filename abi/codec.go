@@ -29,6 +29,8 @@ type Encoder struct {
 	// bytes, plus one; zero (the default) means this package's own
 	// version. Set it with SetPeerMinor.
 	peer uint16
+	// intern, when set, numbers internable strings (see SetInterner).
+	intern Interner
 }
 
 // SetPeerMinor says which minor version the reader was built for, so
@@ -112,6 +114,9 @@ type Decoder struct {
 	// peer is the writer's minor version plus one; zero means this
 	// package's own (see Encoder.SetPeerMinor).
 	peer uint16
+	// table, when set, resolves the StrIDs of an interned record (see
+	// SetTable).
+	table *StringTable
 }
 
 // SetPeerMinor says which minor version the writer encoded for; a host
@@ -130,7 +135,7 @@ func NewAliasingDecoder(b []byte) *Decoder { return &Decoder{b: b, alias: true} 
 
 // Reset points the decoder at b and clears any error.
 func (d *Decoder) Reset(b []byte, alias bool) {
-	d.b, d.off, d.err, d.alias = b, 0, nil, alias // peer is kept
+	d.b, d.off, d.err, d.alias = b, 0, nil, alias // peer and table are kept
 }
 
 // Err is the first decoding error, or nil.

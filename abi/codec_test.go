@@ -8,31 +8,31 @@ import (
 func samplePod() Pod {
 	return Pod{
 		UID: "uid-1", Namespace: "prod", Name: "web-0",
-		Labels:   Labels{{"app", "web"}, {"tier", "front"}},
+		Labels:   Labels{{Key: "app", Value: "web"}, {Key: "tier", Value: "front"}},
 		NodeName: "n1", NominatedNodeName: "n2", SchedulerName: "bin-packer", Priority: -5, PreemptNever: true, Terminating: true, StartTime: 1700000000123,
 		Containers: []Container{{Name: "c", Image: "nginx:1.25", Requests: Resources{MilliCPU: 250, Memory: 1 << 30, Scalars: []Scalar{{"nvidia.com/gpu", 1}}},
 			Ports: []HostPort{{IP: "10.0.0.1", Protocol: ProtocolUDP, Port: 53}}}},
 		InitContainers: []Container{{Name: "side", RestartAlways: true, Requests: Resources{MilliCPU: 10}}},
 		Overhead:       Resources{Memory: 64 << 20, EphemeralStorage: 5},
-		NodeSelector:   Labels{{"disk", "ssd"}},
+		NodeSelector:   Labels{{Key: "disk", Value: "ssd"}},
 		NodeAffinity: &NodeAffinity{
 			Required:  &NodeSelector{Terms: []NodeSelectorTerm{{MatchExpressions: []Requirement{{"zone", OpIn, []string{"a", "b"}}}, MatchFields: []Requirement{{"metadata.name", OpNotIn, []string{"n9"}}}}}},
 			Preferred: []PreferredSchedulingTerm{{Weight: 7, Term: NodeSelectorTerm{MatchExpressions: []Requirement{{"cpu", OpGt, []string{"8"}}}}}},
 		},
-		PodAffinity: &PodAffinity{Required: []PodAffinityTerm{{LabelSelector: &LabelSelector{MatchLabels: Labels{{"app", "db"}}}, Namespaces: []string{"a"}, TopologyKey: "zone", MatchLabelKeys: []string{"rev"}}}},
+		PodAffinity: &PodAffinity{Required: []PodAffinityTerm{{LabelSelector: &LabelSelector{MatchLabels: Labels{{Key: "app", Value: "db"}}}, Namespaces: []string{"a"}, TopologyKey: "zone", MatchLabelKeys: []string{"rev"}}}},
 		PodAntiAffinity: &PodAffinity{Preferred: []WeightedPodAffinityTerm{{Weight: 100, Term: PodAffinityTerm{
 			LabelSelector: &LabelSelector{MatchExpressions: []Requirement{{"app", OpExists, nil}}}, NamespaceSelector: &LabelSelector{}, TopologyKey: "kubernetes.io/hostname", MismatchLabelKeys: []string{"x"}}}}},
 		Tolerations: []Toleration{{Key: "k", Operator: TolerationExists, Effect: EffectNoExecute}, {Key: "a", Value: "b", Effect: EffectPreferNoSchedule}},
 		TopologySpread: []TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: "zone", WhenUnsatisfiable: ScheduleAnyway,
-			LabelSelector: &LabelSelector{MatchLabels: Labels{{"app", "web"}}}, MinDomains: 3, NodeAffinityPolicy: PolicyHonor, NodeTaintsPolicy: PolicyIgnore, MatchLabelKeys: []string{"pod-template-hash"}}},
+			LabelSelector: &LabelSelector{MatchLabels: Labels{{Key: "app", Value: "web"}}}, MinDomains: 3, NodeAffinityPolicy: PolicyHonor, NodeTaintsPolicy: PolicyIgnore, MatchLabelKeys: []string{"pod-template-hash"}}},
 		Owners:             []OwnerRef{{Kind: "ReplicaSet", Name: "web-abc", UID: "rs-1", Controller: true}},
-		ControllerSelector: &LabelSelector{MatchLabels: Labels{{"app", "web"}}},
+		ControllerSelector: &LabelSelector{MatchLabels: Labels{{Key: "app", Value: "web"}}},
 	}
 }
 
 func sampleNodeInfo() NodeInfo {
 	return NodeInfo{
-		Node: Node{Name: "n1", Labels: Labels{{"zone", "a"}}, Taints: []Taint{{"gpu", "true", EffectNoSchedule}}, Unschedulable: true,
+		Node: Node{Name: "n1", Labels: Labels{{Key: "zone", Value: "a"}}, Taints: []Taint{{Key: "gpu", Value: "true", Effect: EffectNoSchedule}}, Unschedulable: true,
 			Allocatable: Resources{MilliCPU: 4000, Memory: 32 << 30, Scalars: []Scalar{{"nvidia.com/gpu", 4}}}, AllowedPods: 110,
 			Images: []ImageState{{Names: []string{"nginx:1.25", "nginx@sha256:abc"}, Size: 50 << 20}}},
 		Requested: Resources{MilliCPU: 100}, NonZeroRequested: Resources{MilliCPU: 100, Memory: 200 << 20}, PodCount: 1,
@@ -218,8 +218,8 @@ func TestNodeInfoAddRemovePodRoundTrips(t *testing.T) {
 }
 
 func TestPodGroupsCountPodsByNamespaceAndLabels(t *testing.T) {
-	web := Labels{{"app", "web"}}
-	db := Labels{{"app", "db"}}
+	web := Labels{{Key: "app", Value: "web"}}
+	db := Labels{{Key: "app", Value: "db"}}
 	var ni NodeInfo
 	add := func(uid, ns string, l Labels) Pod {
 		p := Pod{UID: uid, Namespace: ns, Labels: l}
@@ -230,13 +230,13 @@ func TestPodGroupsCountPodsByNamespaceAndLabels(t *testing.T) {
 	add("2", "prod", web)
 	d1 := add("3", "prod", db)
 	add("4", "dev", web)
-	want := []PodGroup{{"dev", web, 1}, {"prod", db, 1}, {"prod", web, 2}}
+	want := []PodGroup{{Namespace: "dev", Labels: web, Count: 1}, {Namespace: "prod", Labels: db, Count: 1}, {Namespace: "prod", Labels: web, Count: 2}}
 	if !reflect.DeepEqual(ni.PodGroups, want) {
 		t.Fatalf("groups = %+v, want %+v", ni.PodGroups, want)
 	}
 	ni.RemovePod(&w1)
 	ni.RemovePod(&d1)
-	want = []PodGroup{{"dev", web, 1}, {"prod", web, 1}}
+	want = []PodGroup{{Namespace: "dev", Labels: web, Count: 1}, {Namespace: "prod", Labels: web, Count: 1}}
 	if !reflect.DeepEqual(ni.PodGroups, want) {
 		t.Fatalf("after removals groups = %+v, want %+v", ni.PodGroups, want)
 	}

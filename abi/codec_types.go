@@ -8,8 +8,8 @@ package abi
 func (e *Encoder) Labels(ls Labels) {
 	e.Uvarint(uint64(len(ls)))
 	for i := range ls {
-		e.String(ls[i].Key)
-		e.String(ls[i].Value)
+		e.sym(ls[i].Key)
+		e.sym(ls[i].Value)
 	}
 }
 
@@ -21,8 +21,8 @@ func (d *Decoder) Labels() Labels {
 	}
 	ls := make(Labels, n)
 	for i := range ls {
-		ls[i].Key = d.String()
-		ls[i].Value = d.String()
+		ls[i].Key, ls[i].KeyID = d.sym()
+		ls[i].Value, ls[i].ValueID = d.sym()
 	}
 	return ls
 }
@@ -332,7 +332,7 @@ func (d *Decoder) spread() []TopologySpreadConstraint {
 // Pod appends a pod.
 func (e *Encoder) Pod(p *Pod) {
 	e.String(p.UID)
-	e.String(p.Namespace)
+	e.sym(p.Namespace)
 	e.String(p.Name)
 	e.Labels(p.Labels)
 	e.String(p.NodeName)
@@ -400,7 +400,7 @@ func (d *Decoder) podV14(p *Pod) {
 // Pod reads a pod into p, overwriting every field.
 func (d *Decoder) Pod(p *Pod) {
 	p.UID = d.String()
-	p.Namespace = d.String()
+	p.Namespace, p.NamespaceID = d.sym()
 	p.Name = d.String()
 	p.Labels = d.Labels()
 	p.NodeName = d.String()
@@ -443,8 +443,8 @@ func (e *Encoder) Node(n *Node) {
 	e.Labels(n.Labels)
 	e.Uvarint(uint64(len(n.Taints)))
 	for i := range n.Taints {
-		e.String(n.Taints[i].Key)
-		e.String(n.Taints[i].Value)
+		e.sym(n.Taints[i].Key)
+		e.sym(n.Taints[i].Value)
 		e.U8(uint8(n.Taints[i].Effect))
 	}
 	e.Bool(n.Unschedulable)
@@ -452,7 +452,10 @@ func (e *Encoder) Node(n *Node) {
 	e.Varint(n.AllowedPods)
 	e.Uvarint(uint64(len(n.Images)))
 	for i := range n.Images {
-		e.Strings(n.Images[i].Names)
+		e.Uvarint(uint64(len(n.Images[i].Names)))
+		for _, name := range n.Images[i].Names {
+			e.sym(name)
+		}
 		e.Varint(n.Images[i].Size)
 	}
 }
@@ -465,8 +468,8 @@ func (d *Decoder) Node(n *Node) {
 	if c := d.Count(3); c > 0 {
 		n.Taints = make([]Taint, c)
 		for i := range n.Taints {
-			n.Taints[i].Key = d.String()
-			n.Taints[i].Value = d.String()
+			n.Taints[i].Key, n.Taints[i].KeyID = d.sym()
+			n.Taints[i].Value, n.Taints[i].ValueID = d.sym()
 			n.Taints[i].Effect = TaintEffect(d.enum(uint8(EffectNoExecute), "taint effect"))
 			if n.Taints[i].Effect == EffectAll {
 				d.failf("taint without effect")
@@ -480,7 +483,7 @@ func (d *Decoder) Node(n *Node) {
 	if c := d.Count(2); c > 0 {
 		n.Images = make([]ImageState, c)
 		for i := range n.Images {
-			n.Images[i].Names = d.Strings()
+			n.Images[i].Names, n.Images[i].NameIDs = d.imageNames()
 			n.Images[i].Size = d.Varint()
 		}
 	}
@@ -504,7 +507,7 @@ func (e *Encoder) NodeInfo(ni *NodeInfo) {
 	e.Uvarint(uint64(len(ni.PodGroups)))
 	for i := range ni.PodGroups {
 		g := &ni.PodGroups[i]
-		e.String(g.Namespace)
+		e.sym(g.Namespace)
 		e.Labels(g.Labels)
 		e.Varint(int64(g.Count))
 	}
@@ -529,9 +532,31 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 		ni.PodGroups = make([]PodGroup, n)
 		for i := range ni.PodGroups {
 			g := &ni.PodGroups[i]
-			g.Namespace = d.String()
+			g.Namespace, g.NamespaceID = d.sym()
 			g.Labels = d.Labels()
 			g.Count = d.Int32()
 		}
 	}
+}
+
+// imageNames reads an image's names and, from an interned record, their
+// StrIDs (nil otherwise).
+func (d *Decoder) imageNames() ([]string, []StrID) {
+	n := d.Count(1)
+	if n == 0 {
+		return nil, nil
+	}
+	names := make([]string, n)
+	var ids []StrID
+	if d.table != nil {
+		ids = make([]StrID, n)
+	}
+	for i := range names {
+		var id StrID
+		names[i], id = d.sym()
+		if ids != nil {
+			ids[i] = id
+		}
+	}
+	return names, ids
 }

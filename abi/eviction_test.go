@@ -11,7 +11,7 @@ func sampleObservation() NodeObservation {
 		Conditions: []NodeCondition{{Type: "MemoryPressure", Status: ConditionTrue, LastTransition: 1700000000e9}},
 		Usage:      &Usage{MilliCPU: 1500, Memory: 3 << 30, Timestamp: 1700000001e9},
 		Pods: []PodObservation{
-			{QoS: QoSBurstable, Flags: PodCritical | PodStatic, Annotations: Labels{{"a", "b"}}, Usage: &Usage{MilliCPU: 10, Memory: 1 << 20}},
+			{QoS: QoSBurstable, Flags: PodCritical | PodStatic, Annotations: Labels{{Key: "a", Value: "b"}}, Usage: &Usage{MilliCPU: 10, Memory: 1 << 20}},
 			{QoS: QoSGuaranteed},
 		},
 	}

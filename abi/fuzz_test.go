@@ -115,13 +115,36 @@ func FuzzParseSync(f *testing.F) {
 	e.Uvarint(1)
 	e.U32(7)
 	f.Add(e.B)
+	// A v1.5 sync: strings first, then an interned record.
+	var in mapInterner
+	var rec Encoder
+	rec.SetInterner(&in)
+	rec.NodeInfo(&ni)
+	var v15 Encoder
+	v15.SyncHeader(SyncReset|SyncStrings, 1)
+	v15.Uvarint(0)
+	v15.Strings(in.list)
+	v15.Uvarint(1)
+	v15.U32(3)
+	v15.Bytes(rec.B)
+	v15.Uvarint(0)
+	f.Add(v15.B)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _ = ParseSync(b, func(slot uint32, rec []byte) error {
-			var got NodeInfo
-			d := NewAliasingDecoder(rec)
-			d.NodeInfo(&got)
-			return d.Err()
-		}, func(uint32) error { return nil }, func(Namespace) error { return nil })
+		var table StringTable
+		_, _, _ = ParseSyncWith(b, SyncHandlers{
+			Strings: table.Append,
+			Upsert: func(slot uint32, rec []byte) error {
+				var got NodeInfo
+				d := NewAliasingDecoder(rec)
+				if table.Len() > 0 {
+					d.SetTable(&table)
+				}
+				d.NodeInfo(&got)
+				return d.Err()
+			},
+			Delete:    func(uint32) error { return nil },
+			Namespace: func(Namespace) error { return nil },
+		})
 	})
 }
 
@@ -159,12 +182,12 @@ func FuzzReplies(f *testing.F) {
 func samplePreemption() ([]NodeCandidates, []Candidate, PDB) {
 	g := int32(1000)
 	v := []VictimCandidate{
-		{UID: "u1", Namespace: "batch", Name: "a", Labels: Labels{{"app", "x"}}, Priority: -5, StartTime: 42},
+		{UID: "u1", Namespace: "batch", Name: "a", Labels: Labels{{Key: "app", Value: "x"}}, Priority: -5, StartTime: 42},
 		{UID: "u2", Namespace: "web", Name: "b", Priority: 7, DisruptionGuard: &g},
 	}
 	nodes := []NodeCandidates{{Slot: 3, Pods: v}, {Slot: 9}}
 	cands := []Candidate{{Slot: 3, NumPDBViolations: 1, Victims: v}}
-	pdb := PDB{Namespace: "web", Name: "b", Selector: &LabelSelector{MatchLabels: Labels{{"app", "x"}}},
+	pdb := PDB{Namespace: "web", Name: "b", Selector: &LabelSelector{MatchLabels: Labels{{Key: "app", Value: "x"}}},
 		DisruptionsAllowed: 1, DisruptedPods: []string{"p1", "p2"}}
 	return nodes, cands, pdb
 }

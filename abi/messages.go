@@ -129,6 +129,12 @@ const (
 	// which replaces the guest's. Sent only to modules with a preemption
 	// plugin, and only when a budget changed.
 	SyncPDBs uint8 = 1 << 2
+	// SyncStrings (ABI v1.5): right after the header, uvarint first and a
+	// list of strings: the host's string table entries numbered first+1
+	// on, which the node records of this and later syncs refer to by
+	// StrID (first 0 starts a new table; it comes with SyncReset). Sent
+	// only to modules of v1.5 or later, whose records are interned.
+	SyncStrings uint8 = 1 << 3
 )
 
 // Namespace is a namespace's name and labels, for namespaceSelector.
@@ -140,6 +146,7 @@ type Namespace struct {
 // Sync request layout (FuncSync input), see docs/ABI.md:
 //
 //	u8 flags, uvarint numNodes (cluster size after the sync),
+//	with SyncStrings: uvarint first, uvarint count, count × string,
 //	uvarint count, count × NodeRecord, uvarint count, count × u32 deleted slot,
 //	then with SyncNamespaces: uvarint count, count × (string name, Labels)
 //

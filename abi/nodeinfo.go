@@ -13,12 +13,12 @@ func (ni *NodeInfo) AddPod(p *Pod) {
 	ni.NonZeroRequested.Memory += nz.Memory
 	ni.PodCount++
 	ni.UsedPorts = append(ni.UsedPorts, PodHostPorts(p)...)
-	ni.addToGroup(p.Namespace, p.Labels, 1)
+	ni.addToGroup(p.Namespace, p.NamespaceID, p.Labels, 1)
 }
 
 // addToGroup adds delta pods to the group of (namespace, labels), keeping
 // the groups sorted and dropping empty ones.
-func (ni *NodeInfo) addToGroup(ns string, labels Labels, delta int32) {
+func (ni *NodeInfo) addToGroup(ns string, nsID StrID, labels Labels, delta int32) {
 	i := 0
 	for ; i < len(ni.PodGroups); i++ {
 		c := compareGroup(&ni.PodGroups[i], ns, labels)
@@ -38,7 +38,7 @@ func (ni *NodeInfo) addToGroup(ns string, labels Labels, delta int32) {
 	}
 	ni.PodGroups = append(ni.PodGroups, PodGroup{})
 	copy(ni.PodGroups[i+1:], ni.PodGroups[i:])
-	ni.PodGroups[i] = PodGroup{Namespace: ns, Labels: labels, Count: delta}
+	ni.PodGroups[i] = PodGroup{Namespace: ns, Labels: labels, Count: delta, NamespaceID: nsID}
 }
 
 // compareGroup orders groups by namespace, then label set.
@@ -89,7 +89,7 @@ func (ni *NodeInfo) RemovePod(p *Pod) {
 	ni.NonZeroRequested.MilliCPU -= nz.MilliCPU
 	ni.NonZeroRequested.Memory -= nz.Memory
 	ni.PodCount--
-	ni.addToGroup(p.Namespace, p.Labels, -1)
+	ni.addToGroup(p.Namespace, p.NamespaceID, p.Labels, -1)
 	for _, hp := range PodHostPorts(p) {
 		for i := range ni.UsedPorts {
 			if ni.UsedPorts[i] == hp {

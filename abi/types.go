@@ -10,6 +10,10 @@ package abi
 // Label is one key/value pair of a label set or a nodeSelector.
 type Label struct {
 	Key, Value string
+	// KeyID and ValueID number Key and Value in the mirror's string
+	// table (ABI v1.5, see StrID); zero when not numbered. Plugins compare
+	// through SameString or Labels.GetID, which use them when they can.
+	KeyID, ValueID StrID `abi:"host"`
 }
 
 // Labels is a label set sorted by Key.
@@ -23,6 +27,18 @@ func (ls Labels) Get(key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Find returns the index of key (numbered keyID, see StrID), or -1: by
+// number when the labels and the key are numbered, which is the point of
+// numbering them.
+func (ls Labels) Find(key string, keyID StrID) int {
+	for i := range ls {
+		if SameString(ls[i].Key, ls[i].KeyID, key, keyID) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Scalar is an extended or other named resource quantity (e.g.
@@ -301,6 +317,8 @@ type Taint struct {
 	Key    string
 	Value  string
 	Effect TaintEffect
+	// KeyID and ValueID number Key and Value (ABI v1.5, see StrID).
+	KeyID, ValueID StrID `abi:"host"`
 }
 
 // TolerationOperator is Equal (the API's default) or Exists.
@@ -317,6 +335,9 @@ type Toleration struct {
 	Operator TolerationOperator
 	Value    string
 	Effect   TaintEffect
+	// KeyID and ValueID number Key and Value when the SDK looked them up
+	// (ABI v1.5, see StrID); zero otherwise.
+	KeyID, ValueID StrID `abi:"host"`
 }
 
 // ToleratesTaint reports whether t tolerates taint, with the API's rules:
@@ -326,14 +347,14 @@ func (t *Toleration) ToleratesTaint(taint *Taint) bool {
 	if t.Effect != EffectAll && t.Effect != taint.Effect {
 		return false
 	}
-	if t.Key != "" && t.Key != taint.Key {
+	if t.Key != "" && !SameString(t.Key, t.KeyID, taint.Key, taint.KeyID) {
 		return false
 	}
 	switch t.Operator {
 	case TolerationExists:
 		return true
 	case TolerationEqual:
-		return t.Value == taint.Value
+		return SameString(t.Value, t.ValueID, taint.Value, taint.ValueID)
 	}
 	return false
 }
@@ -382,6 +403,8 @@ type Pod struct {
 	Namespace string
 	Name      string
 	Labels    Labels
+	// NamespaceID numbers Namespace (ABI v1.5, see StrID).
+	NamespaceID StrID `abi:"host"`
 	// NodeName is spec.nodeName: set for pods bound (or assumed) to a node.
 	NodeName string
 	// NominatedNodeName is status.nominatedNodeName.
@@ -473,6 +496,9 @@ func (p *Pod) Critical() bool {
 type ImageState struct {
 	Names []string
 	Size  int64
+	// NameIDs number Names, index for index, in an interned record (ABI
+	// v1.5, see StrID); nil otherwise.
+	NameIDs []StrID `abi:"host"`
 }
 
 // Node is the scheduling view of a node.
@@ -523,4 +549,6 @@ type PodGroup struct {
 	Namespace string
 	Labels    Labels
 	Count     int32
+	// NamespaceID numbers Namespace (ABI v1.5, see StrID).
+	NamespaceID StrID `abi:"host"`
 }

@@ -71,6 +71,13 @@ type Guest struct {
 
 	vpod *vpodRuntime // the vpod calls' state (vpod.go), made on first use
 
+	// strs is the host's string table (ABI v1.5) that node records
+	// number their labels, taints, images and namespaces with; interned
+	// says the records of the sync being applied are numbered (the sync
+	// carried SyncStrings).
+	strs     abi.StringTable
+	interned bool
+
 	in  []byte
 	enc abi.Encoder
 	dec abi.Decoder
@@ -338,8 +345,22 @@ func (g *Guest) sync(in []byte) error {
 	if len(in) > 0 && in[0]&abi.SyncPDBs != 0 {
 		g.pdbs = nil // a new array: policies may cache what they derived from the old one
 	}
-	_, _, err := abi.ParseSyncTables(in, g.upsertNode, g.deleteNode, g.setNamespace, g.addPDB)
+	g.interned = len(in) > 0 && in[0]&abi.SyncStrings != 0
+	_, _, err := abi.ParseSyncWith(in, abi.SyncHandlers{Strings: g.addStrings,
+		Upsert: g.upsertNode, Delete: g.deleteNode, Namespace: g.setNamespace, PDB: g.addPDB})
 	return err
+}
+
+// addStrings extends the string table; a new table (first 0) may only
+// come with a reset mirror, which holds no numbers of the old one.
+func (g *Guest) addStrings(first int, ss []string) error {
+	if first == 0 && g.strs.Len() > 0 {
+		if len(g.nodes) > 0 {
+			return newError("a new string table without a mirror reset")
+		}
+		g.strs.Reset()
+	}
+	return g.strs.Append(first, ss)
 }
 
 func (g *Guest) addPDB(p *abi.PDB) error {
@@ -368,6 +389,9 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 	owned := append([]byte(nil), record...)
 	ni := &plugin.NodeInfo{Slot: slot}
 	d := abi.NewAliasingDecoder(owned)
+	if g.interned {
+		d.SetTable(&g.strs)
+	}
 	d.NodeInfo(&ni.NodeInfo)
 	if d.Err() != nil {
 		return d.Err()
@@ -440,9 +464,28 @@ func (g *Guest) cycle(in []byte) error {
 		return err
 	}
 	g.havePod = true
+	g.numberPod(&g.pod)
 	g.state.Reset()
 	g.resetView()
 	return nil
+}
+
+// numberPod gives a pod that came as text (the cycle's pod, a what-if
+// pod) the StrIDs node records would give it, where plugins compare it
+// with records: labels, namespace, node selector, tolerations. With no
+// string table (a host before v1.5 sent none) everything stays 0 and
+// plugins compare strings.
+func (g *Guest) numberPod(p *abi.Pod) {
+	if g.strs.Len() == 0 {
+		return
+	}
+	g.strs.Number(p.Labels)
+	g.strs.Number(p.NodeSelector)
+	p.NamespaceID = g.strs.Lookup(p.Namespace)
+	for i := range p.Tolerations {
+		t := &p.Tolerations[i]
+		t.KeyID, t.ValueID = g.strs.Lookup(t.Key), g.strs.Lookup(t.Value)
+	}
 }
 
 // cyclePlugin checks that a per-plugin call fn may run now (after init,

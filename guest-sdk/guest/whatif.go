@@ -94,6 +94,7 @@ func (g *Guest) changePod(slot uint32, in []byte, add bool) error {
 	if d.Err() != nil {
 		return d.Err()
 	}
+	g.numberPod(p)
 	n := base
 	if !g.fresh[slot] {
 		n = &plugin.NodeInfo{NodeInfo: base.NodeInfo.Clone(), Slot: slot}

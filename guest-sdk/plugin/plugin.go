@@ -67,6 +67,12 @@ type Handle interface {
 	// affinity's symmetric checks visit only those, not every node. Kept
 	// up to date incrementally; do not modify the slice.
 	NodesWithAffinityPods() []*NodeInfo
+	// StringID numbers s as the mirror's string table does (ABI v1.5, see
+	// abi.StrID), so a plugin can compare a value of the cycle's pod with
+	// the numbered values of node records by number: abi.StrAbsent when
+	// no record carries s, 0 when the handle numbers nothing (compare
+	// strings then, e.g. with abi.SameString).
+	StringID(s string) abi.StrID
 }
 
 // Factory builds a plugin from its args (nil when the profile gives none:

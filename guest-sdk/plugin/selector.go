@@ -8,6 +8,42 @@ type Selector struct {
 	nothing bool // a nil selector matches nothing
 	labels  abi.Labels
 	exprs   []abi.Requirement
+	// keyIDs and valueIDs number exprs' keys and values (Number); nil
+	// until then.
+	keyIDs   []abi.StrID
+	valueIDs [][]abi.StrID
+}
+
+// Number looks the selector's keys and values up in the mirror's string
+// table (see Handle.StringID), so that matching numbered labels (those of
+// node records, and the cycle's pod) compares numbers instead of strings.
+// Call it once after NewSelector, in the cycle that uses the selector; the
+// result matches exactly as before, only faster.
+func (s *Selector) Number(h Handle) {
+	if s.nothing || h == nil {
+		return
+	}
+	if len(s.labels) > 0 {
+		ls := make(abi.Labels, len(s.labels))
+		for i, l := range s.labels {
+			ls[i] = abi.Label{Key: l.Key, Value: l.Value, KeyID: h.StringID(l.Key), ValueID: h.StringID(l.Value)}
+		}
+		s.labels = ls
+	}
+	if len(s.exprs) > 0 {
+		s.keyIDs = make([]abi.StrID, len(s.exprs))
+		s.valueIDs = make([][]abi.StrID, len(s.exprs))
+		for i := range s.exprs {
+			s.keyIDs[i] = h.StringID(s.exprs[i].Key)
+			if vs := s.exprs[i].Values; len(vs) > 0 {
+				ids := make([]abi.StrID, len(vs))
+				for j, v := range vs {
+					ids[j] = h.StringID(v)
+				}
+				s.valueIDs[i] = ids
+			}
+		}
+	}
 }
 
 // NewSelector compiles s. A nil s matches nothing; an empty one matches
@@ -49,20 +85,28 @@ func (s *Selector) Matches(labels abi.Labels) bool {
 		return false
 	}
 	for i := range s.labels {
-		if v, ok := labels.Get(s.labels[i].Key); !ok || v != s.labels[i].Value {
+		want := &s.labels[i]
+		j := labels.Find(want.Key, want.KeyID)
+		if j < 0 || !abi.SameString(labels[j].Value, labels[j].ValueID, want.Value, want.ValueID) {
 			return false
 		}
 	}
 	for i := range s.exprs {
 		r := &s.exprs[i]
-		v, ok := labels.Get(r.Key)
+		var keyID abi.StrID
+		var valueIDs []abi.StrID
+		if s.keyIDs != nil {
+			keyID, valueIDs = s.keyIDs[i], s.valueIDs[i]
+		}
+		j := labels.Find(r.Key, keyID)
+		ok := j >= 0
 		switch r.Operator {
 		case abi.OpIn:
-			if !ok || !contains(r.Values, v) {
+			if !ok || !containsLabel(r.Values, valueIDs, &labels[j]) {
 				return false
 			}
 		case abi.OpNotIn:
-			if ok && contains(r.Values, v) {
+			if ok && containsLabel(r.Values, valueIDs, &labels[j]) {
 				return false
 			}
 		case abi.OpExists:
@@ -76,6 +120,20 @@ func (s *Selector) Matches(labels abi.Labels) bool {
 		}
 	}
 	return true
+}
+
+// containsLabel reports whether l's value is one of vs (numbered ids,
+// index for index, or nil).
+func containsLabel(vs []string, ids []abi.StrID, l *abi.Label) bool {
+	if ids != nil && l.ValueID != 0 {
+		for i := range ids {
+			if abi.SameString(vs[i], ids[i], l.Value, l.ValueID) {
+				return true
+			}
+		}
+		return false
+	}
+	return contains(vs, l.Value)
 }
 
 func contains(vs []string, v string) bool {

@@ -45,6 +45,10 @@ func (h *Handle) NamespaceLabels(name string) (abi.Labels, bool) {
 	return l, ok
 }
 
+// StringID implements plugin.Handle: the fake numbers nothing (plugins
+// then compare strings, as they must for unnumbered values).
+func (h *Handle) StringID(string) abi.StrID { return 0 }
+
 // ImageNumNodes implements plugin.Handle.
 func (h *Handle) ImageNumNodes(name string) int { return h.Images[name] }
 

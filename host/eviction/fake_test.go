@@ -72,6 +72,7 @@ type fakeInstance struct {
 	m     *fakeModule
 	in    []byte
 	nodes map[uint32]*abi.NodeInfo
+	strs  abi.StringTable
 	obs   map[uint32]*abi.NodeObservation
 }
 
@@ -122,13 +123,26 @@ func (i *fakeInstance) Call(_ context.Context, fn abi.Func, arg uint32, n int) (
 		e.Manifest(&m)
 	case abi.FuncInit:
 	case abi.FuncSync:
-		_, _, err := abi.ParseSyncTables(in, func(slot uint32, rec []byte) error {
-			var ni abi.NodeInfo
-			dd := abi.NewDecoder(rec)
-			dd.NodeInfo(&ni)
-			i.nodes[slot] = &ni
-			return dd.Err()
-		}, func(slot uint32) error { delete(i.nodes, slot); delete(i.obs, slot); return nil }, nil, nil)
+		interned := len(in) > 0 && in[0]&abi.SyncStrings != 0
+		_, _, err := abi.ParseSyncWith(in, abi.SyncHandlers{
+			Strings: func(first int, ss []string) error {
+				if first == 0 {
+					i.strs.Reset()
+				}
+				return i.strs.Append(first, ss)
+			},
+			Upsert: func(slot uint32, rec []byte) error {
+				var ni abi.NodeInfo
+				dd := abi.NewDecoder(rec)
+				if interned {
+					dd.SetTable(&i.strs)
+				}
+				dd.NodeInfo(&ni)
+				i.nodes[slot] = &ni
+				return dd.Err()
+			},
+			Delete: func(slot uint32) error { delete(i.nodes, slot); delete(i.obs, slot); return nil },
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,9 @@ type Client struct {
 
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
+	// strs is how much of the snapshot's string table the guest has
+	// (ABI v1.5 interned records).
+	strs snapshot.StringsSent
 
 	// The eviction view (ABI v1.2) the instance follows and the version
 	// it has reached; a mirror reset drops it in the guest too.
@@ -67,13 +70,14 @@ func (c *Client) Sync(ctx context.Context, snap *snapshot.Snapshot) error {
 		c.delta.PDBsChanged, c.delta.PDBs = false, nil
 	}
 	c.enc.Reset()
-	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.pods)
+	snapshot.EncodeSync(&c.enc, &c.delta, snap.NumNodes(), c.pods, &c.strs)
 	if c.delta.Reset {
 		c.obs, c.obsSynced = nil, 0 // the guest drops its observations with the mirror
 	}
 	if _, err := c.run(ctx, abi.FuncSync, moduleWide, c.enc.B); err != nil {
 		c.snap, c.synced = nil, 0 // the mirror is in an unknown state
 		c.obs, c.obsSynced = nil, 0
+		c.strs = snapshot.StringsSent{}
 		return err
 	}
 	c.snap, c.synced = snap, snap.Generation()

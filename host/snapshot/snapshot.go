@@ -29,6 +29,9 @@ type NodeInfo struct {
 	mu        sync.Mutex
 	records   [numPodsModes][]byte
 	recordGen [numPodsModes]uint64
+	// recordStrs is the string table an interned record was numbered
+	// with: a new table makes it stale whatever the generation.
+	recordStrs [numPodsModes]*Strings
 }
 
 // PodsMode says which pods a node record carries, and in which format.
@@ -46,8 +49,12 @@ const (
 	// built before ABI v1.4, which reads pods without the fields v1.4
 	// added (see abi.Encoder.SetPeerMinor).
 	PodsBeforeV14 PodsMode = 4
+	// Interned is added for a module of ABI v1.5 or later: the record's
+	// label keys and values, taint keys and values, image names and
+	// namespaces are StrIDs of the snapshot's string table.
+	Interned PodsMode = 8
 
-	numPodsModes = 8
+	numPodsModes = 16
 )
 
 // PodsModeFor picks the record mode for a module: the pods its manifest
@@ -66,22 +73,29 @@ func PodsModeFor(flags uint32, minor uint16) PodsMode {
 // ForMinor is the mode with the pod format a module of that ABI minor
 // version reads. Records without pods look the same to every version.
 func (m PodsMode) ForMinor(minor uint16) PodsMode {
-	m &^= PodsBeforeV14
+	m &^= PodsBeforeV14 | Interned
 	if m != NoPods && minor < 4 {
 		m |= PodsBeforeV14
+	}
+	if minor >= 5 {
+		m |= Interned
 	}
 	return m
 }
 
 // Record returns the node's NodeInfo encoding with the pods mode asks
-// for, encoding it at most once per generation.
-func (n *NodeInfo) Record(mode PodsMode) []byte {
+// for, encoding it at most once per generation. An Interned mode numbers
+// strings with strs.
+func (n *NodeInfo) Record(mode PodsMode, strs *Strings) []byte {
 	k := int(mode)
+	if mode&Interned == 0 {
+		strs = nil
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.records[k] == nil || n.recordGen[k] != n.Generation {
+	if n.records[k] == nil || n.recordGen[k] != n.Generation || n.recordStrs[k] != strs {
 		info := n.Info
-		switch mode &^ PodsBeforeV14 {
+		switch mode &^ (PodsBeforeV14 | Interned) {
 		case NoPods:
 			info.Pods = nil
 		case AffinityPods:
@@ -96,8 +110,11 @@ func (n *NodeInfo) Record(mode PodsMode) []byte {
 		if mode&PodsBeforeV14 != 0 {
 			e.SetPeerMinor(3)
 		}
+		if strs != nil {
+			e.SetInterner(strs)
+		}
 		e.NodeInfo(&info)
-		n.records[k], n.recordGen[k] = e.B, n.Generation
+		n.records[k], n.recordGen[k], n.recordStrs[k] = e.B, n.Generation, strs
 	}
 	return n.records[k]
 }
@@ -137,6 +154,9 @@ type Snapshot struct {
 	// does this per module instance). A node changed twice has two
 	// entries; only the one matching its current generation counts.
 	changes []change
+	// strs numbers the strings of interned records; shared with the
+	// snapshots copied from this one (UpdateFrom).
+	strs *Strings
 }
 
 // change is one entry of the change log.
@@ -147,6 +167,7 @@ type change struct {
 
 // touch stamps a node with a new generation and logs it.
 func (s *Snapshot) touch(ni *NodeInfo) {
+	s.renewStrings()
 	s.generation++
 	ni.Generation = s.generation
 	s.changes = append(s.changes, change{s.generation, ni})
@@ -183,7 +204,22 @@ func (s *Snapshot) changedSince(gen uint64, fn func(*NodeInfo)) {
 
 // New returns an empty snapshot.
 func New() *Snapshot {
-	return &Snapshot{byName: map[string]*NodeInfo{}, namespaces: map[string]abi.Labels{}}
+	return &Snapshot{byName: map[string]*NodeInfo{}, namespaces: map[string]abi.Labels{}, strs: NewStrings()}
+}
+
+// Strings is the string table interned records are numbered with.
+func (s *Snapshot) Strings() *Strings { return s.strs }
+
+// renewStrings starts a new string table once the current one is full:
+// every mirror then resyncs from scratch (the floor moves up to now), and
+// strings no longer in use stop costing guests memory.
+func (s *Snapshot) renewStrings() {
+	if s.strs.Len() < maxStrings {
+		return
+	}
+	s.strs = NewStrings()
+	s.generation++
+	s.floor = s.generation
 }
 
 // SetNamespace adds or relabels a namespace.
@@ -362,6 +398,16 @@ type Delta struct {
 	// PDBsChanged says the budget table changed since; PDBs is then all of it.
 	PDBsChanged bool
 	PDBs        []*abi.PDB
+	// Strings numbers the strings of interned records (Interned modes).
+	Strings *Strings
+}
+
+// StringsSent is how much of a string table one guest has received: a
+// client keeps one per instance, and zeroes it when the instance's mirror
+// is lost.
+type StringsSent struct {
+	table *Strings
+	n     int
 }
 
 // DeltaSince collects the changes after generation since into d (reusing
@@ -369,6 +415,7 @@ type Delta struct {
 func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
 	d.Changed, d.Deleted, d.Namespaces = d.Changed[:0], d.Deleted[:0], nil
 	d.PDBsChanged, d.PDBs = false, nil
+	d.Strings = s.strs
 	d.Reset = since == 0 || since < s.floor
 	if s.nsGen > 0 && (d.Reset || s.nsGen > since) {
 		d.Namespaces = s.Namespaces()
@@ -390,11 +437,31 @@ func (s *Snapshot) DeltaSince(since uint64, d *Delta) {
 	}
 }
 
-// EncodeSync appends the sync request for a delta to e.
-func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode) {
+// EncodeSync appends the sync request for a delta to e. For an Interned
+// mode it also sends the string table entries the guest lacks (sent says
+// which it has; the caller keeps it, and zeroes it if the call fails).
+// A delta that is not a Reset must come from the snapshot lineage sent
+// was used with: a new table needs a full resync.
+func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode, sent *StringsSent) {
 	var flags uint8
 	if d.Reset {
 		flags |= abi.SyncReset
+	}
+	var strs []string
+	first := 0
+	if mode&Interned != 0 {
+		if d.Reset || sent.table != d.Strings {
+			sent.table, sent.n = d.Strings, 0
+		}
+		// Encode the records first: they number strings the guest must
+		// receive before it reads them.
+		for _, ni := range d.Changed {
+			ni.Record(mode, d.Strings)
+		}
+		first = sent.n
+		strs = d.Strings.Since(sent.n, nil)
+		sent.n += len(strs)
+		flags |= abi.SyncStrings
 	}
 	if d.Namespaces != nil {
 		flags |= abi.SyncNamespaces
@@ -403,9 +470,13 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode) {
 		flags |= abi.SyncPDBs
 	}
 	e.SyncHeader(flags, numNodes)
+	if flags&abi.SyncStrings != 0 {
+		e.Uvarint(uint64(first))
+		e.Strings(strs)
+	}
 	e.Uvarint(uint64(len(d.Changed)))
 	for _, ni := range d.Changed {
-		rec := ni.Record(mode)
+		rec := ni.Record(mode, d.Strings)
 		e.U32(ni.Slot)
 		e.Bytes(rec)
 	}
@@ -433,10 +504,11 @@ func EncodeSync(e *abi.Encoder, d *Delta, numNodes int, mode PodsMode) {
 // dropped. Slots and generations are kept as in src, so guest mirrors can
 // follow either. A cycle reads s while the cache goes on changing src.
 func (s *Snapshot) UpdateFrom(src *Snapshot) {
-	if s.generation == src.generation && s.generation != 0 {
+	if s.generation == src.generation && s.generation != 0 && s.strs == src.strs {
 		return
 	}
-	full := s.generation == 0 || s.generation < src.floor
+	full := s.generation == 0 || s.generation < src.floor || s.strs != src.strs
+	s.strs = src.strs
 	for len(s.slots) < len(src.slots) {
 		s.slots = append(s.slots, nil)
 	}

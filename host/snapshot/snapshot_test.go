@@ -45,7 +45,7 @@ func syncMirror(t *testing.T, s *Snapshot, m mirror, since uint64) (sent int) {
 	var d Delta
 	s.DeltaSince(since, &d)
 	var e abi.Encoder
-	EncodeSync(&e, &d, s.NumNodes(), AllPods)
+	EncodeSync(&e, &d, s.NumNodes(), AllPods, &StringsSent{})
 	m.apply(t, e.B)
 	return len(d.Changed)
 }
@@ -195,7 +195,7 @@ func TestUpdateFromFollowsTheLiveSnapshotIncrementally(t *testing.T) {
 	var d Delta
 	cyc.DeltaSince(0, &d)
 	var e abi.Encoder
-	EncodeSync(&e, &d, cyc.NumNodes(), NoPods)
+	EncodeSync(&e, &d, cyc.NumNodes(), NoPods, &StringsSent{})
 	m.apply(t, e.B)
 	if got, want := m.names(), []string{"n0", "n1", "n2", "n4"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("mirror from the copy: %v, want %v", got, want)
@@ -279,7 +279,7 @@ func TestNamespacesSyncOnlyWhenChanged(t *testing.T) {
 	got := map[string]abi.Labels{}
 	apply := func(d *Delta) {
 		var e abi.Encoder
-		EncodeSync(&e, d, cyc.NumNodes(), NoPods)
+		EncodeSync(&e, d, cyc.NumNodes(), NoPods, &StringsSent{})
 		if _, _, err := abi.ParseSync(e.B, func(uint32, []byte) error { return nil }, func(uint32) error { return nil },
 			func(n abi.Namespace) error { got[n.Name] = n.Labels; return nil }); err != nil {
 			t.Fatal(err)
@@ -328,7 +328,7 @@ func TestPDBTableIsSentWhenItChangesAndFollowsCopies(t *testing.T) {
 		t.Fatalf("after adding budgets: changed=%v pdbs=%v nodes=%d", d.PDBsChanged, d.PDBs, len(d.Changed))
 	}
 	var e abi.Encoder
-	EncodeSync(&e, &d, cyc.NumNodes(), NoPods)
+	EncodeSync(&e, &d, cyc.NumNodes(), NoPods, &StringsSent{})
 	var got []string
 	if _, _, err := abi.ParseSyncTables(e.B, func(uint32, []byte) error { return nil }, func(uint32) error { return nil }, nil,
 		func(p *abi.PDB) error { got = append(got, p.Namespace+"/"+p.Name); return nil }); err != nil || len(got) != 2 {
@@ -365,7 +365,7 @@ func TestRecordsSpeakEachModulesMinorVersion(t *testing.T) {
 	for _, minor := range []uint16{0, 3, 4} {
 		mode := PodsModeFor(abi.ManifestWantsPods, minor)
 		var got abi.NodeInfo
-		d := abi.NewDecoder(ni.Record(mode))
+		d := abi.NewDecoder(ni.Record(mode, nil))
 		d.SetPeerMinor(minor)
 		d.NodeInfo(&got)
 		if d.Err() != nil || d.Remaining() != 0 || len(got.Pods) != 2 {

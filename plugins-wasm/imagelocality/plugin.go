@@ -53,6 +53,7 @@ func (*ImageLocality) Name() string { return Name }
 // wantedImage is one container image of the pod with its cluster spread.
 type wantedImage struct {
 	name   string  // normalised
+	id     abi.StrID
 	spread float64 // nodes holding it / all nodes
 }
 
@@ -83,7 +84,7 @@ func (pl *ImageLocality) appendWanted(dst []wantedImage, cs []abi.Container) []w
 		if held == 0 || total == 0 {
 			continue // on no node: it would add 0 everywhere
 		}
-		dst = append(dst, wantedImage{name: name, spread: float64(held) / total})
+		dst = append(dst, wantedImage{name: name, id: pl.handle.StringID(name), spread: float64(held) / total})
 	}
 	return dst
 }
@@ -108,7 +109,7 @@ func (pl *ImageLocality) Score(state *plugin.CycleState, pod *abi.Pod, node *plu
 	}
 	var sum int64
 	for i := range s.images {
-		if size, ok := imageSize(node.Node.Images, s.images[i].name); ok {
+		if size, ok := imageSize(node.Node.Images, s.images[i].name, s.images[i].id); ok {
 			sum += int64(float64(size) * s.images[i].spread)
 		}
 	}
@@ -116,8 +117,19 @@ func (pl *ImageLocality) Score(state *plugin.CycleState, pod *abi.Pod, node *plu
 }
 
 // imageSize finds an image on the node by any of its names.
-func imageSize(images []abi.ImageState, name string) (int64, bool) {
+// imageSize is the size of the node image known by name (numbered id,
+// see abi.StrID): numbers are compared when the node's names are
+// numbered, strings otherwise.
+func imageSize(images []abi.ImageState, name string, id abi.StrID) (int64, bool) {
 	for i := range images {
+		if ids := images[i].NameIDs; id != 0 && len(ids) == len(images[i].Names) {
+			for j := range ids {
+				if abi.SameString(images[i].Names[j], ids[j], name, id) {
+					return images[i].Size, true
+				}
+			}
+			continue
+		}
 		for _, n := range images[i].Names {
 			if n == name {
 				return images[i].Size, true

@@ -49,6 +49,8 @@ type NodeAffinity struct {
 	addedRequired *nodeselector.Selector
 	// addedPreferred is nil when addedAffinity has no preferred terms.
 	addedPreferred []nodeselector.Preferred
+	// handle numbers strings for the cycle (see plugin.Handle.StringID).
+	handle plugin.Handle
 }
 
 var (
@@ -63,12 +65,12 @@ var (
 var Registration = plugin.Registration{Name: Name, New: New}
 
 // New builds the plugin from NodeAffinityArgs (see ParseArgs).
-func New(args *abi.Value, _ plugin.Handle) (plugin.Plugin, error) {
+func New(args *abi.Value, h plugin.Handle) (plugin.Plugin, error) {
 	a, err := ParseArgs(args)
 	if err != nil {
 		return nil, err
 	}
-	pl := &NodeAffinity{}
+	pl := &NodeAffinity{handle: h}
 	if na := a.AddedAffinity; na != nil {
 		if na.Required != nil {
 			pl.addedRequired, _ = nodeselector.Compile(na.Required, "") // validated by ParseArgs
@@ -95,7 +97,8 @@ func (pl *NodeAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugi
 	if noRequired && pl.addedRequired == nil && len(pod.NodeSelector) == 0 {
 		return statusSkip
 	}
-	state.Write(preFilterKey, nodeselector.ForPod(pod))
+	pl.addedRequired.Number(pl.handle)
+	state.Write(preFilterKey, nodeselector.ForPod(pod, pl.handle))
 	if noRequired {
 		return nil
 	}
@@ -161,7 +164,8 @@ func (pl *NodeAffinity) Filter(state *plugin.CycleState, pod *abi.Pod, node *plu
 	if !ok {
 		// PreFilter did not run (or skipped): compile once and keep it
 		// for the cycle's other nodes.
-		r = nodeselector.ForPod(pod)
+		pl.addedRequired.Number(pl.handle)
+		r = nodeselector.ForPod(pod, pl.handle)
 		state.Write(preFilterKey, r)
 	}
 	if !r.Matches(&node.Node) {
@@ -180,17 +184,22 @@ type preferredAffinity struct {
 // Clone implements plugin.StateData.
 func (p *preferredAffinity) Clone() plugin.StateData { return p }
 
-func podPreferred(pod *abi.Pod) ([]nodeselector.Preferred, error) {
+// podPreferred compiles the pod's preferred terms and numbers them, with
+// the profile's, for this cycle.
+func (pl *NodeAffinity) podPreferred(pod *abi.Pod) ([]nodeselector.Preferred, error) {
+	nodeselector.NumberPreferred(pl.addedPreferred, pl.handle)
 	if pod.NodeAffinity == nil || len(pod.NodeAffinity.Preferred) == 0 {
 		return nil, nil
 	}
-	return nodeselector.CompilePreferred(pod.NodeAffinity.Preferred, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+	terms, err := nodeselector.CompilePreferred(pod.NodeAffinity.Preferred, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+	nodeselector.NumberPreferred(terms, pl.handle)
+	return terms, err
 }
 
 // PreScore compiles the pod's preferred terms. A term that fails to parse
 // is an Error, as upstream; with no preferences at all Score is skipped.
 func (pl *NodeAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, _ []*plugin.NodeInfo) *plugin.Status {
-	terms, err := podPreferred(pod)
+	terms, err := pl.podPreferred(pod)
 	if err != nil {
 		return plugin.AsStatus(err)
 	}
@@ -209,7 +218,7 @@ func (pl *NodeAffinity) Score(state *plugin.CycleState, pod *abi.Pod, node *plug
 	if !ok {
 		// PreScore did not run (or skipped): compile once and keep the
 		// result, or the error, for the cycle's other nodes.
-		terms, err := podPreferred(pod)
+		terms, err := pl.podPreferred(pod)
 		p = &preferredAffinity{terms: terms, err: plugin.AsStatus(err)}
 		state.Write(preScoreKey, p)
 	}

@@ -78,21 +78,57 @@ func lookupDomain(vals []string, v string) int32 {
 
 // domainIndex numbers topology values. Lookups scan the values while
 // there are few (zones: no allocation); past smallDomains a map takes over
-// (TinyGo allocates on string-keyed map lookups).
+// (TinyGo allocates on string-keyed map lookups). Values numbered by the
+// mirror's string table (abi.StrID) are found by number: the index keys
+// by number when its first value was numbered, and compares every value
+// with abi.SameString in the unlikely case of a value of the other kind.
 type domainIndex struct {
-	vals []string
-	m    map[string]int32
+	vals     []string
+	ids      []abi.StrID // the values' numbers, when numbered
+	numbered bool
+	m        map[string]int32
+	mid      map[abi.StrID]int32
 }
 
 const smallDomains = 32
 
-func (x *domainIndex) find(v string) (int32, bool) {
-	if x.m != nil {
-		d, ok := x.m[v]
-		return d, ok
+// usable reports whether id is a number the index can key by.
+func usable(id abi.StrID) bool { return id != 0 && id != abi.StrAbsent }
+
+func (x *domainIndex) find(v string, id abi.StrID) (int32, bool) {
+	if len(x.vals) == 0 {
+		return 0, false
+	}
+	switch {
+	case x.numbered && usable(id):
+		if x.mid != nil {
+			d, ok := x.mid[id]
+			return d, ok
+		}
+		for d := range x.ids {
+			if x.ids[d] == id {
+				return int32(d), true
+			}
+		}
+		return 0, false
+	case !x.numbered && id == 0:
+		if x.m != nil {
+			d, ok := x.m[v]
+			return d, ok
+		}
+		for d := range x.vals {
+			if x.vals[d] == v {
+				return int32(d), true
+			}
+		}
+		return 0, false
 	}
 	for d := range x.vals {
-		if x.vals[d] == v {
+		var xid abi.StrID
+		if x.numbered {
+			xid = x.ids[d]
+		}
+		if abi.SameString(x.vals[d], xid, v, id) {
 			return int32(d), true
 		}
 	}
@@ -100,12 +136,30 @@ func (x *domainIndex) find(v string) (int32, bool) {
 }
 
 // add numbers a value find did not find.
-func (x *domainIndex) add(v string) int32 {
+func (x *domainIndex) add(v string, id abi.StrID) int32 {
 	d := int32(len(x.vals))
+	if d == 0 {
+		x.numbered = usable(id)
+	}
 	x.vals = append(x.vals, v)
-	if x.m != nil {
+	if x.numbered {
+		x.ids = append(x.ids, id) // a value of the other kind adds 0: found by SameString
+	}
+	switch {
+	case x.numbered && x.mid != nil:
+		if usable(id) {
+			x.mid[id] = d
+		}
+	case !x.numbered && x.m != nil:
 		x.m[v] = d
-	} else if len(x.vals) > smallDomains {
+	case len(x.vals) > smallDomains && x.numbered:
+		x.mid = make(map[abi.StrID]int32, 2*len(x.vals))
+		for j, w := range x.ids {
+			if usable(w) {
+				x.mid[w] = int32(j)
+			}
+		}
+	case len(x.vals) > smallDomains:
 		x.m = make(map[string]int32, 2*len(x.vals))
 		for j, w := range x.vals {
 			x.m[w] = int32(j)
@@ -162,7 +216,7 @@ func (s *preFilterState) domain(i int, ni *plugin.NodeInfo) int32 {
 	if sl := s.slots.slot(ni); sl >= 0 {
 		return s.nodeDom[i][sl]
 	}
-	v, ok := ni.Node.Labels.Get(s.cons[i].key)
+	v, _, ok := s.cons[i].value(&ni.Node)
 	if !ok {
 		return domNoLabel
 	}
@@ -193,7 +247,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 		eligible := hasAllKeys(node, cons)
 		for i := range cons {
 			c := &cons[i]
-			v, ok := node.Labels.Get(c.key)
+			v, vid, ok := c.value(node)
 			if !ok {
 				s.nodeDom[i][sl] = domNoLabel
 				continue
@@ -203,13 +257,13 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 				pending = true
 				continue
 			}
-			d, ok := domains[i].find(v)
+			d, ok := domains[i].find(v, vid)
 			if !ok {
-				d = domains[i].add(v)
+				d = domains[i].add(v, vid)
 				s.counts[i] = append(s.counts[i], 0)
 			}
 			s.nodeDom[i][sl] = d
-			s.counts[i][d] += countMatching(&ni.NodeInfo, &c.sel, pod.Namespace)
+			s.counts[i][d] += countMatching(&ni.NodeInfo, &c.sel, pod.Namespace, pod.NamespaceID)
 		}
 	}
 	if pending { // nodes not counted still belong to a domain by value
@@ -221,8 +275,8 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 				if s.nodeDom[i][ni.Slot] != domPending {
 					continue
 				}
-				v, _ := ni.Node.Labels.Get(cons[i].key)
-				d, ok := domains[i].find(v)
+				v, vid, _ := cons[i].value(&ni.Node)
+				d, ok := domains[i].find(v, vid)
 				if !ok {
 					d = domNone
 				}

@@ -81,6 +81,7 @@ func (*PodTopologySpread) Name() string { return Name }
 type constraint struct {
 	maxSkew    int32
 	key        string
+	keyID      abi.StrID // key numbered for the cycle (see abi.StrID)
 	sel        plugin.Selector
 	minDomains int32
 	// required is the pod's nodeSelector and required node affinity,
@@ -95,16 +96,18 @@ type constraint struct {
 // none.
 func (pl *PodTopologySpread) constraintsFor(pod *abi.Pod, action abi.WhenUnsatisfiable) ([]constraint, error) {
 	if len(pod.TopologySpread) > 0 {
-		return compileConstraints(pod.TopologySpread, pod, action, nil)
+		return compileConstraints(pod.TopologySpread, pod, action, nil, pl.h)
 	}
 	cs := pod.ControllerSelector
 	if cs == nil || (len(cs.MatchLabels) == 0 && len(cs.MatchExpressions) == 0) {
 		return nil, nil
 	}
-	return compileConstraints(pl.defaultConstraints, pod, action, cs)
+	return compileConstraints(pl.defaultConstraints, pod, action, cs, pl.h)
 }
 
-func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action abi.WhenUnsatisfiable, override *abi.LabelSelector) ([]constraint, error) {
+// compileConstraints compiles and numbers (h, for this cycle) the
+// constraints of the given action.
+func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action abi.WhenUnsatisfiable, override *abi.LabelSelector, h plugin.Handle) ([]constraint, error) {
 	var out []constraint
 	var required *nodeselector.Required // shared by the constraints that honor it
 	for i := range in {
@@ -121,6 +124,7 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 		if err != nil {
 			return nil, err
 		}
+		sel.Number(h)
 		md := c.MinDomains
 		if md <= 0 {
 			md = 1
@@ -128,13 +132,14 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 		var req *nodeselector.Required
 		if c.NodeAffinityPolicy != abi.PolicyIgnore {
 			if required == nil {
-				required = nodeselector.ForPod(pod)
+				required = nodeselector.ForPod(pod, h)
 			}
 			req = required
 		}
 		out = append(out, constraint{
 			maxSkew:     c.MaxSkew,
 			key:         c.TopologyKey,
+			keyID:       stringID(h, c.TopologyKey),
 			sel:         sel,
 			minDomains:  md,
 			required:    req,
@@ -143,6 +148,24 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 		})
 	}
 	return out, nil
+}
+
+// stringID numbers s for the cycle, or 0 without a handle.
+func stringID(h plugin.Handle, s string) abi.StrID {
+	if h == nil {
+		return 0
+	}
+	return h.StringID(s)
+}
+
+// value is the node's value of the constraint's topology key, with its
+// number, and whether the node has the key.
+func (c *constraint) value(node *abi.Node) (string, abi.StrID, bool) {
+	j := node.Labels.Find(c.key, c.keyID)
+	if j < 0 {
+		return "", 0, false
+	}
+	return node.Labels[j].Value, node.Labels[j].ValueID, true
 }
 
 // mergeMatchLabelKeys ANDs "key In [value]" into ls for every key the pod
@@ -176,7 +199,7 @@ func mergeMatchLabelKeys(ls *abi.LabelSelector, keys []string, podLabels abi.Lab
 // hasAllKeys reports whether the node has every constraint's topology key.
 func hasAllKeys(node *abi.Node, cs []constraint) bool {
 	for i := range cs {
-		if _, ok := node.Labels.Get(cs[i].key); !ok {
+		if node.Labels.Find(cs[i].key, cs[i].keyID) < 0 {
 			return false
 		}
 	}
@@ -197,14 +220,14 @@ func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
 // countMatching counts the node's pods in namespace ns that the selector
 // matches, one selector match per pod group. An empty selector counts
 // nothing, as upstream's countPodsMatchSelector.
-func countMatching(ni *abi.NodeInfo, sel *plugin.Selector, ns string) int32 {
+func countMatching(ni *abi.NodeInfo, sel *plugin.Selector, ns string, nsID abi.StrID) int32 {
 	if sel.Empty() {
 		return 0
 	}
 	var n int32
 	for i := range ni.PodGroups {
 		g := &ni.PodGroups[i]
-		if g.Namespace == ns && sel.Matches(g.Labels) {
+		if abi.SameString(g.Namespace, g.NamespaceID, ns, nsID) && sel.Matches(g.Labels) {
 			n += g.Count
 		}
 	}

@@ -82,10 +82,10 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			if s.isHostname[i] {
 				continue
 			}
-			v, _ := ni.Node.Labels.Get(cons[i].key)
-			d, ok := domains[i].find(v)
+			v, vid, _ := cons[i].value(&ni.Node)
+			d, ok := domains[i].find(v, vid)
 			if !ok {
-				d = domains[i].add(v)
+				d = domains[i].add(v, vid)
 				s.counts[i] = append(s.counts[i], 0)
 			}
 			if owner {
@@ -116,14 +116,14 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			if sl < nslots && s.slots.owners[sl] == ni && s.nodeDom[i][sl] >= 0 {
 				d = s.nodeDom[i][sl]
 			} else {
-				v, _ := node.Labels.Get(c.key)
-				dd, ok := domains[i].find(v)
+				v, vid, _ := c.value(node)
+				dd, ok := domains[i].find(v, vid)
 				if !ok {
 					continue // no feasible node in this domain
 				}
 				d = dd
 			}
-			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace))
+			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace, pod.NamespaceID))
 		}
 	}
 	s.scores = make([]int64, nslots)
@@ -158,13 +158,13 @@ func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 	var score float64
 	for i := range s.cons {
 		c := &s.cons[i]
-		v, ok := ni.Node.Labels.Get(c.key)
+		v, _, ok := c.value(&ni.Node)
 		if !ok {
 			continue
 		}
 		var cnt int64
 		if s.isHostname[i] {
-			cnt = int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace))
+			cnt = int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace, pod.NamespaceID))
 		} else if d := s.domain(i, ni, v); d >= 0 {
 			cnt = s.counts[i][d]
 		}

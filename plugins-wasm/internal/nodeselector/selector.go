@@ -22,6 +22,33 @@ type requirement struct {
 	op     abi.Operator
 	values []string
 	bound  int64 // the integer operand of Gt and Lt
+	// keyID and valueIDs number key and values for this cycle (number);
+	// zero and nil compare strings.
+	keyID    abi.StrID
+	valueIDs []abi.StrID
+}
+
+// number looks the requirement's key and values up in the mirror's
+// string table; the numbers hold for the cycle they were looked up in.
+func (r *requirement) number(h plugin.Handle) {
+	r.keyID = h.StringID(r.key)
+	if r.op != abi.OpIn && r.op != abi.OpNotIn {
+		return
+	}
+	if cap(r.valueIDs) < len(r.values) {
+		r.valueIDs = make([]abi.StrID, len(r.values))
+	}
+	r.valueIDs = r.valueIDs[:len(r.values)]
+	for i, v := range r.values {
+		r.valueIDs[i] = h.StringID(v)
+	}
+}
+
+// number numbers every requirement of the term.
+func (t *term) number(h plugin.Handle) {
+	for i := range t.exprs {
+		t.exprs[i].number(h)
+	}
 }
 
 // fieldRequirement is a compiled matchFields entry: field == value (In)
@@ -170,12 +197,13 @@ func (t *term) matches(node *abi.Node) bool {
 
 // matches applies labels.Requirement.Matches to a node's labels.
 func (r *requirement) matches(ls abi.Labels) bool {
-	v, ok := ls.Get(r.key)
+	j := ls.Find(r.key, r.keyID)
+	ok := j >= 0
 	switch r.op {
 	case abi.OpIn:
-		return ok && contains(r.values, v)
+		return ok && r.contains(&ls[j])
 	case abi.OpNotIn:
-		return !ok || !contains(r.values, v)
+		return !ok || !r.contains(&ls[j])
 	case abi.OpExists:
 		return ok
 	case abi.OpDoesNotExist:
@@ -184,7 +212,7 @@ func (r *requirement) matches(ls abi.Labels) bool {
 		if !ok {
 			return false
 		}
-		n, valid := kubename.ParseInt64(v)
+		n, valid := kubename.ParseInt64(ls[j].Value)
 		if !valid {
 			return false
 		}
@@ -196,9 +224,18 @@ func (r *requirement) matches(ls abi.Labels) bool {
 	return false
 }
 
-func contains(vs []string, v string) bool {
-	for _, x := range vs {
-		if x == v {
+// contains reports whether l's value is one of the requirement's.
+func (r *requirement) contains(l *abi.Label) bool {
+	if len(r.valueIDs) == len(r.values) {
+		for i := range r.values {
+			if abi.SameString(r.values[i], r.valueIDs[i], l.Value, l.ValueID) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range r.values {
+		if x == l.Value {
 			return true
 		}
 	}
@@ -232,6 +269,19 @@ func Compile(ns *abi.NodeSelector, path string) (*Selector, error) {
 }
 
 // matches reports whether any term matches node.
+// Number looks the selector's keys and values up in the mirror's string
+// table (plugin.Handle.StringID), so matching numbered node labels
+// compares numbers. The numbers hold for the cycle they were looked up
+// in: call it again in every cycle that matches with the selector.
+func (s *Selector) Number(h plugin.Handle) {
+	if s == nil || h == nil {
+		return
+	}
+	for i := range s.terms {
+		s.terms[i].number(h)
+	}
+}
+
 func (s *Selector) Matches(node *abi.Node) bool {
 	for i := range s.terms {
 		if s.terms[i].matches(node) {
@@ -266,6 +316,16 @@ func CompilePreferred(pts []abi.PreferredSchedulingTerm, path string) ([]Preferr
 }
 
 // ScorePreferred sums the weights of the terms node matches.
+// NumberPreferred is Selector.Number for preferred terms.
+func NumberPreferred(pts []Preferred, h plugin.Handle) {
+	if h == nil {
+		return
+	}
+	for i := range pts {
+		pts[i].number(h)
+	}
+}
+
 func ScorePreferred(pts []Preferred, node *abi.Node) int64 {
 	var sum int64
 	for i := range pts {
@@ -288,11 +348,12 @@ func (r *Required) Clone() plugin.StateData { return r }
 
 // ForPod compiles the pod's required node constraints. Terms that fail to
 // parse match nothing; the error is ignored for backwards compatibility,
-// as upstream.
-func ForPod(pod *abi.Pod) *Required {
+// as upstream. h numbers them for the cycle (nil compares strings).
+func ForPod(pod *abi.Pod, h plugin.Handle) *Required {
 	r := &Required{nodeSelector: pod.NodeSelector}
 	if na := pod.NodeAffinity; na != nil && na.Required != nil {
 		r.affinity, _ = Compile(na.Required, "")
+		r.affinity.Number(h)
 	}
 	return r
 }
@@ -300,8 +361,9 @@ func ForPod(pod *abi.Pod) *Required {
 // Matches reports whether the node satisfies both.
 func (r *Required) Matches(node *abi.Node) bool {
 	for i := range r.nodeSelector {
-		v, ok := node.Labels.Get(r.nodeSelector[i].Key)
-		if !ok || v != r.nodeSelector[i].Value {
+		want := &r.nodeSelector[i]
+		j := node.Labels.Find(want.Key, want.KeyID)
+		if j < 0 || !abi.SameString(node.Labels[j].Value, node.Labels[j].ValueID, want.Value, want.ValueID) {
 			return false
 		}
 	}

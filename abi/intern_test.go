@@ -1,0 +1,237 @@
+package abi
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// mapInterner is a host table for tests.
+type mapInterner struct {
+	ids  map[string]StrID
+	list []string
+}
+
+func (m *mapInterner) ID(s string) StrID {
+	if id, ok := m.ids[s]; ok {
+		return id
+	}
+	if m.ids == nil {
+		m.ids = map[string]StrID{}
+	}
+	m.list = append(m.list, s)
+	m.ids[s] = StrID(len(m.list))
+	return StrID(len(m.list))
+}
+
+// table is the reader's copy of everything numbered so far.
+func (m *mapInterner) table(t testing.TB) *StringTable {
+	var st StringTable
+	if err := st.Append(0, m.list); err != nil {
+		t.Fatal(err)
+	}
+	return &st
+}
+
+// internedNodeInfo encodes ni as a v1.5 record and decodes it back.
+func internedNodeInfo(t *testing.T, ni *NodeInfo) (NodeInfo, *mapInterner) {
+	t.Helper()
+	var in mapInterner
+	var e Encoder
+	e.SetInterner(&in)
+	e.NodeInfo(ni)
+	var got NodeInfo
+	d := NewDecoder(e.B)
+	d.SetTable(in.table(t))
+	d.NodeInfo(&got)
+	if d.Err() != nil || d.Remaining() != 0 {
+		t.Fatalf("decode interned record: err %v, %d bytes left", d.Err(), d.Remaining())
+	}
+	return got, &in
+}
+
+// withoutIDs clears every StrID, so a numbered decoding compares with
+// the text it came from.
+func withoutIDs(ni *NodeInfo) {
+	clearLabels := func(ls Labels) {
+		for i := range ls {
+			ls[i].KeyID, ls[i].ValueID = 0, 0
+		}
+	}
+	clearLabels(ni.Node.Labels)
+	for i := range ni.Node.Taints {
+		ni.Node.Taints[i].KeyID, ni.Node.Taints[i].ValueID = 0, 0
+	}
+	for i := range ni.Node.Images {
+		ni.Node.Images[i].NameIDs = nil
+	}
+	for i := range ni.Pods {
+		p := &ni.Pods[i]
+		p.NamespaceID = 0
+		clearLabels(p.Labels)
+		clearLabels(p.NodeSelector)
+		if p.ControllerSelector != nil {
+			clearLabels(p.ControllerSelector.MatchLabels)
+		}
+		for _, a := range []*PodAffinity{p.PodAffinity, p.PodAntiAffinity} {
+			if a == nil {
+				continue
+			}
+			for j := range a.Required {
+				if a.Required[j].LabelSelector != nil {
+					clearLabels(a.Required[j].LabelSelector.MatchLabels)
+				}
+			}
+		}
+		for j := range p.TopologySpread {
+			if p.TopologySpread[j].LabelSelector != nil {
+				clearLabels(p.TopologySpread[j].LabelSelector.MatchLabels)
+			}
+		}
+	}
+	for i := range ni.PodGroups {
+		ni.PodGroups[i].NamespaceID = 0
+		clearLabels(ni.PodGroups[i].Labels)
+	}
+}
+
+func TestInternedRecordDecodesToTheSameStrings(t *testing.T) {
+	ni := sampleNodeInfo()
+	got, in := internedNodeInfo(t, &ni)
+	if len(got.Node.Labels) == 0 || got.Node.Labels[0].KeyID == 0 || got.Node.Labels[0].ValueID == 0 {
+		t.Fatalf("node labels not numbered: %+v", got.Node.Labels)
+	}
+	if s := in.list[got.Node.Labels[0].KeyID-1]; s != got.Node.Labels[0].Key {
+		t.Fatalf("label key numbered %d is %q in the table, decoded as %q", got.Node.Labels[0].KeyID, s, got.Node.Labels[0].Key)
+	}
+	if len(got.Node.Images) > 0 && len(got.Node.Images[0].NameIDs) != len(got.Node.Images[0].Names) {
+		t.Fatalf("image names not numbered: %+v", got.Node.Images[0])
+	}
+	if len(got.Pods) > 0 && got.Pods[0].NamespaceID == 0 {
+		t.Fatal("pod namespace not numbered")
+	}
+	withoutIDs(&got)
+	// The text decoding of the same node, for comparison.
+	var e Encoder
+	e.NodeInfo(&ni)
+	var plain NodeInfo
+	NewDecoder(e.B).NodeInfo(&plain)
+	if !reflect.DeepEqual(got, plain) {
+		t.Fatalf("interned record decodes to\n%+v\nwant\n%+v", got, plain)
+	}
+	// Interned records are smaller: repeated strings become one byte or two.
+	var ie Encoder
+	ie.SetInterner(in)
+	ie.NodeInfo(&ni)
+	if len(ie.B) >= len(e.B) {
+		t.Errorf("interned record %d bytes, text %d", len(ie.B), len(e.B))
+	}
+}
+
+func TestInternedRecordWithUnknownIDIsRefused(t *testing.T) {
+	ni := sampleNodeInfo()
+	var in mapInterner
+	var e Encoder
+	e.SetInterner(&in)
+	e.NodeInfo(&ni)
+	short := &StringTable{}
+	if err := short.Append(0, in.list[:len(in.list)/2]); err != nil {
+		t.Fatal(err)
+	}
+	var got NodeInfo
+	d := NewDecoder(e.B)
+	d.SetTable(short)
+	d.NodeInfo(&got)
+	if d.Err() == nil || !strings.Contains(d.Err().Error(), "not in the string table") {
+		t.Fatalf("err = %v, want a string id not in the table", d.Err())
+	}
+}
+
+func TestStringTableAppendChecksOffsets(t *testing.T) {
+	var st StringTable
+	if err := st.Append(1, []string{"a"}); err == nil {
+		t.Fatal("appending at 1 to an empty table was accepted")
+	}
+	if err := st.Append(0, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(1, []string{"c"}); err == nil {
+		t.Fatal("overlapping append was accepted")
+	}
+	if err := st.Append(2, []string{"c"}); err != nil {
+		t.Fatal(err)
+	}
+	if id := st.Lookup("c"); id != 3 {
+		t.Fatalf("Lookup(c) = %d, want 3", id)
+	}
+	if id := st.Lookup("zz"); id != StrAbsent {
+		t.Fatalf("Lookup(zz) = %d, want StrAbsent", id)
+	}
+	if s, ok := st.String(2); !ok || s != "b" {
+		t.Fatalf("String(2) = %q, %v", s, ok)
+	}
+	for _, id := range []StrID{0, 4, StrAbsent} {
+		if _, ok := st.String(id); ok {
+			t.Fatalf("String(%d) found", id)
+		}
+	}
+}
+
+func TestSameStringUsesNumbersOnlyWhenBothSidesHaveThem(t *testing.T) {
+	for _, c := range []struct {
+		a    string
+		aID  StrID
+		b    string
+		bID  StrID
+		want bool
+	}{
+		{"x", 1, "x", 1, true},
+		{"x", 1, "y", 2, false},
+		{"x", 0, "x", 2, true},          // unnumbered: strings
+		{"x", 0, "y", 2, false},         // unnumbered: strings
+		{"x", StrAbsent, "x", 1, false}, // cannot happen with one table; numbers decide
+		{"q", StrAbsent, "q", StrAbsent, true},
+		{"q", StrAbsent, "r", StrAbsent, false},
+		{"q", StrAbsent, "q", 0, true},
+	} {
+		if got := SameString(c.a, c.aID, c.b, c.bID); got != c.want {
+			t.Errorf("SameString(%q/%d, %q/%d) = %v, want %v", c.a, c.aID, c.b, c.bID, got, c.want)
+		}
+	}
+	ls := Labels{{Key: "a", Value: "1", KeyID: 1, ValueID: 2}, {Key: "b", Value: "2", KeyID: 3, ValueID: 4}}
+	if i := ls.Find("b", 3); i != 1 {
+		t.Fatalf("Find(b, 3) = %d", i)
+	}
+	if i := ls.Find("b", 0); i != 1 {
+		t.Fatalf("Find(b, unnumbered) = %d", i)
+	}
+	if i := ls.Find("c", StrAbsent); i != -1 {
+		t.Fatalf("Find(absent) = %d", i)
+	}
+}
+
+func FuzzInternedNodeInfo(f *testing.F) {
+	ni := sampleNodeInfo()
+	var in mapInterner
+	var e Encoder
+	e.SetInterner(&in)
+	e.NodeInfo(&ni)
+	f.Add(e.B)
+	f.Add([]byte{})
+	table := in.table(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got NodeInfo
+		d := NewDecoder(b)
+		d.SetTable(table)
+		d.NodeInfo(&got)
+		if d.Err() != nil {
+			return
+		}
+		// Whatever decoded names only strings of the table.
+		for _, l := range got.Node.Labels {
+			if s, ok := table.String(l.KeyID); !ok || s != l.Key {
+				t.Fatalf("label key %q numbered %d, table has %q", l.Key, l.KeyID, s)
+			}
+		}
+	})
+}
