@@ -52,7 +52,7 @@ func (*ImageLocality) Name() string { return Name }
 
 // wantedImage is one container image of the pod with its cluster spread.
 type wantedImage struct {
-	name   string  // normalised
+	name   string // normalised
 	id     abi.StrID
 	spread float64 // nodes holding it / all nodes
 }
