@@ -111,7 +111,18 @@ type Module struct {
 	Plugins map[string]ModulePlugin `json:"plugins,omitempty"`
 	// PoolSize caps the instances kept per profile; 0 means GOMAXPROCS.
 	PoolSize int `json:"poolSize,omitempty"`
+	// Runtime is the Wasm runtime that runs the module: wazero (the
+	// default, pure Go) or wasmtime (Cranelift-compiled code, in binaries
+	// built with the wasmtime tag; see docs/PERFORMANCE.md for when it
+	// pays).
+	Runtime string `json:"runtime,omitempty"`
 }
+
+// Wasm runtimes a module entry may name.
+const (
+	RuntimeWazero   = "wazero"
+	RuntimeWasmtime = "wasmtime"
+)
 
 // ModulePlugin is one plugin's options in its module's entry.
 type ModulePlugin struct {
@@ -473,6 +484,9 @@ func checkModule(m *Module, f string, add func(field, format string, a ...any)) 
 	}
 	if m.PoolSize < 0 || m.PoolSize > MaxPoolSize {
 		add(f+".poolSize", "%d is outside 0..%d (0 means GOMAXPROCS)", m.PoolSize, MaxPoolSize)
+	}
+	if m.Runtime != "" && m.Runtime != RuntimeWazero && m.Runtime != RuntimeWasmtime {
+		add(f+".runtime", "must be %s or %s, not %q", RuntimeWazero, RuntimeWasmtime, m.Runtime)
 	}
 }
 

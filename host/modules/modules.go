@@ -74,20 +74,21 @@ func (b *sharedBackend) release(ctx context.Context) {
 // (which tags its logs and metrics).
 type backendKey struct {
 	name, digest string
+	runtime      string
 	timeout      time.Duration
 	memory       int64
 	native       bool
 }
 
-// sharedRuntime is the wazero runtime successive registries share.
+// sharedRuntime is the Wasm runtimes successive registries share.
 type sharedRuntime struct {
-	rt   *wasm.Runtime
+	c    *compilers
 	refs atomic.Int32
 }
 
 func (r *sharedRuntime) release(ctx context.Context) {
 	if r.refs.Add(-1) == 0 {
-		r.rt.Close(ctx)
+		r.c.close(ctx)
 	}
 }
 
@@ -180,11 +181,7 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		if dir == "" {
 			dir = wasm.DefaultCacheDir()
 		}
-		w, err := wasm.NewRuntime(dir, log)
-		if err != nil {
-			return nil, err
-		}
-		rt = &sharedRuntime{rt: w}
+		rt = &sharedRuntime{c: &compilers{dir: dir, log: log}}
 	}
 	rt.refs.Add(1)
 	r := &Registry{runtime: rt, byName: map[string]*Module{}, plugins: map[string]*Module{}, scopes: map[string]*scope{}, metrics: opts.Metrics, log: log}
@@ -332,7 +329,10 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 			r.metrics.ModuleLoaded(mc.Name, err)
 		}
 	}()
-	key := backendKey{name: mc.Name, timeout: mc.CallTimeout.Duration}
+	key := backendKey{name: mc.Name, timeout: mc.CallTimeout.Duration, runtime: mc.Runtime}
+	if key.runtime == "" {
+		key.runtime = config.RuntimeWazero
+	}
 	if mc.MemoryLimit != nil {
 		key.memory = mc.MemoryLimit.Value()
 	}
@@ -378,7 +378,11 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		backend = native.New(opts.Log, twin...)
 	default:
 		lim := wasm.Limits{CallTimeout: mc.CallTimeout.Duration, MemoryBytes: uint64(key.memory)}
-		b, err := r.runtime.rt.Compile(ctx, mc.Name, bin, lim)
+		comp, err := r.runtime.c.get(key.runtime)
+		if err != nil {
+			return nil, fmt.Errorf("%s.runtime: %w", field, err)
+		}
+		b, err := comp.Compile(ctx, mc.Name, bin, lim)
 		if err != nil {
 			if builtin {
 				return nil, fmt.Errorf("%s: %w", field, err)
