@@ -3,7 +3,9 @@
 #   make demo    run the embedded default (in-memory cluster simulation)
 #   make test    everything CI runs: wasm reproducibility (TinyGo and Rust builds), vet,
 #                unit tests (-race on the host; includes the README's plugin walk-through),
-#                then the e2e suite against a real kube-apiserver and etcd
+#                the wasmtime backend's tests (cgo), then the e2e suite against a real
+#                kube-apiserver and etcd
+#   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
 #   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
@@ -40,7 +42,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo test vet unit e2e perf-e2e parity check-wasm wasm wasm-go bench tinygo fmt
+.PHONY: all demo test vet unit test-wasmtime e2e perf-e2e parity check-wasm wasm wasm-go bench tinygo fmt
 .PHONY: rust-wasm check-rust
 
 all: test
@@ -48,7 +50,7 @@ all: test
 demo:
 	$(GO) run ./cmd/wasmsched simulate examples/cluster.yaml --config examples/profiles.yaml
 
-test: check-wasm check-rust vet unit e2e
+test: check-wasm check-rust vet unit test-wasmtime e2e
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -58,6 +60,18 @@ vet:
 unit:
 	@for m in $(GUEST_MODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
 	$(GO) test -count=1 -race ./...
+
+# test-wasmtime runs the wasmtime backend (host/wasmtime, built only with
+# -tags wasmtime) and the conformance suite with that tag. It needs cgo:
+# wasmtime-go links the libwasmtime.a shipped in its module, so a C
+# compiler is all it takes (CI has gcc). Without one it fails under CI
+# and says it skipped otherwise.
+test-wasmtime:
+	@cc=$${CC:-gcc}; if ! command -v $$cc >/dev/null; then \
+	  if [ "$$CI" = "true" ]; then echo "test-wasmtime: no C compiler ($$cc) for cgo"; exit 1; fi; \
+	  echo "test-wasmtime: SKIPPED, no C compiler ($$cc) for cgo"; exit 0; fi; \
+	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/wasmtime/ ./host/backendtest/... && \
+	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/wasmtime/ ./host/backendtest/...
 
 # e2e runs wasmsched against a real kube-apiserver and etcd on loopback
 # (each test starts its own); scripts/controlplane.sh builds them from the

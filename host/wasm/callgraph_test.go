@@ -3,6 +3,7 @@ package wasm
 import (
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,12 +48,12 @@ func plansOf(t *testing.T, bin []byte) []entryPlan {
 }
 
 func TestSmallHelpersAreNotInstrumentedButCyclesAndTablesAre(t *testing.T) {
-	bin, err := os.ReadFile("testdata/callgraph.wasm")
+	bin, err := os.ReadFile(filepath.Join(suiteGuests, "callgraph.wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	plans := plansOf(t, bin)
-	// Function indexes in testdata/callgraph.wat (no imports).
+	// Function indexes in callgraph.wat (no imports).
 	const (
 		t0, t40            = 2, 42
 		ping, pong         = 43, 44

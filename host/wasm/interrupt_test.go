@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -13,6 +14,10 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
+
+// suiteGuests holds the conformance suite's test guests
+// (host/backendtest/testdata), which the instrumentation must handle too.
+const suiteGuests = "../backendtest/testdata"
 
 func spinModule(t *testing.T) (api.Module, api.MutableGlobal) {
 	t.Helper()
@@ -100,8 +105,17 @@ func TestInstrumentIsDeterministic(t *testing.T) {
 // and whatever it accepts and wazero could compile before, wazero can
 // compile after.
 func FuzzInstrument(f *testing.F) {
-	for _, name := range []string{"spin", "abi_v2", "bad_reply", "command", "foreign_import", "start", "hostile", "pinned", "exits", "callgraph"} {
-		b, err := os.ReadFile("testdata/" + name + ".wasm")
+	// This package's guests and the conformance suite's.
+	seeds, err := filepath.Glob("testdata/*.wasm")
+	if err != nil {
+		f.Fatal(err)
+	}
+	suite, err := filepath.Glob(filepath.Join(suiteGuests, "*.wasm"))
+	if err != nil || len(suite) == 0 {
+		f.Fatalf("no conformance guests in %s (%v)", suiteGuests, err)
+	}
+	for _, name := range append(seeds, suite...) {
+		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
 		}

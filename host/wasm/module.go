@@ -1,12 +1,9 @@
 package wasm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +14,8 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/internal/guestout"
+	"github.com/wasmsched/wasmsched/host/internal/modshape"
 	"github.com/wasmsched/wasmsched/host/policy"
 )
 
@@ -29,24 +28,13 @@ type Backend struct {
 	runtime   wazero.Runtime
 	compiled  wazero.CompiledModule
 	log       hclog.Logger
-	output    outputLimiter
+	output    guestout.Budget
 	instances sync.Map // api.Module -> *instance, for the log import
-}
-
-// exportSig is the signature an ABI export must have.
-type exportSig struct {
-	params, results []api.ValueType
 }
 
 // memoryExport is the name the ABI requires for the guest's linear memory:
 // the host reads inputs and replies there.
-const memoryExport = "memory"
-
-var requiredExports = map[string]exportSig{
-	abi.ExportABIVersion: {nil, []api.ValueType{api.ValueTypeI32}},
-	abi.ExportInput:      {[]api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
-	abi.ExportCall:       {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
-}
+const memoryExport = modshape.MemoryExport
 
 // Compile compiles a module and checks that it is a wasmsched reactor:
 // the ABI exports with the right signatures, no imports beyond WASI and
@@ -94,60 +82,31 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte, lim Lim
 }
 
 // ErrNotReactor is wrapped when a module is built as a command.
-var ErrNotReactor = errors.New("module is a command (exports _start), not a reactor: build it with -buildmode=c-shared")
+var ErrNotReactor = modshape.ErrNotReactor
 
+// checkShape describes the compiled module to modshape.Check, which the
+// wasmtime backend shares.
 func checkShape(m wazero.CompiledModule) error {
-	exports := m.ExportedFunctions()
-	if _, ok := exports["_start"]; ok {
-		if _, ok := exports["_initialize"]; !ok {
-			return ErrNotReactor
-		}
+	shape := modshape.Module{Funcs: map[string]modshape.Signature{}, Memories: map[string]bool{}}
+	for name, def := range m.ExportedFunctions() {
+		shape.Funcs[name] = modshape.Signature{Params: valueTypes(def.ParamTypes()), Results: valueTypes(def.ResultTypes())}
 	}
-	var problems []string
-	if _, ok := m.ExportedMemories()[memoryExport]; !ok {
-		problems = append(problems, fmt.Sprintf("its linear memory is not exported as %q", memoryExport))
-	}
-	for name, want := range requiredExports {
-		def, ok := exports[name]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("missing export %s", name))
-			continue
-		}
-		if !sameTypes(def.ParamTypes(), want.params) || !sameTypes(def.ResultTypes(), want.results) {
-			problems = append(problems, fmt.Sprintf("export %s has signature %s, want %s",
-				name, sigString(def.ParamTypes(), def.ResultTypes()), sigString(want.params, want.results)))
-		}
+	for name := range m.ExportedMemories() {
+		shape.Memories[name] = true
 	}
 	for _, imp := range m.ImportedFunctions() {
 		mod, fn, _ := imp.Import()
-		if mod == wasi_snapshot_preview1.ModuleName {
-			continue
-		}
-		if mod == abi.ImportModule && fn == abi.ImportLog {
-			continue
-		}
-		problems = append(problems, fmt.Sprintf("imports %s.%s, which the host does not provide", mod, fn))
+		shape.Imports = append(shape.Imports, modshape.Import{Module: mod, Name: fn})
 	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return fmt.Errorf("not a wasmsched ABI v%d module: %s", abi.VersionMajor, strings.Join(problems, "; "))
-	}
-	return nil
+	return modshape.Check(shape)
 }
 
-func sameTypes(a, b []api.ValueType) bool {
-	return bytes.Equal(a, b)
-}
-
-func sigString(params, results []api.ValueType) string {
-	name := func(ts []api.ValueType) string {
-		s := make([]string, len(ts))
-		for i, t := range ts {
-			s[i] = api.ValueTypeName(t)
-		}
-		return "(" + strings.Join(s, ", ") + ")"
+func valueTypes(ts []api.ValueType) []modshape.ValueType {
+	out := make([]modshape.ValueType, len(ts))
+	for i, t := range ts {
+		out[i] = modshape.ValueType(t)
 	}
-	return name(params) + " -> " + name(results)
+	return out
 }
 
 // Close releases the runtime and everything instantiated in it.
@@ -270,32 +229,18 @@ func (i *instance) invoke(ctx context.Context, fn api.Function, what string) err
 // printed on stderr before failing (a Go or TinyGo panic message) instead
 // of wazero's stack trace.
 func (i *instance) describe(err error) string {
-	words, panicked := i.out.lastWords()
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		// Without WithCloseOnContextDone, wazero raises no exit of its
 		// own: this is the guest's proc_exit (Go exits 2 on panic).
-		switch {
-		case panicked:
-			return fmt.Sprintf("guest panicked: %s (exit code %d)", strings.TrimPrefix(words, "panic: "), exit.ExitCode())
-		case words != "":
-			return fmt.Sprintf("guest exited (code %d): %s", exit.ExitCode(), words)
-		}
-		return fmt.Sprintf("guest exited (code %d); a Go guest exits so on a panic or at its memory cap (%d bytes)",
-			exit.ExitCode(), i.backend.limits.MemoryBytes)
+		return i.out.g.DescribeExit(exit.ExitCode(), i.backend.limits.MemoryBytes)
 	}
 	trap := firstLine(err.Error())
 	if i.guard.flag.Get() == interruptStack {
 		return fmt.Sprintf("call stack exhausted: more than %d MiB of frames (runaway recursion?) (%s)",
 			StackBudget*StackUnitBytes>>20, trap)
 	}
-	switch {
-	case panicked:
-		return fmt.Sprintf("guest panicked: %s (%s)", strings.TrimPrefix(words, "panic: "), trap)
-	case words != "":
-		return fmt.Sprintf("%s (guest stderr: %s)", trap, words)
-	}
-	return trap
+	return i.out.g.DescribeTrap(trap)
 }
 
 // guestError is a failure of guest code, described in one line; it wraps
@@ -309,12 +254,7 @@ func (e *guestError) Error() string { return e.msg }
 func (e *guestError) Unwrap() error { return e.err }
 
 // firstLine cuts s at its first newline.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
+func firstLine(s string) string { return guestout.FirstLine(s) }
 
 // deadline sets an instance's interrupt global when a call runs too long.
 // One timer per instance, re-armed per call; the mutex makes sure a timer

@@ -1,4 +1,5 @@
-;; Call graphs the instrumentation must see through (sandbox tests):
+;; Call graphs the sandbox must see through (the conformance suite, and
+;; host/wasm's instrumentation tests, which read this file too):
 ;; wasmsched_call(fn, ...) runs
 ;;   1 a call tree with no loop and no recursion: $t0 calls $t1 twice, ...,
 ;;     $t39 calls $t40 twice (2^40 calls): only the deadline stops it

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package wasm
+package compcache
 
 import "io/fs"
 

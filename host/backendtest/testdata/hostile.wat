@@ -1,4 +1,5 @@
-;; A hostile guest for the sandbox tests. It has the ABI's exports, and
+;; A hostile guest for the conformance suite (host/backendtest). It has
+;; the ABI's exports, and
 ;; wasmsched_call(fn, arg, n) misbehaves in the way fn says:
 ;;   1 naive exponential recursion (no loop)   2 unbounded recursion
 ;;   3 unbounded recursion with huge frames      4 memory.fill 32 MiB in a loop

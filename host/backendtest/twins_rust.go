@@ -1,4 +1,4 @@
-package policy_test
+package backendtest
 
 import (
 	"context"
@@ -17,23 +17,16 @@ import (
 )
 
 // The Rust example module (plugins-rust/zonepreference) is written from
-// docs/ABI.md alone; these tests load its committed build and hold it to
+// docs/ABI.md alone; these cases load its committed build and hold it to
 // its Go twin (plugins-wasm/zonepreference run natively), so a gap or
 // Go-ism in the spec shows up as a disagreement.
 
 // zoneBackends returns the native twin and the committed Rust build.
-func zoneBackends(t *testing.T) (twin, rust policy.Backend) {
+func zoneBackends(t *testing.T, s *suite) (twin, rust policy.Backend) {
 	t.Helper()
-	ctx := context.Background()
-	rt, err := wasm.NewRuntime(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(ctx) })
-	rust, err = rt.Compile(ctx, "zonepreference-rust", testwasm.CommittedBytes(t, testwasm.RustZonePreference), wasm.Limits{})
-	if err != nil {
-		t.Fatalf("compile the Rust build: %v", err)
-	}
+	rust, _ = s.sharedCompile(t, "zonepreference-rust", "zonepreference-rust", func() []byte {
+		return testwasm.CommittedBytes(t, testwasm.RustZonePreference)
+	}, wasm.Limits{})
 	return native.New(nil, zonepreference.Registration), rust
 }
 
@@ -45,9 +38,9 @@ func strArg(key, v string) abi.Value {
 	return abi.Value{Kind: abi.KindMap, Map: []abi.Field{{Key: key, Value: abi.Value{Kind: abi.KindString, Str: v}}}}
 }
 
-func TestRustGuestLoadsAndValidates(t *testing.T) {
+func rustGuestLoadsAndValidates(t *testing.T, s *suite) {
 	ctx := context.Background()
-	twin, rust := zoneBackends(t)
+	twin, rust := zoneBackends(t, s)
 	load := func(b policy.Backend, args []abi.PluginArgs) (*policy.Module, error) {
 		m, err := policy.Load(ctx, b, policy.Config{Name: "zone", PoolSize: 1, Require: []string{zonepreference.Name}, Args: args})
 		if err == nil {
@@ -157,9 +150,9 @@ func zonePod(ns string, j int) abi.Pod {
 	return p
 }
 
-func TestRustGuestAgreesWithNativeTwin(t *testing.T) {
+func rustGuestAgreesWithNativeTwin(t *testing.T, s *suite) {
 	ctx := context.Background()
-	twin, rust := zoneBackends(t)
+	twin, rust := zoneBackends(t, s)
 	snap := zoneCluster(t)
 	pod := zonePod("new", 1)
 

@@ -1,0 +1,228 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/snapshot"
+	"github.com/wasmsched/wasmsched/host/wasm"
+	"github.com/wasmsched/wasmsched/internal/testlog"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
+	"github.com/wasmsched/wasmsched/internal/testwasm"
+)
+
+// guestBuild is one build of a guest written in Go.
+type guestBuild struct {
+	name  string
+	bytes func(tb testing.TB) []byte
+}
+
+// misbehaveBuilds are the builds of plugins-wasm/testguests/misbehave:
+// its Filter traps, loops, eats memory or logs as the pod's name says.
+var misbehaveBuilds = []guestBuild{
+	{"tinygo", func(tb testing.TB) []byte { return testwasm.TinyGoBytes(tb, testwasm.Misbehave) }},
+	{"go", func(tb testing.TB) []byte { return testwasm.GoBytes(tb, testwasm.Misbehave) }},
+}
+
+// goBuild returns the Go (wasip1) build among builds.
+func goBuild(builds []guestBuild) guestBuild {
+	for _, b := range builds {
+		if b.name == "go" {
+			return b
+		}
+	}
+	panic("backendtest: no Go build listed") // the tables above list one
+}
+
+func misbehaveKey(build guestBuild) string { return "misbehave-" + build.name }
+
+// misbehaveLimits are the limits the misbehave guest runs under.
+var misbehaveLimits = wasm.Limits{MemoryBytes: 32 << 20, CallTimeout: poolDeadline}
+
+const poolDeadline = 200 * time.Millisecond
+
+// misbehave returns the build compiled once per Run, and its log.
+func (s *suite) misbehave(t *testing.T, build guestBuild) (policy.Backend, *testlog.Buffer) {
+	t.Helper()
+	return s.sharedCompile(t, misbehaveKey(build), "misbehave", func() []byte { return build.bytes(t) }, misbehaveLimits)
+}
+
+// poolRow is a failure of a plugin call: the pod whose name picks it, the
+// words of the error, and what it counts.
+type poolRow struct {
+	pod              string
+	want             []string
+	traps, deadlines float64 // added by this pod; -1: either, once
+}
+
+var wasmPoolRows = []poolRow{
+	{"trap", []string{"instance lost: wasmsched_call: guest panicked: runtime error: index out of range"}, 1, 0},
+	{"loop", []string{"instance lost: wasmsched_call: ", "deadline of 200ms exceeded"}, 0, 1},
+	// Whether the guest's allocator gives up before the deadline depends
+	// on the build and the machine.
+	{"hog", []string{"instance lost: "}, -1, -1},
+}
+
+// nativePoolRows: a twin cannot be stopped or capped, only recovered.
+var nativePoolRows = []poolRow{
+	{"trap", []string{"instance lost: ", "panicked: runtime error: index out of range"}, 1, 0},
+}
+
+var poolCases = []wasmCase{
+	{"pool/a failed instance is discarded and the pool makes a fresh one", func(t *testing.T, s *suite) {
+		for _, build := range misbehaveBuilds {
+			t.Run(build.name, func(t *testing.T) {
+				b, logs := s.misbehave(t, build)
+				runPool(t, b, logs, wasmPoolRows)
+				if !s.logging() {
+					return
+				}
+				if !strings.Contains(logs.String(), "misbehave says hello from n1: module=misbehave plugin=Misbehave") {
+					t.Errorf("guest log line missing or untagged; logs:\n%s", logs)
+				}
+			})
+		}
+	}},
+}
+
+func nativePool(t *testing.T, n Native) {
+	logs := &testlog.Buffer{}
+	b := n.New(hclog.New(&hclog.LoggerOptions{Output: logs}), misbehaveTwin)
+	t.Cleanup(func() { b.Close(context.Background()) })
+	runPool(t, b, logs, nativePoolRows)
+	if !strings.Contains(logs.String(), "misbehave says hello from n1") {
+		t.Errorf("guest log line missing; logs:\n%s", logs)
+	}
+}
+
+func nativeMissingPlugin(t *testing.T, n Native) {
+	b := n.New(nil, misbehaveTwin)
+	t.Cleanup(func() { b.Close(context.Background()) })
+	_, err := policy.Load(context.Background(), b, policy.Config{Name: "misbehave", Require: []string{"Misbehave", "NodePorts"}})
+	if !errors.Is(err, policy.ErrMissingPlugin) {
+		t.Fatalf("err = %v, want %v", err, policy.ErrMissingPlugin)
+	}
+	wantWords(t, err, `"NodePorts" (it implements Misbehave)`)
+}
+
+// runPool makes each row's failure happen in a module of one instance
+// and checks it: the error, the counters, the instance discarded, and a
+// well-behaved call served by a fresh instance. The "log" pod ends it.
+func runPool(t *testing.T, b policy.Backend, logs *testlog.Buffer, rows []poolRow) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, b, policy.Config{Name: "misbehave", PoolSize: 1, Metrics: met})
+	snap := oneNode()
+	labels := testmetrics.Labels{"module": "misbehave", "plugin": "Misbehave"}
+	traps := func() float64 { return testmetrics.Value(t, reg, "wasmsched_guest_traps_total", labels) }
+	deadlines := func() float64 {
+		return testmetrics.Value(t, reg, "wasmsched_guest_deadline_exceeded_total", labels)
+	}
+	instances := func() float64 {
+		return testmetrics.Value(t, reg, "wasmsched_module_instances", testmetrics.Labels{"module": "misbehave"})
+	}
+	for i, r := range rows {
+		traps0, deadlines0 := traps(), deadlines()
+		start := time.Now()
+		_, err := runFilter(ctx, m, snap, r.pod)
+		took := time.Since(start)
+		if !errors.Is(err, policy.ErrInstanceBroken) {
+			t.Fatalf("%s: err = %v, want %v", r.pod, err, policy.ErrInstanceBroken)
+		}
+		wantWords(t, err, append([]string{`module "misbehave": filter plugin "Misbehave": `}, r.want...)...)
+		for _, w := range []string{"goroutine", "wasm stack trace"} {
+			if strings.Contains(err.Error(), w) {
+				t.Errorf("%s: err = %q: says %q (a stack trace)", r.pod, err, w)
+			}
+		}
+		// Generous bound: the deadline plus instantiation on a loaded machine.
+		if took > 10*poolDeadline {
+			t.Errorf("%s: took %v, want it stopped near the %v deadline", r.pod, took, poolDeadline)
+		}
+		if got := m.Lost(); got != int64(i+1) {
+			t.Errorf("after %s: %d instances lost, want %d", r.pod, got, i+1)
+		}
+		dt, dd := traps()-traps0, deadlines()-deadlines0
+		if r.traps < 0 && dt+dd != 1 || r.traps >= 0 && (dt != r.traps || dd != r.deadlines) {
+			t.Errorf("%s (%v): counted %v traps and %v deadlines; want %v and %v (-1: one of either)",
+				r.pod, err, dt, dd, r.traps, r.deadlines)
+		}
+		if got := instances(); got != 0 {
+			t.Errorf("after %s: %v live instances, want 0 (one instance, lost)", r.pod, got)
+		}
+		// The module keeps serving with a fresh instance.
+		reply, err := runFilter(ctx, m, snap, "ok")
+		if err != nil {
+			t.Fatalf("after %s, a well-behaved call failed: %v", r.pod, err)
+		}
+		if len(reply.Indexes) != 1 || reply.Indexes[0] != 0 {
+			t.Fatalf("after %s, the node did not pass: %+v", r.pod, reply)
+		}
+		if got := instances(); got != 1 {
+			t.Errorf("after %s and a good call: %v live instances, want 1", r.pod, got)
+		}
+	}
+	if _, err := runFilter(ctx, m, snap, "log"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func oneNode() *snapshot.Snapshot {
+	s := snapshot.New()
+	s.SetNode(abi.Node{Name: "n1", AllowedPods: 110, Allocatable: abi.Resources{MilliCPU: 4000, Memory: 8 << 30}})
+	return s
+}
+
+// runFilter runs one cycle of the Misbehave plugin for a pod named name.
+func runFilter(ctx context.Context, m *policy.Module, snap *snapshot.Snapshot, name string) (*abi.FilterReply, error) {
+	c, err := m.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Put(ctx, c)
+	if err := c.Sync(ctx, snap); err != nil {
+		return nil, err
+	}
+	if err := c.StartCycle(ctx, &abi.Pod{Name: name, Namespace: "default", UID: name}); err != nil {
+		return nil, err
+	}
+	slots := []uint32{snap.Nodes()[0].Slot}
+	return c.Filter(ctx, 0, slots)
+}
+
+// misbehaveTwin is the native twin of the misbehave guest's plugin, for
+// the failures a twin can have: Filter panics for the pod "trap" and logs
+// for the pod "log".
+var misbehaveTwin = plugin.Registration{
+	Name: "Misbehave",
+	New:  func(*abi.Value, plugin.Handle) (plugin.Plugin, error) { return misbehaveFilter{}, nil },
+}
+
+type misbehaveFilter struct{}
+
+func (misbehaveFilter) Name() string { return "Misbehave" }
+
+func (misbehaveFilter) Filter(_ *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) *plugin.Status {
+	switch pod.Name {
+	case "trap":
+		var nodes []*plugin.NodeInfo
+		return plugin.NewStatus(abi.Unschedulable, nodes[len(pod.Name)].Name()) // index out of range
+	case "log":
+		plugin.Log(abi.LogWarn, "misbehave says hello from "+node.Name())
+	}
+	return nil
+}
