@@ -71,7 +71,8 @@ test-wasmtime:
 	  if [ "$$CI" = "true" ]; then echo "test-wasmtime: no C compiler ($$cc) for cgo"; exit 1; fi; \
 	  echo "test-wasmtime: SKIPPED, no C compiler ($$cc) for cgo"; exit 0; fi; \
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/wasmtime/ ./host/backendtest/... && \
-	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/wasmtime/ ./host/backendtest/...
+	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/wasmtime/ ./host/backendtest/... && \
+	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/modules/
 
 # e2e runs wasmsched against a real kube-apiserver and etcd on loopback
 # (each test starts its own); scripts/controlplane.sh builds them from the

@@ -28,6 +28,13 @@ const (
 // Kubernetes.
 const DefaultSchedulerName = "default-scheduler"
 
+// IsBuiltinModule reports whether name is one of the embedded bundles: a
+// module entry of that name without a path sets the bundle's options
+// (limits, runtime, failure policy) instead of replacing it.
+func IsBuiltinModule(name string) bool {
+	return name == BuiltinDefaultModule || name == BuiltinEvictionModule || name == BuiltinKnativeModule
+}
+
 // BuiltinDefaultModule names the embedded default policy bundle.
 const BuiltinDefaultModule = "default"
 
@@ -462,8 +469,12 @@ func checkProfileModules(p *Profile, f string, global map[string]int, add func(f
 
 // checkModule checks one module entry's settings (f is its field path).
 func checkModule(m *Module, f string, add func(field, format string, a ...any)) {
-	if m.Path == "" {
-		add(f+".path", "must not be empty")
+	switch {
+	case m.Path == "" && !IsBuiltinModule(m.Name):
+		add(f+".path", "must not be empty (only a builtin module, %s, %s or %s, may leave it out to set its options)",
+			BuiltinDefaultModule, BuiltinEvictionModule, BuiltinKnativeModule)
+	case m.Path == "" && m.SHA256 != "":
+		add(f+".sha256", "pins a file, and the builtin module %q has no path", m.Name)
 	}
 	if m.SHA256 != "" && !isHex64(m.SHA256) {
 		add(f+".sha256", "must be 64 hex digits")

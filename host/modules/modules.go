@@ -212,7 +212,9 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		r.byName[name] = m
 	}
 	for i, mc := range mods {
-		m, err := r.add(ctx, fmt.Sprintf("modules[%d]", i), false, mc, opts)
+		// A builtin bundle's entry without a path sets its options.
+		builtin := mc.Path == "" && config.IsBuiltinModule(mc.Name)
+		m, err := r.add(ctx, fmt.Sprintf("modules[%d]", i), builtin, mc, opts)
 		if err != nil {
 			return fail(err)
 		}
@@ -251,7 +253,7 @@ func (r *Registry) loadProfileModules(ctx context.Context, cfg *config.Configura
 		if ref.Profile == "" {
 			continue
 		}
-		m, err := r.add(ctx, ref.Field, false, *ref.Module, opts)
+		m, err := r.add(ctx, ref.Field, ref.Module.Path == "" && config.IsBuiltinModule(ref.Module.Name), *ref.Module, opts)
 		if err != nil {
 			return err
 		}

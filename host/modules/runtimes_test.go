@@ -42,3 +42,20 @@ func TestConfigRefusesAnUnknownRuntime(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestBuiltinEntryWithoutPathSetsItsOptions: `{name: default, runtime:
+// ...}` runs the embedded bundle with the entry's options.
+func TestBuiltinEntryWithoutPathSetsItsOptions(t *testing.T) {
+	r, err := load(t, config.Module{Name: config.BuiltinDefaultModule, Runtime: config.RuntimeWazero, FailurePolicy: config.FailurePolicyIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.PluginModule("NodeAffinity")
+	if m == nil || m.FailurePolicy() != config.FailurePolicyIgnore {
+		t.Fatalf("the builtin bundle did not take the entry's options: %+v", m)
+	}
+	_, err = config.Parse([]byte("apiVersion: wasmsched.io/v1alpha1\nkind: SchedulerConfiguration\nmodules:\n- name: mine\n"))
+	if err == nil || !strings.Contains(err.Error(), "modules[0].path: must not be empty") {
+		t.Fatalf("a non-builtin module without a path: err = %v", err)
+	}
+}
