@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/modules"
 )
 
 // schedulingBasic builds scheduler_perf's SchedulingBasic shape: nodes of
@@ -56,13 +58,13 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 	const placed, measured = 1000, 10000
 	for _, nodes := range []int{500, 5000} {
 		objs := schedulingBasic(nodes, placed, measured)
-		for _, backend := range []string{"wasm", "native"} {
+		for _, backend := range benchBackends() {
 			b.Run(fmt.Sprintf("nodes=%d/backend=%s", nodes, backend), func(b *testing.B) {
 				ctx := context.Background()
 				cacheDir := b.TempDir()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					env, err := Start(ctx, objs, Options{NativeBuiltin: backend == "native", CacheDir: cacheDir, Seed: 1})
+					env, err := Start(ctx, objs, benchOptions(backend, cacheDir))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -159,4 +161,26 @@ func BenchmarkSchedulingBasicWithEviction(b *testing.B) {
 			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
 		})
 	}
+}
+
+// benchBackends are the backends a binary can compare: the default
+// bundle on wazero ("wasm"), as a native twin, and on wasmtime when the
+// test binary has it (go test -tags wasmtime).
+func benchBackends() []string {
+	backends := []string{"wasm", "native"}
+	if slices.Contains(modules.Runtimes(), config.RuntimeWasmtime) {
+		backends = append(backends, "wasmtime")
+	}
+	return backends
+}
+
+// benchOptions runs the default profile on one of benchBackends.
+func benchOptions(backend, cacheDir string) Options {
+	opts := Options{NativeBuiltin: backend == "native", CacheDir: cacheDir, Seed: 1}
+	if backend == "wasmtime" {
+		cfg := config.Default()
+		cfg.Modules = []config.Module{{Name: config.BuiltinDefaultModule, Runtime: config.RuntimeWasmtime}}
+		opts.Config = cfg
+	}
+	return opts
 }
