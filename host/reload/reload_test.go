@@ -228,7 +228,10 @@ func TestReloadReusesUnchangedModules(t *testing.T) {
 // problem, counted as refused.
 func TestRefusedReloadKeepsServing(t *testing.T) {
 	abiV2 := readTestdata(t, "abi_v2.wasm")
-	badReply := readTestdata(t, "bad_reply.wasm")
+	badReply, err := os.ReadFile(filepath.Join("testdata", "bad_reply.wasm")) // wat2wasm testdata/bad_reply.wat
+	if err != nil {
+		t.Fatal(err)
+	}
 	misbehave := testwasm.TinyGoBytes(t, testwasm.Misbehave)
 	moduleEntry := func(name, path, sum string) string {
 		s := "modules:\n- name: " + name + "\n  path: " + path + "\n"
@@ -308,7 +311,7 @@ func readTestdata(t *testing.T, name string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "host", "wasm", "testdata", name))
+	b, err := os.ReadFile(filepath.Join(root, "host", "backendtest", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
