@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 4
+	VersionMinor = 5
 )
 
 // PackVersion packs a major and minor version into the u32 that
@@ -181,6 +181,8 @@ func (f Func) String() string {
 		return "vpod_topology"
 	case FuncVPodStep:
 		return "vpod_step"
+	case FuncEditView:
+		return "edit_view"
 	}
 	return "func(" + Itoa(int64(f)) + ")"
 }
