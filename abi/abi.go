@@ -181,6 +181,8 @@ func (f Func) String() string {
 		return "vpod_topology"
 	case FuncVPodStep:
 		return "vpod_step"
+	case FuncEditView:
+		return "edit_view"
 	}
 	return "func(" + Itoa(int64(f)) + ")"
 }

@@ -117,6 +117,8 @@ type Decoder struct {
 	// table, when set, resolves the StrIDs of an interned record (see
 	// SetTable).
 	table *StringTable
+	// slab, if set, provides a Pod's common lists (see Slab).
+	slab *Slab
 }
 
 // SetPeerMinor says which minor version the writer encoded for; a host
@@ -171,6 +173,15 @@ func (e *DecodeError) Error() string {
 
 // Uvarint reads an unsigned LEB128 integer.
 func (d *Decoder) Uvarint() uint64 {
+	// Most values (lengths, counts, small numbers) are one byte.
+	if d.off < len(d.b) && d.b[d.off] < 0x80 {
+		d.off++
+		return uint64(d.b[d.off-1])
+	}
+	return d.uvarintLong()
+}
+
+func (d *Decoder) uvarintLong() uint64 {
 	var v uint64
 	for shift := uint(0); shift < 70; shift += 7 {
 		if d.off >= len(d.b) {

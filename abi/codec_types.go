@@ -19,7 +19,7 @@ func (d *Decoder) Labels() Labels {
 	if n == 0 {
 		return nil
 	}
-	ls := make(Labels, n)
+	ls := d.slab.makeLabels(n)
 	for i := range ls {
 		ls[i].Key, ls[i].KeyID = d.sym()
 		ls[i].Value, ls[i].ValueID = d.sym()
@@ -105,7 +105,7 @@ func (d *Decoder) containers() []Container {
 	if n == 0 {
 		return nil
 	}
-	cs := make([]Container, n)
+	cs := d.slab.makeContainers(n)
 	for i := range cs {
 		c := &cs[i]
 		c.Name = d.String()

@@ -26,6 +26,7 @@ type Guest struct {
 	regs    []plugin.Registration
 	regErr  error // a registration mistake, reported by every call
 	plugins []plugin.Plugin
+	exts    []namedExt // the plugins with PreFilter extensions, told of what-if edits
 	inited  bool
 
 	nodes    []*plugin.NodeInfo // by slot; nil where no node
@@ -56,10 +57,14 @@ type Guest struct {
 
 	current string // the plugin being run, for log lines
 
-	overlay map[uint32]*plugin.NodeInfo // the cycle's what-if view (whatif.go)
-	fresh   map[uint32]bool             // overlay nodes no saved view holds
+	overlay map[uint32]*viewNode // the cycle's what-if view (whatif.go)
 	saved   []savedView
-	scratch abi.Pod // a removed pod, decoded in place
+	level   uint64                 // the current view level's id
+	levels  uint64                 // ids handed out so far
+	views   []*viewNode            // free copies, reused
+	maps    []map[uint32]*viewNode // free overlay maps, reused
+	slab    abi.Slab               // the pods edits carried, until the cycle ends
+	scratch abi.Pod                // a pod being added or removed
 
 	// The eviction view (eviction.go): one observation per slot, dropped
 	// with its node; and what an eviction call reuses per node.
@@ -69,7 +74,8 @@ type Guest struct {
 	cutObs abi.NodeObservation
 	picked []uint32
 
-	vpod *vpodRuntime // the vpod calls' state (vpod.go), made on first use
+	vpod    *vpodRuntime // the vpod calls' state (vpod.go), made on first use
+	victims *victimCall  // the preemption calls' storage (preemption.go), made on first use
 
 	// strs is the host's string table (ABI v1.5) that node records
 	// number their labels, taints, images and namespaces with; interned
@@ -139,6 +145,8 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 		err = g.popState()
 	case abi.FuncAddPod, abi.FuncRemovePod:
 		err = g.changePod(arg, in, fn == abi.FuncAddPod)
+	case abi.FuncEditView:
+		err = g.editView(in)
 	case abi.FuncSelectVictims, abi.FuncRankCandidates:
 		err = g.preemptionCall(fn, arg, in)
 	case abi.FuncObserve:
@@ -264,6 +272,12 @@ func (g *Guest) init(in []byte) error {
 		plugins[i] = p
 	}
 	g.plugins, g.inited = plugins, true
+	g.exts = g.exts[:0]
+	for _, p := range plugins {
+		if ext, ok := p.(plugin.PreFilterExtensions); ok {
+			g.exts = append(g.exts, namedExt{p.Name(), ext})
+		}
+	}
 	return nil
 }
 
@@ -583,7 +597,7 @@ func (g *Guest) loadBatch(in []byte) error {
 		// Nodes changed in the what-if view replace their mirror copies.
 		for i := range g.batch {
 			if ov, ok := g.overlay[le32(in[4+4*i:])]; ok {
-				g.batch[i] = ov
+				g.batch[i] = &ov.ni
 			}
 		}
 	}

@@ -18,13 +18,21 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 	}
 	g.current = p.Name()
 	defer func() { g.current = "" }()
-	g.dec.Reset(in, false)
+	// The candidates decode into storage reused from call to call, their
+	// strings aliasing the input: valid for this call only, which is what
+	// PreemptionPlugin promises a plugin.
+	g.dec.Reset(in, true)
+	if g.victims == nil {
+		g.victims = new(victimCall)
+	}
+	vc := g.victims
 	if fn == abi.FuncRankCandidates {
-		cands := g.dec.RankCandidatesRequest()
+		cands := g.dec.RankCandidatesRequestInto(&vc.scratch)
 		if err := g.dec.Err(); err != nil {
 			return err
 		}
-		order, st := p.RankCandidates(&g.state, &g.pod, cands, nil)
+		order, st := p.RankCandidates(&g.state, &g.pod, cands, vc.order[:0])
+		vc.order = order
 		if !st.IsSuccess() {
 			return newError(st.Message())
 		}
@@ -39,30 +47,48 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 		g.enc.RankCandidatesReply(order)
 		return nil
 	}
-	nodes := g.dec.SelectVictimsRequest()
+	nodes := g.dec.SelectVictimsRequestInto(&vc.scratch)
 	if err := g.dec.Err(); err != nil {
 		return err
 	}
-	replies := make([]abi.NodeVictims, len(nodes))
-	var buf []abi.VictimChoice
+	// Every node's choices go into one array; the replies slice it once it
+	// has stopped growing.
+	vc.replies = vc.replies[:0]
+	vc.chosen = vc.chosen[:0]
+	vc.ends = vc.ends[:0]
 	for i := range nodes {
 		var ni *plugin.NodeInfo
 		if s := nodes[i].Slot; int(s) < len(g.nodes) {
 			ni = g.nodes[s]
 		}
-		victims, st := p.SelectVictims(&g.state, &g.pod, ni, nodes[i].Pods, buf[:0])
-		replies[i].Code = st.Code()
-		replies[i].Reasons = st.Reasons()
+		start := len(vc.chosen)
+		victims, st := p.SelectVictims(&g.state, &g.pod, ni, nodes[i].Pods, vc.chosen[start:])
+		r := abi.NodeVictims{Code: st.Code(), Reasons: st.Reasons()}
 		if st.IsSuccess() {
 			for _, v := range victims {
 				if int(v.Index) >= len(nodes[i].Pods) {
 					return newError(p.Name() + ": victim index out of range")
 				}
 			}
-			replies[i].Victims = append([]abi.VictimChoice(nil), victims...)
+			vc.chosen = append(vc.chosen[:start], victims...)
 		}
-		buf = victims
+		vc.replies = append(vc.replies, r)
+		vc.ends = append(vc.ends, len(vc.chosen))
 	}
-	g.enc.SelectVictimsReply(replies)
+	start := 0
+	for i := range vc.replies {
+		vc.replies[i].Victims = vc.chosen[start:vc.ends[i]]
+		start = vc.ends[i]
+	}
+	g.enc.SelectVictimsReply(vc.replies)
 	return nil
+}
+
+// victimCall is what the preemption calls reuse from call to call.
+type victimCall struct {
+	scratch abi.VictimScratch
+	replies []abi.NodeVictims
+	chosen  []abi.VictimChoice
+	ends    []int
+	order   []int
 }

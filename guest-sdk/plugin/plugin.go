@@ -104,7 +104,9 @@ type Registration struct {
 // host evaluates what-ifs — a node with nominated pods added, or with
 // preemption victims removed — and tells such plugins each pod it adds to
 // or removes from a node in the cycle's view, so they can update their
-// state. node is the node as it is after the change.
+// state. node is the node as it is after the change. podToAdd and
+// podToRemove, their strings and lists, are valid until the cycle ends
+// (the SDK decodes them into storage it reuses): copy what must outlive it.
 type PreFilterExtensions interface {
 	AddPod(state *CycleState, podToSchedule, podToAdd *abi.Pod, node *NodeInfo) *Status
 	RemovePod(state *CycleState, podToSchedule, podToRemove *abi.Pod, node *NodeInfo) *Status

@@ -16,6 +16,9 @@ import "github.com/wasmsched/wasmsched/abi"
 //   - RankCandidates: the nodes where the preemptor fits after removing
 //     their victims, best first. The host takes the first; with KEP-3280
 //     evictions refused (HTTP 429) it moves on to the next.
+//
+// The candidates, their strings and labels are valid only during the call
+// (the SDK decodes them into storage it reuses): copy what must outlive it.
 type PreemptionPlugin interface {
 	Plugin
 	// SelectVictims appends to out the chosen pods of candidates, as

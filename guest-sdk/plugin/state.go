@@ -62,3 +62,15 @@ func (c *CycleState) Clone() *CycleState {
 	}
 	return n
 }
+
+// CloneInto makes dst a copy of c with every entry cloned, reusing dst's
+// storage: the SDK saves the state this way on every push_state of a
+// what-if.
+func (c *CycleState) CloneInto(dst *CycleState) {
+	dst.data = append(dst.data[:0], c.data...)
+	for i, d := range dst.data {
+		if d != nil {
+			dst.data[i] = d.Clone()
+		}
+	}
+}

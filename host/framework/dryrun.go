@@ -161,6 +161,17 @@ func (s *Session) AddPod(ctx context.Context, slot uint32, pod *abi.Pod) error {
 	return s.live(func(cl *policy.Client) error { return cl.AddPod(ctx, slot, pod) })
 }
 
+// Edit applies edits, in order, to every module's view: one call per
+// module (ABI v1.5's edit_view; one add_pod/remove_pod per edit for older
+// modules). A dry run sends each of its steps this way: all removals, a
+// reprieve step's restores, the removals after a step.
+func (s *Session) Edit(ctx context.Context, edits []policy.ViewEdit) error {
+	if len(edits) == 0 {
+		return nil
+	}
+	return s.live(func(cl *policy.Client) error { return cl.EditView(ctx, edits) })
+}
+
 // filter runs plugin p's Filter over slots in this session; a module with
 // no instance is an error naming why.
 func (s *Session) filter(ctx context.Context, p *wasmPlugin, slots []uint32) (*abi.FilterReply, error) {
@@ -204,12 +215,19 @@ func (s *Session) Fits(ctx context.Context, pod *abi.Pod, slot uint32, nom Nomin
 }
 
 func (s *Session) withPods(ctx context.Context, slot uint32, pods []*abi.Pod) (*Status, error) {
-	for _, p := range pods {
-		if err := s.AddPod(ctx, slot, p); err != nil {
-			return nil, err
-		}
+	if err := s.Edit(ctx, addEdits(slot, pods)); err != nil {
+		return nil, err
 	}
 	return s.filterOne(ctx, slot)
+}
+
+// addEdits are the edits that put pods on the node in slot.
+func addEdits(slot uint32, pods []*abi.Pod) []policy.ViewEdit {
+	edits := make([]policy.ViewEdit, len(pods))
+	for i, p := range pods {
+		edits[i] = policy.ViewEdit{Slot: slot, Op: policy.EditAdd, Pod: p}
+	}
+	return edits
 }
 
 // filterOne runs the profile's filter plugins on one node.

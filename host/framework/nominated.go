@@ -50,6 +50,7 @@ func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32
 // next plugin runs.
 func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod) (*Status, error) {
 	pushed := map[int]*policy.Client{} // module -> instance whose view has the pods
+	adds := addEdits(slot, pods)
 	defer func() {
 		for _, cl := range pushed {
 			_ = cl.PopState(ctx) // a failure breaks the client; the pool replaces it
@@ -65,11 +66,8 @@ func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod) (*
 			return nil, err
 		}
 		err = cl.PushState(ctx)
-		for _, p := range pods {
-			if err != nil {
-				break
-			}
-			err = cl.AddPod(ctx, slot, p)
+		if err == nil {
+			err = cl.EditView(ctx, adds)
 		}
 		if err != nil {
 			// Not popped: the instance goes back to the pool, and the

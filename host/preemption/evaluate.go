@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
 
@@ -371,13 +372,17 @@ func (p *Plugin) evalBatchInView(ctx context.Context, s *framework.Session, pod 
 	cands := make([]*candidate, len(jobs))
 	sts := make([]*framework.Status, len(jobs))
 	slots := make([]uint32, len(jobs))
+	// Each step's changes go to every module in one call: all removals,
+	// then per reprieve step its restores and the removals it decides.
+	var edits []policy.ViewEdit
 	for i, j := range jobs {
 		slots[i] = j.ni.Slot
 		for _, v := range j.victims {
-			if err := s.RemovePod(ctx, j.ni.Slot, v); err != nil {
-				return nil, nil, err
-			}
+			edits = append(edits, policy.ViewEdit{Slot: j.ni.Slot, Op: policy.EditRemove, Pod: v})
 		}
+	}
+	if err := s.Edit(ctx, edits); err != nil {
+		return nil, nil, err
 	}
 	first, err := s.FitsMany(ctx, pod, slots, nom)
 	if err != nil {
@@ -405,22 +410,25 @@ func (p *Plugin) evalBatchInView(ctx context.Context, s *framework.Session, pod 
 	for k := 0; ; k++ {
 		var step []int
 		var stepSlots []uint32
+		edits = edits[:0]
 		for _, i := range active {
 			if k < len(order[i]) {
 				step = append(step, i)
 				stepSlots = append(stepSlots, jobs[i].ni.Slot)
-				if err := s.AddPod(ctx, jobs[i].ni.Slot, jobs[i].victims[order[i][k]]); err != nil {
-					return nil, nil, err
-				}
+				edits = append(edits, policy.ViewEdit{Slot: jobs[i].ni.Slot, Op: policy.EditRestore, Pod: jobs[i].victims[order[i][k]]})
 			}
 		}
 		if len(step) == 0 {
 			break
 		}
+		if err := s.Edit(ctx, edits); err != nil {
+			return nil, nil, err
+		}
 		res, err := s.FitsMany(ctx, pod, stepSlots, nom)
 		if err != nil {
 			return nil, nil, err
 		}
+		edits = edits[:0]
 		for n, i := range step {
 			if res[n] == nil {
 				continue // it fits with this pod back: reprieved
@@ -430,9 +438,10 @@ func (p *Plugin) evalBatchInView(ctx context.Context, s *framework.Session, pod 
 			if jobs[i].viol[v] {
 				numViolations[i]++
 			}
-			if err := s.RemovePod(ctx, jobs[i].ni.Slot, jobs[i].victims[v]); err != nil {
-				return nil, nil, err
-			}
+			edits = append(edits, policy.ViewEdit{Slot: jobs[i].ni.Slot, Op: policy.EditRemoveRestored, Pod: jobs[i].victims[v]})
+		}
+		if err := s.Edit(ctx, edits); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, i := range active {
@@ -495,10 +504,12 @@ func (p *Plugin) evalNode(ctx context.Context, s *framework.Session, pod *abi.Po
 }
 
 func (p *Plugin) evalNodeInView(ctx context.Context, s *framework.Session, pod *abi.Pod, ni *snapshot.NodeInfo, chosen []*abi.Pod, viol []bool, nom framework.Nominator) (*candidate, *framework.Status, error) {
-	for _, v := range chosen {
-		if err := s.RemovePod(ctx, ni.Slot, v); err != nil {
-			return nil, nil, err
-		}
+	edits := make([]policy.ViewEdit, len(chosen))
+	for i, v := range chosen {
+		edits[i] = policy.ViewEdit{Slot: ni.Slot, Op: policy.EditRemove, Pod: v}
+	}
+	if err := s.Edit(ctx, edits); err != nil {
+		return nil, nil, err
 	}
 	st, err := s.Fits(ctx, pod, ni.Slot, nom)
 	if err != nil || st != nil {
@@ -507,7 +518,8 @@ func (p *Plugin) evalNodeInView(ctx context.Context, s *framework.Session, pod *
 	victim := make([]bool, len(chosen))
 	var numViolations int32
 	reprieve := func(i int) error {
-		if err := s.AddPod(ctx, ni.Slot, chosen[i]); err != nil {
+		edits[0] = policy.ViewEdit{Slot: ni.Slot, Op: policy.EditRestore, Pod: chosen[i]}
+		if err := s.Edit(ctx, edits[:1]); err != nil {
 			return err
 		}
 		st, err := s.Fits(ctx, pod, ni.Slot, nom)
@@ -519,7 +531,8 @@ func (p *Plugin) evalNodeInView(ctx context.Context, s *framework.Session, pod *
 			if viol[i] {
 				numViolations++
 			}
-			return s.RemovePod(ctx, ni.Slot, chosen[i])
+			edits[0].Op = policy.EditRemoveRestored
+			return s.Edit(ctx, edits[:1])
 		}
 		return nil
 	}

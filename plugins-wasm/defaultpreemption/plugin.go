@@ -270,10 +270,22 @@ func Rank(cands []abi.Candidate, first func(a, b int) int, out []int) []int {
 		}
 		return Better(&sums[a], &sums[b])
 	}
+	// A binary insertion sort: stable like the plain one (each candidate
+	// goes after every one it does not beat), with n log n comparisons
+	// instead of n² — a dry run over 5000 nodes ranks 500 candidates.
 	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && better(out[j], out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+		x := out[i]
+		lo, hi := 0, i
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if better(x, out[m]) {
+				hi = m
+			} else {
+				lo = m + 1
+			}
 		}
+		copy(out[lo+1:i+1], out[lo:i])
+		out[lo] = x
 	}
 	return out
 }

@@ -13,11 +13,13 @@ import (
 // maxModuleSize bounds this Filter+Score module built with the Makefile's
 // TinyGo flags. It measured 49,920 bytes when the bound was set (74,221
 // before the SDK was trimmed); docs/ABI.md, "What a module pays for", says
-// where the bytes go.
-const maxModuleSize = 60_000
+// where the bytes go. Raised from 60,000 with ABI v1.5, whose batched view
+// edits and string table every module carries (62,254 bytes then).
+const maxModuleSize = 64_000
 
-// maxDefaultBundle bounds the committed default bundle.
-const maxDefaultBundle = 200_000
+// maxDefaultBundle bounds the committed default bundle (raised from
+// 200,000 with ABI v1.5: 202,701 bytes then).
+const maxDefaultBundle = 205_000
 
 // The plugins work natively too: the same source is what the module runs.
 func TestPluginsRunNatively(t *testing.T) {
