@@ -121,8 +121,8 @@ func TestREADMEFirstHour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mod.Size >= 60_000 {
-		t.Errorf("a one-plugin Filter+Score module is %d bytes; the budget is under 60 KB", mod.Size)
+	if mod.Size >= 64_000 {
+		t.Errorf("a one-plugin Filter+Score module is %d bytes; the budget is under 64 KB (docs/ABI.md, What a module pays for)", mod.Size)
 	}
 	rep := wasmtest.Simulate(t, filepath.Join(project, "wasmsched.yaml"), filepath.Join(project, "cluster.yaml"))
 	for pod, node := range map[string]string{"web-b": "pool-b-1", "web-a": "pool-a-1"} {
