@@ -32,6 +32,22 @@ func SameString(a string, aID StrID, b string, bID StrID) bool {
 	return a == b
 }
 
+// AnyString reports whether v (numbered vID) is one of vs, whose
+// numbers are ids index for index (nil or short where not numbered),
+// comparing each as SameString does.
+func AnyString(vs []string, ids []StrID, v string, vID StrID) bool {
+	for i := range vs {
+		var id StrID
+		if i < len(ids) {
+			id = ids[i]
+		}
+		if SameString(vs[i], id, v, vID) {
+			return true
+		}
+	}
+	return false
+}
+
 // Interner numbers strings for an Encoder writing interned records: the
 // same string always gets the same StrID, never zero or StrAbsent.
 type Interner interface {

@@ -102,11 +102,11 @@ func (s *Selector) Matches(labels abi.Labels) bool {
 		ok := j >= 0
 		switch r.Operator {
 		case abi.OpIn:
-			if !ok || !containsLabel(r.Values, valueIDs, &labels[j]) {
+			if !ok || !abi.AnyString(r.Values, valueIDs, labels[j].Value, labels[j].ValueID) {
 				return false
 			}
 		case abi.OpNotIn:
-			if ok && containsLabel(r.Values, valueIDs, &labels[j]) {
+			if ok && abi.AnyString(r.Values, valueIDs, labels[j].Value, labels[j].ValueID) {
 				return false
 			}
 		case abi.OpExists:
@@ -120,27 +120,4 @@ func (s *Selector) Matches(labels abi.Labels) bool {
 		}
 	}
 	return true
-}
-
-// containsLabel reports whether l's value is one of vs (numbered ids,
-// index for index, or nil).
-func containsLabel(vs []string, ids []abi.StrID, l *abi.Label) bool {
-	if ids != nil && l.ValueID != 0 {
-		for i := range ids {
-			if abi.SameString(vs[i], ids[i], l.Value, l.ValueID) {
-				return true
-			}
-		}
-		return false
-	}
-	return contains(vs, l.Value)
-}
-
-func contains(vs []string, v string) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

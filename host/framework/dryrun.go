@@ -151,16 +151,6 @@ func (s *Session) Pop(ctx context.Context) error {
 	return first
 }
 
-// RemovePod takes pod off the node in slot in every module's view.
-func (s *Session) RemovePod(ctx context.Context, slot uint32, pod *abi.Pod) error {
-	return s.live(func(cl *policy.Client) error { return cl.RemovePod(ctx, slot, pod) })
-}
-
-// AddPod puts pod on the node in slot in every module's view.
-func (s *Session) AddPod(ctx context.Context, slot uint32, pod *abi.Pod) error {
-	return s.live(func(cl *policy.Client) error { return cl.AddPod(ctx, slot, pod) })
-}
-
 // Edit applies edits, in order, to every module's view: one call per
 // module (ABI v1.5's edit_view; one add_pod/remove_pod per edit for older
 // modules). A dry run sends each of its steps this way: all removals, a

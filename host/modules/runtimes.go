@@ -78,7 +78,7 @@ func (c *compilers) get(name string) (Compiler, error) {
 	if comp, ok := c.by[name]; ok {
 		return comp, nil
 	}
-	make, ok := runtimes[name]
+	newCompiler, ok := runtimes[name]
 	if !ok {
 		if name == config.RuntimeWasmtime {
 			return nil, fmt.Errorf("this wasmsched binary was built without the wasmtime runtime (it needs cgo: build with CGO_ENABLED=1 go build -tags wasmtime); it has %s", strings.Join(Runtimes(), ", "))
@@ -95,7 +95,7 @@ func (c *compilers) get(name string) (Compiler, error) {
 			dir = dir + "-" + name
 		}
 	}
-	comp, err := make(dir, c.log)
+	comp, err := newCompiler(dir, c.log)
 	if err != nil {
 		return nil, fmt.Errorf("start the %s runtime: %w", name, err)
 	}

@@ -44,65 +44,6 @@ func backends(tb testing.TB) []struct {
 	}
 }
 
-// pass runs one scheduling pass of the given plugins for pod over all
-// nodes, the way a cycle does: PreFilter, then Filter over the nodes still
-// feasible, then PreScore and Score over the feasible ones. It returns the
-// number of feasible nodes.
-func pass(ctx context.Context, c *policy.Client, plugins []int, pod *abi.Pod, all []uint32, feasible []uint32) (int, error) {
-	if err := c.StartCycle(ctx, pod); err != nil {
-		return 0, err
-	}
-	m := c.Module().Manifest()
-	feasible = append(feasible[:0], all...)
-	skip := map[int]bool{}
-	for _, p := range plugins {
-		pts := m.Plugins[p].Points
-		if pts.Has(abi.PointPreFilter) {
-			st, err := c.PreFilter(ctx, p)
-			if err != nil {
-				return 0, err
-			}
-			if st.Code == abi.Skip {
-				skip[p] = true
-				continue
-			}
-		}
-		if !pts.Has(abi.PointFilter) {
-			continue
-		}
-		r, err := c.Filter(ctx, p, feasible)
-		if err != nil {
-			return 0, err
-		}
-		kept := feasible[:0]
-		for i, ix := range r.Indexes {
-			if ix == 0 {
-				kept = append(kept, feasible[i])
-			}
-		}
-		feasible = kept
-	}
-	for _, p := range plugins {
-		pts := m.Plugins[p].Points
-		if !pts.Has(abi.PointScore) {
-			continue
-		}
-		if pts.Has(abi.PointPreScore) {
-			st, err := c.PreScore(ctx, p, feasible)
-			if err != nil {
-				return 0, err
-			}
-			if st.Code == abi.Skip {
-				continue
-			}
-		}
-		if _, err := c.Score(ctx, p, feasible); err != nil {
-			return 0, err
-		}
-	}
-	return len(feasible), nil
-}
-
 const benchNodes = 5000
 
 // syncedClient loads a backend as a module of one instance, checks the
@@ -141,7 +82,7 @@ func benchPass(b *testing.B, m *policy.Module, snap *snapshot.Snapshot, all []ui
 	feasible := make([]uint32, 0, len(all))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		n, err := pass(ctx, c, plugins, pod, all, feasible)
+		n, err := fixtures.Pass(ctx, c, plugins, pod, all, feasible)
 		if err != nil || (needFeasible && n == 0) {
 			b.Fatal(n, err)
 		}

@@ -178,7 +178,7 @@ func TestPerfInterleaved(t *testing.T) {
 			r := runs[(i+round)%len(runs)]
 			start := time.Now()
 			for k := 0; k < passes; k++ {
-				if n, err := pass(ctx, r.c, r.plugins, &pod, all, feasible); err != nil || n == 0 {
+				if n, err := fixtures.Pass(ctx, r.c, r.plugins, &pod, all, feasible); err != nil || n == 0 {
 					t.Fatal(n, err)
 				}
 			}

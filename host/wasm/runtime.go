@@ -21,7 +21,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +30,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
+
+	"github.com/wasmsched/wasmsched/host/internal/compcache"
 )
 
 // Runtime holds what modules share: the compilation caches and the logger.
@@ -56,14 +57,12 @@ func NewRuntime(cacheDir string, log hclog.Logger) (*Runtime, error) {
 	}
 	r := &Runtime{log: log, caches: map[string]wazero.CompilationCache{}}
 	if cacheDir != "" {
-		if err := privateDir(cacheDir); err == nil {
-			r.dir = cacheDir
-		} else if sub := filepath.Join(cacheDir, fmt.Sprintf("uid-%d", os.Getuid())); privateDir(sub) == nil {
-			r.dir = sub
-		} else {
+		dir, err := compcache.Root(cacheDir)
+		if err != nil {
 			log.Warn("wasm compilation cache not used: it must be a directory only this user can write",
 				"dir", cacheDir, "error", err)
 		}
+		r.dir = dir
 	}
 	if r.dir == "" {
 		r.mem = wazero.NewCompilationCache()
@@ -74,6 +73,14 @@ func NewRuntime(cacheDir string, log hclog.Logger) (*Runtime, error) {
 // CacheRejected counts the on-disk cache entries found altered (or not
 // written by us) and discarded since the runtime was made.
 func (r *Runtime) CacheRejected() int64 { return r.rejected.Load() }
+
+// The on-disk compilation cache is checked before wazero reads it
+// (package compcache states how): a private root, one directory per
+// sha256 of the instrumented module (what wazero compiles), every file
+// checked against a manifest written at compile time; an altered or
+// unrecorded file is removed before wazero reads the directory, so wazero
+// recompiles, and the rejection is logged and counted
+// (Runtime.CacheRejected).
 
 // compilationCache returns the cache to compile a module with, by the
 // digest of what is compiled, and whether the caller must seal it once
@@ -90,14 +97,14 @@ func (r *Runtime) compilationCache(name string, compiled []byte) (c wazero.Compi
 		return c, "", "", false
 	}
 	dir = filepath.Join(r.dir, digest)
-	rejected, err := verifyCacheDir(dir, digest)
+	rejected, err := compcache.VerifyDir(dir, digest)
 	if len(rejected) > 0 {
 		r.rejected.Add(int64(len(rejected)))
 		r.log.Error("wasm compilation cache: discarded entries that do not match what this module compiled to; recompiling",
 			"module", name, "dir", dir, "rejected", strings.Join(rejected, "; "))
 	}
 	if err == nil {
-		err = privateDir(dir)
+		err = compcache.PrivateDir(dir)
 	}
 	if err == nil {
 		c, err = wazero.NewCompilationCacheWithDir(dir)
@@ -115,7 +122,7 @@ func (r *Runtime) compilationCache(name string, compiled []byte) (c wazero.Compi
 
 // sealCache records a freshly compiled module's cache entries.
 func (r *Runtime) sealCache(name, dir, digest string) {
-	if err := sealCacheDir(dir, digest); err != nil {
+	if err := compcache.SealDir(dir, digest); err != nil {
 		r.log.Warn("wasm compilation cache: could not record the entries; they will be recompiled next time",
 			"module", name, "dir", dir, "error", err)
 	}

@@ -102,69 +102,13 @@ func client(tb testing.TB, b policy.Backend, name string, snap *snapshot.Snapsho
 	return c
 }
 
-// pass runs one scheduling pass of plugins for pod over all nodes, as a
-// cycle does (PreFilter, Filter over the nodes still feasible, PreScore,
-// Score), and returns how many nodes stayed feasible.
-func pass(ctx context.Context, c *policy.Client, plugins []int, pod *abi.Pod, all, feasible []uint32) (int, error) {
-	if err := c.StartCycle(ctx, pod); err != nil {
-		return 0, err
-	}
-	m := c.Module().Manifest()
-	feasible = append(feasible[:0], all...)
-	for _, p := range plugins {
-		pts := m.Plugins[p].Points
-		if pts.Has(abi.PointPreFilter) {
-			st, err := c.PreFilter(ctx, p)
-			if err != nil {
-				return 0, err
-			}
-			if st.Code == abi.Skip {
-				continue
-			}
-		}
-		if !pts.Has(abi.PointFilter) {
-			continue
-		}
-		r, err := c.Filter(ctx, p, feasible)
-		if err != nil {
-			return 0, err
-		}
-		kept := feasible[:0]
-		for i, ix := range r.Indexes {
-			if ix == 0 {
-				kept = append(kept, feasible[i])
-			}
-		}
-		feasible = kept
-	}
-	for _, p := range plugins {
-		pts := m.Plugins[p].Points
-		if !pts.Has(abi.PointScore) {
-			continue
-		}
-		if pts.Has(abi.PointPreScore) {
-			st, err := c.PreScore(ctx, p, feasible)
-			if err != nil {
-				return 0, err
-			}
-			if st.Code == abi.Skip {
-				continue
-			}
-		}
-		if _, err := c.Score(ctx, p, feasible); err != nil {
-			return 0, err
-		}
-	}
-	return len(feasible), nil
-}
-
 // benchPasses times passes of plugins and reports ns/node.
 func benchPasses(b *testing.B, c *policy.Client, plugins []int, pod *abi.Pod, all []uint32) {
 	ctx := context.Background()
 	feasible := make([]uint32, 0, len(all))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := pass(ctx, c, plugins, pod, all, feasible); err != nil {
+		if _, err := fixtures.Pass(ctx, c, plugins, pod, all, feasible); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -115,14 +115,12 @@ func NewRuntimeWithOptions(cacheDir string, log hclog.Logger, opts Options) (*Ru
 		stop:      make(chan struct{}),
 	}
 	if cacheDir != "" {
-		if err := compcache.PrivateDir(cacheDir); err == nil {
-			r.dir = cacheDir
-		} else if sub := filepath.Join(cacheDir, fmt.Sprintf("uid-%d", os.Getuid())); compcache.PrivateDir(sub) == nil {
-			r.dir = sub
-		} else {
+		dir, err := compcache.Root(cacheDir)
+		if err != nil {
 			log.Warn("wasmtime compilation cache not used: it must be a directory only this user can write",
 				"dir", cacheDir, "error", err)
 		}
+		r.dir = dir
 	}
 	r.engine = wt.NewEngineWithConfig(engineConfig(opts.Interrupt))
 	linker, err := newLinker(r.engine)

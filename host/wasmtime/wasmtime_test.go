@@ -370,7 +370,7 @@ func TestDefaultBundleRepliesAgreeWithWazero(t *testing.T) {
 					plugins = append(plugins, p)
 				}
 				for _, pod := range pods {
-					if _, err := pass(ctx, c, plugins, &pod, all, nil); err != nil {
+					if _, err := fixtures.Pass(ctx, c, plugins, &pod, all, nil); err != nil {
 						t.Fatalf("%s: %v", rt.name, err)
 					}
 				}

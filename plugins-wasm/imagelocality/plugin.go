@@ -122,18 +122,8 @@ func (pl *ImageLocality) Score(state *plugin.CycleState, pod *abi.Pod, node *plu
 // numbered, strings otherwise.
 func imageSize(images []abi.ImageState, name string, id abi.StrID) (int64, bool) {
 	for i := range images {
-		if ids := images[i].NameIDs; id != 0 && len(ids) == len(images[i].Names) {
-			for j := range ids {
-				if abi.SameString(images[i].Names[j], ids[j], name, id) {
-					return images[i].Size, true
-				}
-			}
-			continue
-		}
-		for _, n := range images[i].Names {
-			if n == name {
-				return images[i].Size, true
-			}
+		if abi.AnyString(images[i].Names, images[i].NameIDs, name, id) {
+			return images[i].Size, true
 		}
 	}
 	return 0, false

@@ -70,6 +70,22 @@ func PrivateDir(dir string) error {
 	return nil
 }
 
+// Root picks a runtime's cache root under dir: dir itself when it can be
+// made private to us, else a private subdirectory uid-<our uid> of it
+// (dir may be a volume another user owns). When neither works it returns
+// "" and dir's error: the caller then caches in memory only, since a
+// cache others can write would let them choose the code a module runs.
+func Root(dir string) (string, error) {
+	err := PrivateDir(dir)
+	if err == nil {
+		return dir, nil
+	}
+	if sub := filepath.Join(dir, fmt.Sprintf("uid-%d", os.Getuid())); PrivateDir(sub) == nil {
+		return sub, nil
+	}
+	return "", err
+}
+
 // manifestEntry is one file of a module's cache directory.
 type manifestEntry struct{ path, sum string }
 

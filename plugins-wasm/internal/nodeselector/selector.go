@@ -201,9 +201,9 @@ func (r *requirement) matches(ls abi.Labels) bool {
 	ok := j >= 0
 	switch r.op {
 	case abi.OpIn:
-		return ok && r.contains(&ls[j])
+		return ok && abi.AnyString(r.values, r.valueIDs, ls[j].Value, ls[j].ValueID)
 	case abi.OpNotIn:
-		return !ok || !r.contains(&ls[j])
+		return !ok || !abi.AnyString(r.values, r.valueIDs, ls[j].Value, ls[j].ValueID)
 	case abi.OpExists:
 		return ok
 	case abi.OpDoesNotExist:
@@ -220,24 +220,6 @@ func (r *requirement) matches(ls abi.Labels) bool {
 			return n > r.bound
 		}
 		return n < r.bound
-	}
-	return false
-}
-
-// contains reports whether l's value is one of the requirement's.
-func (r *requirement) contains(l *abi.Label) bool {
-	if len(r.valueIDs) == len(r.values) {
-		for i := range r.values {
-			if abi.SameString(r.values[i], r.valueIDs[i], l.Value, l.ValueID) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, x := range r.values {
-		if x == l.Value {
-			return true
-		}
 	}
 	return false
 }
