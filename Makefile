@@ -29,6 +29,17 @@ TINYGO_FLAGS   = -target=$(CURDIR)/host/pluginbuild/wasip1-plugin.json -buildmod
 # knative bundle runs once per vreplica step over every adapter pod, and
 # inlining its state accessors makes it ~1.6x faster at 122 KB.
 TINYGO_OPT2    = ./cmd/knative
+# Builds whose panics trap at once (-panic=trap) instead of printing first:
+# the builtin bundles. TinyGo gives every function from which a printing
+# panic (a call to WASI's fd_write) is reachable a GC shadow-stack frame;
+# trapping drops those frames from the hot per-node code (~15% per node,
+# docs/PERFORMANCE.md) and ~7 KB from the default bundle. A trap still
+# names the function it happened in (guestout.TrapSite). Test guests and
+# examples keep their panic messages.
+TINYGO_TRAP    = ./cmd/default ./cmd/batchpreemption ./cmd/eviction ./cmd/knative
+# PKG_FLAGS sets $$flags to the per-package flags of $$pkg (shell).
+PKG_FLAGS      = flags=-opt=s; case " $(TINYGO_OPT2) " in *" $$pkg "*) flags=-opt=2;; esac; \
+	case " $(TINYGO_TRAP) " in *" $$pkg "*) flags="$$flags -panic=trap";; esac
 
 # guest main package (under plugins-wasm/) => committed TinyGo build (repo-relative)
 WASM_BUILDS = \
@@ -114,16 +125,16 @@ check-wasm:
 	fi; \
 	tmp=$$(mktemp -d); status=0; \
 	for b in $(WASM_BUILDS); do pkg=$${b%%=*}; out=$${b#*=}; \
-	  opt=-opt=s; case " $(TINYGO_OPT2) " in *" $$pkg "*) opt=-opt=2;; esac; \
-	  ( $(TINYGO_ENV) && cd plugins-wasm && tinygo build $(TINYGO_FLAGS) $$opt -o $$tmp/check.wasm $$pkg ) || exit 1; \
+	  $(PKG_FLAGS); \
+	  ( $(TINYGO_ENV) && cd plugins-wasm && tinygo build $(TINYGO_FLAGS) $$flags -o $$tmp/check.wasm $$pkg ) || exit 1; \
 	  if cmp -s $$tmp/check.wasm $$out; then echo "check-wasm: $$out reproduces ($$(wc -c < $$out) bytes)"; \
 	  else echo "check-wasm: $$out differs from a fresh build of $$pkg: run make wasm and commit"; status=1; fi; \
 	done; rm -rf $$tmp; exit $$status
 
 wasm:
 	@for b in $(WASM_BUILDS); do pkg=$${b%%=*}; out=$${b#*=}; \
-	  opt=-opt=s; case " $(TINYGO_OPT2) " in *" $$pkg "*) opt=-opt=2;; esac; \
-	  ( $(TINYGO_ENV) && cd plugins-wasm && tinygo build $(TINYGO_FLAGS) $$opt -o ../$$out $$pkg ) || exit 1; \
+	  $(PKG_FLAGS); \
+	  ( $(TINYGO_ENV) && cd plugins-wasm && tinygo build $(TINYGO_FLAGS) $$flags -o ../$$out $$pkg ) || exit 1; \
 	  echo "wasm: $$out ($$(wc -c < $$out) bytes)"; \
 	done
 

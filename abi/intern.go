@@ -34,8 +34,20 @@ func SameString(a string, aID StrID, b string, bID StrID) bool {
 
 // AnyString reports whether v (numbered vID) is one of vs, whose
 // numbers are ids index for index (nil or short where not numbered),
-// comparing each as SameString does.
+// comparing each as SameString does, with the choice of comparison made
+// once per call (selectors call it per node).
 func AnyString(vs []string, ids []StrID, v string, vID StrID) bool {
+	if vID != 0 && vID != StrAbsent && len(ids) >= len(vs) {
+		// Every value numbered or explicitly not: a numbered value can
+		// only equal its own number, an unnumbered one by text.
+		for i := range vs {
+			id := ids[i]
+			if id == vID || (id == 0 && vs[i] == v) {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range vs {
 		var id StrID
 		if i < len(ids) {

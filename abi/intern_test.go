@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -234,4 +235,59 @@ func FuzzInternedNodeInfo(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFindAndAnyStringAnswerAsSameString checks the per-call fast paths
+// of Labels.Find and AnyString against the per-element definition
+// (SameString), over random strings and every kind of StrID — numbered,
+// unnumbered (0), absent — including numbers that disagree with the
+// text, so the fast paths cannot lean on the table being consistent.
+func TestFindAndAnyStringAnswerAsSameString(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	str := func() string { return string(rune('a' + rng.IntN(3))) }
+	id := func() StrID {
+		switch rng.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return StrAbsent
+		default:
+			return StrID(1 + rng.IntN(3))
+		}
+	}
+	for round := 0; round < 20000; round++ {
+		n := rng.IntN(5)
+		ls := make(Labels, n)
+		vs := make([]string, n)
+		ids := make([]StrID, rng.IntN(n+1)) // sometimes short: unnumbered tail
+		for i := range ls {
+			ls[i] = Label{Key: str(), KeyID: id()}
+			vs[i] = str()
+		}
+		for i := range ids {
+			ids[i] = id()
+		}
+		key, keyID := str(), id()
+		want := -1
+		for i := range ls {
+			if SameString(ls[i].Key, ls[i].KeyID, key, keyID) {
+				want = i
+				break
+			}
+		}
+		if got := ls.Find(key, keyID); got != want {
+			t.Fatalf("%+v.Find(%q, %d) = %d, SameString says %d", ls, key, keyID, got, want)
+		}
+		wantAny := false
+		for i := range vs {
+			var vid StrID
+			if i < len(ids) {
+				vid = ids[i]
+			}
+			wantAny = wantAny || SameString(vs[i], vid, key, keyID)
+		}
+		if got := AnyString(vs, ids, key, keyID); got != wantAny {
+			t.Fatalf("AnyString(%q, %v, %q, %d) = %v, SameString says %v", vs, ids, key, keyID, got, wantAny)
+		}
+	}
 }

@@ -32,7 +32,8 @@ type Guest struct {
 	nodes    []*plugin.NodeInfo // by slot; nil where no node
 	numNodes int
 	list     []*plugin.NodeInfo // the non-nil nodes, for Handle.Nodes
-	listOK   bool
+	listAt   []int32            // by slot: the node's index in list
+	listOK   bool               // list and listAt hold every node (syncs that only replace nodes keep them)
 	affList  []*plugin.NodeInfo // nodes with affinity pods, for Handle.NodesWithAffinityPods
 	affOK    bool
 	nsList   []abi.Namespace       // the namespace table as last synced
@@ -284,19 +285,39 @@ func (g *Guest) init(in []byte) error {
 // NumNodes implements plugin.Handle.
 func (g *Guest) NumNodes() int { return g.numNodes }
 
-// Nodes implements plugin.Handle: the mirror's nodes, the list rebuilt
-// only after a sync changed them.
+// Nodes implements plugin.Handle: the mirror's nodes by slot. The list is
+// rebuilt only after a sync added or removed nodes; a sync that replaces
+// a node (the usual one: a pod bound) updates its entry in place, so a
+// per-cycle caller does not pay for every node on every cycle.
 func (g *Guest) Nodes() []*plugin.NodeInfo {
 	if !g.listOK {
-		g.list = g.list[:0]
-		for _, n := range g.nodes {
-			if n != nil {
-				g.list = append(g.list, n)
-			}
-		}
-		g.listOK = true
+		g.rebuildList()
 	}
 	return g.list
+}
+
+// rebuildList fills list and listAt by index, without append: TinyGo's
+// append is a runtime call and a copy per element.
+func (g *Guest) rebuildList() {
+	if cap(g.list) < g.numNodes {
+		g.list = make([]*plugin.NodeInfo, g.numNodes)
+	}
+	g.list = g.list[:g.numNodes]
+	if cap(g.listAt) < len(g.nodes) {
+		g.listAt = make([]int32, len(g.nodes), 2*len(g.nodes))
+	}
+	g.listAt = g.listAt[:len(g.nodes)]
+	k := 0
+	for slot, n := range g.nodes {
+		g.listAt[slot] = -1
+		if n != nil && k < len(g.list) {
+			g.list[k] = n
+			g.listAt[slot] = int32(k)
+			k++
+		}
+	}
+	g.list = g.list[:k]
+	g.listOK = true
 }
 
 // NodesWithAffinityPods implements plugin.Handle. The list is rebuilt
@@ -342,8 +363,8 @@ func (g *Guest) ImageNumNodes(name string) int {
 }
 
 func (g *Guest) sync(in []byte) error {
-	g.listOK = false
 	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
+		g.listOK = false
 		g.affOK = false
 		for i := range g.nodes {
 			g.nodes[i] = nil
@@ -423,8 +444,14 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 		if len(old.PodsWithAffinity) > 0 {
 			g.affOK = false
 		}
+		if g.listOK && int(slot) < len(g.listAt) && g.listAt[slot] >= 0 {
+			g.list[g.listAt[slot]] = ni
+		} else {
+			g.listOK = false
+		}
 	} else {
 		g.numNodes++
+		g.listOK = false
 	}
 	ni.IndexPods()
 	if len(ni.PodsWithAffinity) > 0 {
@@ -455,6 +482,7 @@ func (g *Guest) deleteNode(slot uint32) error {
 	}
 	g.nodes[slot] = nil
 	g.numNodes--
+	g.listOK = false
 	return nil
 }
 

@@ -2,6 +2,9 @@ package guest
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,5 +257,66 @@ func TestNodesWithAffinityPodsFollowsSyncs(t *testing.T) {
 	call(t, g, abi.FuncSync, 0, e.B)
 	if l := g.NodesWithAffinityPods(); len(l) != 1 || l[0].Name() != "y" {
 		t.Fatalf("after moving the pod, list = %v", l)
+	}
+}
+
+// TestHandleNodesMatchesMirrorOverRandomSyncs checks the incrementally
+// kept node list against the mirror after every sync of a random
+// sequence of replacements, additions, deletions and resets, each sync
+// preceded by a Nodes call so the list is kept, not rebuilt.
+func TestHandleNodesMatchesMirrorOverRandomSyncs(t *testing.T) {
+	g := New(reg)
+	rng := rand.New(rand.NewPCG(1, 2))
+	live := map[uint32]string{}
+	var e abi.Encoder
+	for step := 0; step < 400; step++ {
+		e.Reset()
+		flags := uint8(0)
+		if rng.IntN(40) == 0 {
+			flags = abi.SyncReset
+			clear(live)
+		}
+		type upsert struct {
+			slot uint32
+			name string
+		}
+		var ups []upsert
+		var dels []uint32
+		for i := rng.IntN(4); i > 0; i-- {
+			slot := uint32(rng.IntN(12))
+			if rng.IntN(4) == 0 {
+				dels = append(dels, slot)
+				continue
+			}
+			ups = append(ups, upsert{slot, fmt.Sprintf("n%d-%d", slot, step)})
+		}
+		e.SyncHeader(flags, 0)
+		e.Uvarint(uint64(len(ups)))
+		for _, u := range ups {
+			e.NodeRecord(u.slot, &abi.NodeInfo{Node: abi.Node{Name: u.name}})
+			live[u.slot] = u.name
+		}
+		e.Uvarint(uint64(len(dels)))
+		for _, d := range dels {
+			e.U32(d)
+		}
+		call(t, g, abi.FuncSync, 0, e.B)
+		for _, d := range dels {
+			// Deletions apply after upserts in one sync.
+			delete(live, d)
+		}
+		var want []string
+		for slot := uint32(0); slot < 12; slot++ {
+			if name, ok := live[slot]; ok {
+				want = append(want, name)
+			}
+		}
+		var got []string
+		for _, n := range g.Nodes() {
+			got = append(got, n.Name())
+		}
+		if !slices.Equal(got, want) || g.NumNodes() != len(want) {
+			t.Fatalf("step %d: Nodes() = %v (NumNodes %d), mirror holds %v", step, got, g.NumNodes(), want)
+		}
 	}
 }

@@ -29,7 +29,10 @@ type CycleState struct {
 	data []StateData
 }
 
-// Read returns the entry for k, or nil.
+// Read returns the entry for k, or nil. Plugins call it per node, so it
+// asks TinyGo to inline it even in size-optimised builds.
+//
+//go:inline
 func (c *CycleState) Read(k StateKey) StateData {
 	if int(k) < len(c.data) {
 		return c.data[k]

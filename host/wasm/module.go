@@ -240,7 +240,7 @@ func (i *instance) describe(err error) string {
 		return fmt.Sprintf("call stack exhausted: more than %d MiB of frames (runaway recursion?) (%s)",
 			StackBudget*StackUnitBytes>>20, trap)
 	}
-	return i.out.g.DescribeTrap(trap)
+	return i.out.g.DescribeTrap(trap, guestout.TrapSite(err.Error()))
 }
 
 // guestError is a failure of guest code, described in one line; it wraps

@@ -119,7 +119,7 @@ func (i *instance) failed(what string) error {
 			err: errors.New(msg)})
 	}
 	return policy.GuestFault(policy.ErrGuestTrap,
-		&guestError{msg: what + ": " + i.out.DescribeTrap(trapText(code, msg)), err: errors.New(msg)})
+		&guestError{msg: what + ": " + i.out.DescribeTrap(trapText(code, msg), guestout.TrapSite(msg)), err: errors.New(msg)})
 }
 
 // trapWords are wazero's words for the traps both runtimes raise, so a

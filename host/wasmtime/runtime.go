@@ -154,7 +154,25 @@ func engineConfig(mode Interrupt) *wt.Config {
 	cfg.SetWasmComponentModel(false)
 	cfg.SetEpochInterruption(true)
 	cfg.SetConsumeFuel(mode == InterruptFuel)
+	if p, ok := profilers[os.Getenv(ProfileEnv)]; ok {
+		cfg.SetProfiler(p)
+	}
 	return cfg
+}
+
+// ProfileEnv names the environment variable that makes wasmtime describe
+// its compiled guest code to Linux perf, so `perf record` attributes time
+// to guest functions by name: "perfmap" (a /tmp/perf-PID.map, enough for
+// perf report) or "jitdump" (code too, for perf annotate after perf
+// inject --jit). It is how docs/PERFORMANCE.md's per-function costs were
+// found; production runs leave it unset.
+const ProfileEnv = "WASMSCHED_WASMTIME_PROFILE"
+
+// profilers are ProfileEnv's values, as wasmtime's profiling strategies
+// (wasmtime/config.h; wasmtime-go names only jitdump).
+var profilers = map[string]wt.ProfilingStrategy{
+	"perfmap": wt.ProfilingStrategy(3), // WASMTIME_PROFILING_STRATEGY_PERFMAP
+	"jitdump": wt.ProfilingStrategyJitdump,
 }
 
 // tick advances the engine's epoch, and r.epoch that host imports read,

@@ -176,7 +176,10 @@ func (f *Fit) PreFilter(state *plugin.CycleState, pod *abi.Pod) *plugin.Status {
 }
 
 // fails evaluates check i on node n: whether it fails, and whether it
-// would fail even on an empty node (unresolvable).
+// would fail even on an empty node (unresolvable). Filter calls it per
+// node and check: inlined (a hint TinyGo honours at -opt=s).
+//
+//go:inline
 func (s *fitState) fails(i int, n *abi.NodeInfo) (failed, unresolvable bool) {
 	alloc, used := &n.Node.Allocatable, &n.Requested
 	switch i {

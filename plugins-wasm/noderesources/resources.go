@@ -105,7 +105,10 @@ func (r *resourceSpec) podRequest(plain, nonZero *abi.Resources) int64 {
 // calculateResourceAllocatableRequest: CPU and memory count the node's
 // NonZeroRequested (Requested when useRequested), other resources its
 // Requested; a scalar resource the pod does not request, or one the node
-// lacks, yields (0, 0) so the scorer skips it.
+// lacks, yields (0, 0) so the scorer skips it. Scorers call it per node and
+// resource: inlined (a hint TinyGo honours at -opt=s).
+//
+//go:inline
 func (r *resourceSpec) allocatableRequested(n *abi.NodeInfo, podRequest int64, useRequested bool) (alloc, req int64) {
 	requested := &n.NonZeroRequested
 	if useRequested {

@@ -12,6 +12,7 @@ package guestout
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -289,18 +290,71 @@ func (o *Output) Log(level abi.LogLevel, msg []byte) {
 }
 
 // DescribeTrap says in one line why guest code trapped, given the
-// runtime's one-line description of the trap ("wasm error: unreachable"):
-// with the guest's panic message when it printed one before trapping, or
-// its last stderr line.
-func (o *Output) DescribeTrap(trap string) string {
+// runtime's one-line description of the trap ("wasm error: unreachable")
+// and where it happened (TrapSite; "" when unknown): with the guest's
+// panic message when it printed one before trapping, else its last
+// stderr line, else the function that trapped — all a module built with
+// TinyGo's -panic=trap (as the builtin bundles are) leaves to go on.
+func (o *Output) DescribeTrap(trap, site string) string {
 	words, panicked := o.LastWords()
 	switch {
 	case panicked:
 		return fmt.Sprintf("guest panicked: %s (%s)", strings.TrimPrefix(words, "panic: "), trap)
 	case words != "":
 		return fmt.Sprintf("%s (guest stderr: %s)", trap, words)
+	case site != "":
+		return fmt.Sprintf("%s in function %s", trap, site)
 	}
 	return trap
+}
+
+// maxSite bounds a trap site's function name in a message: names come
+// from the module's name section, which the module's author controls.
+const maxSite = 200
+
+// wazeroFrame is one frame line of wazero's stack trace:
+// "<module>.<function>(<param types>) <result types>".
+var wazeroFrame = regexp.MustCompile(`^(.*)\((?:[a-z0-9]+(?:,[a-z0-9]+)*)?\)(?: [a-z0-9(),]*)?$`)
+
+// TrapSite finds the innermost guest function in a runtime's full trap
+// text — wazero's "wasm stack trace:" or wasmtime's "wasm backtrace:" —
+// made safe for a one-line message, or "" when the text names none.
+func TrapSite(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if i+1 >= len(lines) {
+			break
+		}
+		frame := strings.TrimSpace(lines[i+1])
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "wasm stack trace:": // wazero
+			m := wazeroFrame.FindStringSubmatch(frame)
+			if m == nil {
+				return ""
+			}
+			name := m[1]
+			if j := strings.IndexByte(name, '.'); j >= 0 && !strings.ContainsAny(name[:j], "(*/") {
+				name = name[j+1:] // the module's name, before the first dot
+			}
+			return OneLine(name, maxSite)
+		case strings.HasSuffix(line, "wasm backtrace:"): // wasmtime: "0: 0x1f6b - module!function"
+			_, after, ok := strings.Cut(frame, " - ")
+			if !ok {
+				return ""
+			}
+			if _, fn, ok := strings.Cut(after, "!"); ok {
+				after = fn
+			}
+			// An unnamed function reads as on wazero: "$3", the text
+			// format's way of naming function 3.
+			if n, ok := strings.CutPrefix(after, "<wasm function "); ok && strings.HasSuffix(n, ">") {
+				after = "$" + strings.TrimSuffix(n, ">")
+			}
+			return OneLine(after, maxSite)
+		}
+	}
+	return ""
 }
 
 // DescribeExit says in one line that the guest called WASI's proc_exit
