@@ -46,15 +46,22 @@ type Guest struct {
 	images      map[string]int
 	countImages func(ni *plugin.NodeInfo, delta int)
 
-	pod      abi.Pod
-	havePod  bool
-	state    plugin.CycleState
-	batch    []*plugin.NodeInfo
-	slots    []uint32
-	scores   []int64
-	byStatus map[*plugin.Status]uint16
-	byText   map[string]uint16
-	entries  []*plugin.Status
+	pod     abi.Pod
+	havePod bool
+	state   plugin.CycleState
+	batch   []*plugin.NodeInfo
+	// The last slot list resolved against the mirror alone (no what-if
+	// view), and its nodes: the host sends the very same list to every
+	// plugin of a stage (all Score plugins get the feasible nodes), so a
+	// repeat is compared, eight bytes at a time, instead of resolved
+	// again. A sync drops it.
+	lastSlots []byte
+	lastNodes []*plugin.NodeInfo
+	slots     []uint32
+	scores    []int64
+	byStatus  map[*plugin.Status]uint16
+	byText    map[string]uint16
+	entries   []*plugin.Status
 
 	current string // the plugin being run, for log lines
 
@@ -363,6 +370,8 @@ func (g *Guest) ImageNumNodes(name string) int {
 }
 
 func (g *Guest) sync(in []byte) error {
+	clear(g.lastNodes) // the nodes may be replaced: hold none of them
+	g.lastSlots, g.lastNodes = g.lastSlots[:0], g.lastNodes[:0]
 	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
 		g.listOK = false
 		g.affOK = false
@@ -604,7 +613,8 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 
 // loadBatch resolves a SlotList into mirror nodes, reading the fixed-width
 // slots directly: this runs once per plugin call over thousands of nodes,
-// so it must not allocate (beyond growing the batch once).
+// so it must not allocate (beyond growing the batch once), and a list the
+// same as the last one resolved outside a what-if view is copied from it.
 func (g *Guest) loadBatch(in []byte) error {
 	if len(in) < 4 {
 		return errSlotList
@@ -617,16 +627,26 @@ func (g *Guest) loadBatch(in []byte) error {
 		g.batch = make([]*plugin.NodeInfo, n)
 	}
 	g.batch = g.batch[:n]
-	if !resolveSlots(g.batch, g.nodes, in[4:4+4*n]) {
+	slots := in[4 : 4+4*n]
+	if len(g.overlay) == 0 {
+		if n > 0 && len(g.lastNodes) == n && sameBytes(slots, g.lastSlots) {
+			copy(g.batch, g.lastNodes) // a copy: plugins may reorder the batch
+			return nil
+		}
+	}
+	if !resolveSlots(g.batch, g.nodes, slots) {
 		g.batch = g.batch[:0]
 		return errUnknownSlot
 	}
-	if len(g.overlay) > 0 {
-		// Nodes changed in the what-if view replace their mirror copies.
-		for i := range g.batch {
-			if ov, ok := g.overlay[le32(in[4+4*i:])]; ok {
-				g.batch[i] = &ov.ni
-			}
+	if len(g.overlay) == 0 {
+		g.lastSlots = append(g.lastSlots[:0], slots...)
+		g.lastNodes = append(g.lastNodes[:0], g.batch...)
+		return nil
+	}
+	// Nodes changed in the what-if view replace their mirror copies.
+	for i := range g.batch {
+		if ov, ok := g.overlay[le32(slots[4*i:])]; ok {
+			g.batch[i] = &ov.ni
 		}
 	}
 	return nil
@@ -653,6 +673,31 @@ func resolveSlots(batch, nodes []*plugin.NodeInfo, slots []byte) bool {
 		batch[i] = ni
 	}
 	return true
+}
+
+// sameBytes reports whether a and b hold the same bytes, comparing eight
+// at a time (TinyGo's string compare goes byte by byte).
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		if le64(a[i:i+8]) != le64(b[i:i+8]) {
+			return false
+		}
+	}
+	for ; i < len(a); i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(le32(b)) | uint64(le32(b[4:]))<<32
 }
 
 func le32(b []byte) uint32 {

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,5 +131,71 @@ func TestWhatIfMisuseIsAnError(t *testing.T) {
 	call(t, g, abi.FuncCycle, 0, e.B)
 	if len(g.overlay) != 0 || len(g.saved) != 0 {
 		t.Fatal("the view survived a new cycle")
+	}
+}
+
+// reverser reverses the batch it is given in PreScore (plugins may reorder
+// their nodes) and scores a node by its pod capacity.
+type reverser struct{}
+
+func (reverser) Name() string { return "Reverser" }
+func (reverser) PreScore(_ *plugin.CycleState, _ *abi.Pod, nodes []*plugin.NodeInfo) *plugin.Status {
+	slices.Reverse(nodes)
+	return nil
+}
+func (reverser) Score(_ *plugin.CycleState, _ *abi.Pod, n *plugin.NodeInfo) (int64, *plugin.Status) {
+	return n.Node.AllowedPods, nil
+}
+
+// TestRepeatedBatchSeesSyncsViewsAndNoReordering sends the same slot list
+// again and again (as the host does to each plugin of a stage), so the
+// guest reuses its last resolution: it must still see a node a sync
+// replaced, the what-if view, and not a plugin's reordering of its batch.
+func TestRepeatedBatchSeesSyncsViewsAndNoReordering(t *testing.T) {
+	g := New(plugin.Registration{Name: "Reverser", New: func(*abi.Value, plugin.Handle) (plugin.Plugin, error) { return reverser{}, nil }})
+	var e abi.Encoder
+	e.InitRequest(&abi.InitRequest{})
+	call(t, g, abi.FuncInit, 0, e.B)
+	syncNodes(t, g, abi.Node{Name: "a", AllowedPods: 1}, abi.Node{Name: "b", AllowedPods: 2}, abi.Node{Name: "c", AllowedPods: 3})
+	cycle := func() {
+		e.Reset()
+		e.Pod(&abi.Pod{Name: "p"})
+		call(t, g, abi.FuncCycle, 0, e.B)
+	}
+	scores := func() []int64 {
+		d := abi.NewDecoder(call(t, g, abi.FuncScore, 0, slots(0, 1, 2)))
+		return d.ScoreReply(nil)
+	}
+	cycle()
+	if got := scores(); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("scores = %v", got)
+	}
+	call(t, g, abi.FuncPreScore, 0, slots(0, 1, 2))
+	if got := scores(); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("after PreScore reversed its batch, scores = %v, want [1 2 3]", got)
+	}
+	e.Reset()
+	e.SyncHeader(0, 3)
+	e.Uvarint(1)
+	e.NodeRecord(1, &abi.NodeInfo{Node: abi.Node{Name: "b", AllowedPods: 20}})
+	e.Uvarint(0)
+	call(t, g, abi.FuncSync, 0, e.B)
+	cycle()
+	if got := scores(); !slices.Equal(got, []int64{1, 20, 3}) {
+		t.Fatalf("after a sync replaced b, scores = %v, want [1 20 3]", got)
+	}
+
+	w := whatIfGuest(t)
+	if v := filterVerdicts(t, w); v[0] != 0 || v[1] != 0 {
+		t.Fatalf("verdicts = %v, want both fine", v)
+	}
+	call(t, w, abi.FuncPushState, 0, nil)
+	call(t, w, abi.FuncAddPod, 0, podBytes(&abi.Pod{UID: "n"}))
+	if v := filterVerdicts(t, w); v[0] == 0 {
+		t.Fatalf("the same batch after add_pod: verdicts = %v, want slot 0 full", v)
+	}
+	call(t, w, abi.FuncPopState, 0, nil)
+	if v := filterVerdicts(t, w); v[0] != 0 {
+		t.Fatalf("the same batch after pop_state: verdicts = %v, want slot 0 fine", v)
 	}
 }

@@ -176,11 +176,21 @@ func benchBackends() []string {
 
 // benchOptions runs the default profile on one of benchBackends.
 func benchOptions(backend, cacheDir string) Options {
-	opts := Options{NativeBuiltin: backend == "native", CacheDir: cacheDir, Seed: 1}
+	return onBackend(backend, nil, Options{CacheDir: cacheDir, Seed: 1})
+}
+
+// onBackend sets opts to run cfg (nil: the default configuration) with
+// the builtin default bundle on one of benchBackends.
+func onBackend(backend string, cfg *config.Configuration, opts Options) Options {
+	opts.NativeBuiltin = backend == "native"
 	if backend == "wasmtime" {
-		cfg := config.Default()
-		cfg.Modules = []config.Module{{Name: config.BuiltinDefaultModule, Runtime: config.RuntimeWasmtime}}
-		opts.Config = cfg
+		if cfg == nil {
+			cfg = config.Default()
+		}
+		c := *cfg
+		c.Modules = append([]config.Module{{Name: config.BuiltinDefaultModule, Runtime: config.RuntimeWasmtime}}, cfg.Modules...)
+		cfg = &c
 	}
+	opts.Config = cfg
 	return opts
 }

@@ -51,8 +51,8 @@ func preemptionAsync(nodes, measured, high int) (*Objects, []*corev1.Pod) {
 // simulation: 5000 nodes, 20000 low-priority pods, high-priority pods
 // arriving at 5/s that each preempt 3 of them, while the throughput of
 // 5000 default pods is measured, with 50 ms of latency on every API write.
-// Asynchronous preemption against synchronous, on the Wasm bundle and on
-// its native twin. A run gives up after 90 s and reports the throughput
+// Asynchronous preemption against synchronous, on the Wasm bundle (and on
+// wasmtime with -tags wasmtime) and on its native twin. A run gives up after 90 s and reports the throughput
 // so far. Run with -benchtime 1x.
 // WASMSCHED_BENCH_MEASURED and WASMSCHED_BENCH_NODES override the sizes.
 func BenchmarkPreemptionAsync(b *testing.B) {
@@ -64,7 +64,14 @@ func BenchmarkPreemptionAsync(b *testing.B) {
 		nodes = v
 	}
 	objs, arrivals := preemptionAsync(nodes, measured, 1000)
-	for _, run := range []struct{ mode, backend string }{{"async", "wasm"}, {"sync", "wasm"}, {"async", "native"}, {"sync", "native"}} {
+	type leg struct{ mode, backend string }
+	var legs []leg
+	for _, mode := range []string{"async", "sync"} {
+		for _, backend := range benchBackends() {
+			legs = append(legs, leg{mode, backend})
+		}
+	}
+	for _, run := range legs {
 		mode := run.mode
 		b.Run("mode="+mode+"/backend="+run.backend, func(b *testing.B) {
 			cfg, err := config.Parse([]byte(fmt.Sprintf(`apiVersion: wasmsched.io/v1alpha1
@@ -83,8 +90,8 @@ profiles:
 			var podsPerS, preempted, arrived float64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				env, err := Start(ctx, objs, Options{Config: cfg, CacheDir: cacheDir, Seed: 1, APILatency: 50 * time.Millisecond,
-					NativeBuiltin: run.backend == "native"})
+				env, err := Start(ctx, objs, onBackend(run.backend, cfg,
+					Options{CacheDir: cacheDir, Seed: 1, APILatency: 50 * time.Millisecond}))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -117,23 +124,24 @@ profiles:
 // runs 500 candidate nodes (10%, kube-scheduler's default) through the
 // victim policy and the filters, ranks them and nominates the best. The
 // API refuses the victim condition, so the cluster never changes between
-// iterations. Wasm bundle against its native twin.
+// iterations. Wasm bundle (wazero, and wasmtime with -tags wasmtime)
+// against its native twin.
 func BenchmarkPreemptionCycle(b *testing.B) {
 	nodes := 5000
 	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_NODES")); err == nil && v > 0 {
 		nodes = v
 	}
 	objs, arrivals := preemptionAsync(nodes, 0, 200)
-	for _, backend := range []string{"wasm", "native"} {
+	for _, backend := range benchBackends() {
 		b.Run("backend="+backend, func(b *testing.B) {
 			ctx := context.Background()
-			env, err := Start(ctx, objs, Options{CacheDir: b.TempDir(), Seed: 1, NativeBuiltin: backend == "native",
+			env, err := Start(ctx, objs, onBackend(backend, nil, Options{CacheDir: b.TempDir(), Seed: 1,
 				APIFailures: func(op memapi.Op, _ *abi.Pod) error {
 					if op == memapi.OpMark {
 						return memapi.ErrInternal
 					}
 					return nil
-				}})
+				}}))
 			if err != nil {
 				b.Fatal(err)
 			}
