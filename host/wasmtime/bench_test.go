@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -135,6 +136,39 @@ func BenchmarkRuntimesPerNode(b *testing.B) {
 			b.Run(fmt.Sprintf("plugin=%s/backend=%s", info.Name, v.name), func(b *testing.B) {
 				benchPasses(b, c, []int{p}, &pod, all)
 			})
+		}
+	}
+}
+
+// BenchmarkRuntimesTopology is host/policy's BenchmarkTopologyPlugins on
+// every runtime's TinyGo build: PodTopologySpread and InterPodAffinity
+// alone over 5000 nodes running 3000 and 30 000 pods of workloads with
+// spread constraints and (anti-)affinity, for a pod that has both. The
+// per-node cost must not follow the pod count; the ratios to native are
+// the topology row of docs/PERFORMANCE.md.
+func BenchmarkRuntimesTopology(b *testing.B) {
+	pod := fixtures.TopologyPod("bench", 0)
+	vs := runtimes(b)
+	for _, pods := range []int{3000, 30000} {
+		snap := fixtures.ClusterOfWorkloads(benchNodes, pods)
+		var all []uint32
+		for _, n := range snap.Nodes() {
+			all = append(all, n.Slot)
+		}
+		for _, v := range vs {
+			if v.name != "native" && !strings.HasPrefix(v.name, "tinygo-") {
+				continue // the Go build: see RuntimesPerNode
+			}
+			c := client(b, v.b, v.name, snap)
+			for _, name := range []string{"PodTopologySpread", "InterPodAffinity"} {
+				idx := c.Module().Manifest().Plugin(name)
+				if idx < 0 {
+					b.Fatalf("the bundle has no %s", name)
+				}
+				b.Run(fmt.Sprintf("pods=%d/plugin=%s/backend=%s", pods, name, v.name), func(b *testing.B) {
+					benchPasses(b, c, []int{idx}, &pod, all)
+				})
+			}
 		}
 	}
 }
