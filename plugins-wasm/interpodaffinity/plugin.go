@@ -155,7 +155,7 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 		return statusSkip
 	}
 	nodes := pl.h.Nodes()
-	s.idx.build(nodes, &pl.topo)
+	s.idx.build(nodes, &pl.topo, pl.h)
 	s.existing = newTopoCounts(s.idx)
 	s.affinityCounts = newTopoCounts(s.idx)
 	s.antiCounts = newTopoCounts(s.idx)

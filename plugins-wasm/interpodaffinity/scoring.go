@@ -73,7 +73,7 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 		return statusSkip
 	}
 	all := pl.h.Nodes()
-	idx.build(all, &pl.topo)
+	idx.build(all, &pl.topo, pl.h)
 	s := &preScoreState{idx: idx, vals: make([][]int64, len(idx.keys))}
 	for ki := range s.vals {
 		s.vals[ki] = make([]int64, idx.ndom[ki])

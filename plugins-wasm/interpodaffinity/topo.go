@@ -1,6 +1,11 @@
 package interpodaffinity
 
-import "github.com/wasmsched/wasmsched/guest-sdk/plugin"
+import (
+	"unsafe"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
 
 // topoIndex numbers the topology domains (values) of each topology key a
 // cycle uses and records, per node slot, the node's domain under each key,
@@ -45,8 +50,9 @@ type keyCache struct {
 }
 
 // build numbers the domains of every key over nodes, reusing and
-// updating the plugin's caches.
-func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache) {
+// updating the plugin's caches. h numbers the keys (ABI v1.5), so finding
+// a key among a node's labels compares numbers; nil compares text.
+func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache, h plugin.Handle) {
 	size := 0
 	for _, n := range nodes {
 		size = max(size, int(n.Slot)+1)
@@ -89,15 +95,21 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache) {
 		}
 		// Consecutive nodes often share a domain (zones): try the last
 		// value before the map.
+		var kid abi.StrID
+		if h != nil {
+			kid = h.StringID(k)
+		}
 		var last string
 		lastD := int32(-1)
 		for _, n := range nodes {
-			v, ok := n.Label(k)
-			if !ok {
+			ls := n.Node.Labels
+			j := ls.Find(k, kid)
+			if j < 0 {
 				c.dom[n.Slot] = -1
 				continue
 			}
-			if c.dom[n.Slot] >= 0 && c.vals[n.Slot] == v {
+			v := ls[j].Value
+			if c.dom[n.Slot] >= 0 && sameText(c.vals[n.Slot], v) {
 				continue
 			}
 			if lastD < 0 || v != last {
@@ -114,6 +126,16 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache) {
 		copy(dom, c.dom)
 		x.vals[ki], x.ndom[ki], x.dom[ki] = c.m, int32(len(c.m)), dom
 	}
+}
+
+// sameText reports a == b, at once when both are the very same bytes:
+// a node's cached value is its record's own string until the node is
+// replaced, and TinyGo compares strings byte by byte.
+func sameText(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b
 }
 
 // Domain results besides an index: the node lacks the key, or has a value
