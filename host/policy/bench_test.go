@@ -46,26 +46,6 @@ func backends(tb testing.TB) []struct {
 
 const benchNodes = 5000
 
-// syncedClient loads a backend as a module of one instance, checks the
-// instance out and syncs it with snap; cleanup returns and closes them.
-func syncedClient(tb testing.TB, b policy.Backend, name string, snap *snapshot.Snapshot) *policy.Client {
-	tb.Helper()
-	ctx := context.Background()
-	m, err := policy.Load(ctx, b, policy.Config{Name: name, PoolSize: 1})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := m.Get(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { m.Put(ctx, c); m.Close(ctx) })
-	if err := c.Sync(ctx, snap); err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
 // benchPass times scheduling passes of the given plugins over all nodes
 // on one instance and reports ns/node; needFeasible fails the benchmark
 // if no node fits.
@@ -79,15 +59,7 @@ func benchPass(b *testing.B, m *policy.Module, snap *snapshot.Snapshot, all []ui
 	if err := c.Sync(ctx, snap); err != nil {
 		b.Fatal(err)
 	}
-	feasible := make([]uint32, 0, len(all))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		n, err := fixtures.Pass(ctx, c, plugins, pod, all, feasible)
-		if err != nil || (needFeasible && n == 0) {
-			b.Fatal(n, err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(all)), "ns/node")
+	fixtures.BenchPasses(b, c, plugins, pod, all, needFeasible)
 }
 
 // benchSets benchmarks one scheduling pass over all nodes for the whole
@@ -117,10 +89,7 @@ func benchSets(b *testing.B, m *policy.Module, backend string, snap *snapshot.Sn
 func BenchmarkFilterScorePerNode(b *testing.B) {
 	ctx := context.Background()
 	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
-	var all []uint32
-	for _, n := range snap.Nodes() {
-		all = append(all, n.Slot)
-	}
+	all := fixtures.Slots(snap)
 	pod := fixtures.Pod("bench", 0)
 	for _, be := range backends(b) {
 		m, err := policy.Load(ctx, be.b, policy.Config{Name: be.name, PoolSize: 1})
@@ -137,7 +106,7 @@ func BenchmarkMirrorDeltaSync(b *testing.B) {
 	for _, be := range backends(b) {
 		b.Run("backend="+be.name, func(b *testing.B) {
 			snap := fixtures.Cluster(benchNodes, 2*benchNodes)
-			c := syncedClient(b, be.b, be.name, snap)
+			c := fixtures.SyncedClient(b, be.b, be.name, snap)
 			nodes := snap.Nodes()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -166,10 +135,7 @@ func BenchmarkTopologyPlugins(b *testing.B) {
 	pod := fixtures.TopologyPod("bench", 0)
 	for _, pods := range []int{3000, 30000} {
 		snap := fixtures.ClusterOfWorkloads(benchNodes, pods)
-		var all []uint32
-		for _, n := range snap.Nodes() {
-			all = append(all, n.Slot)
-		}
+		all := fixtures.Slots(snap)
 		for _, be := range backends(b)[:2] {
 			m, err := policy.Load(ctx, be.b, policy.Config{Name: be.name, PoolSize: 1})
 			if err != nil {

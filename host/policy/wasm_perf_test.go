@@ -109,10 +109,7 @@ func BenchmarkPerfGap(b *testing.B) {
 	ctx := context.Background()
 	vs := perfVariants(b)
 	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
-	var all []uint32
-	for _, n := range snap.Nodes() {
-		all = append(all, n.Slot)
-	}
+	all := fixtures.Slots(snap)
 	pod := fixtures.Pod("bench", 0)
 	for _, v := range vs {
 		m, err := policy.Load(ctx, v.be, policy.Config{Name: v.name, PoolSize: 1})
@@ -136,10 +133,7 @@ func TestPerfInterleaved(t *testing.T) {
 	ctx := context.Background()
 	vs := perfVariants(t)
 	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
-	var all []uint32
-	for _, n := range snap.Nodes() {
-		all = append(all, n.Slot)
-	}
+	all := fixtures.Slots(snap)
 	pod := fixtures.Pod("bench", 0)
 	type run struct {
 		c       *policy.Client

@@ -77,43 +77,8 @@ func runtimes(tb testing.TB) []variant {
 // BenchmarkFilterScorePerNode): 5000 nodes, 10000 pods, and the pod.
 func benchCluster() (*snapshot.Snapshot, []uint32, abi.Pod) {
 	snap := fixtures.Cluster(benchNodes, 2*benchNodes)
-	var all []uint32
-	for _, n := range snap.Nodes() {
-		all = append(all, n.Slot)
-	}
+	all := fixtures.Slots(snap)
 	return snap, all, fixtures.Pod("bench", 0)
-}
-
-// client loads a backend as a module of one instance and syncs it.
-func client(tb testing.TB, b policy.Backend, name string, snap *snapshot.Snapshot) *policy.Client {
-	tb.Helper()
-	ctx := context.Background()
-	m, err := policy.Load(ctx, b, policy.Config{Name: name, PoolSize: 1})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := m.Get(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { m.Put(ctx, c); m.Close(ctx) })
-	if err := c.Sync(ctx, snap); err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
-// benchPasses times passes of plugins and reports ns/node.
-func benchPasses(b *testing.B, c *policy.Client, plugins []int, pod *abi.Pod, all []uint32) {
-	ctx := context.Background()
-	feasible := make([]uint32, 0, len(all))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := fixtures.Pass(ctx, c, plugins, pod, all, feasible); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(all)), "ns/node")
 }
 
 // BenchmarkRuntimesPerNode is host/policy's BenchmarkFilterScorePerNode
@@ -122,19 +87,19 @@ func benchPasses(b *testing.B, c *policy.Client, plugins []int, pod *abi.Pod, al
 func BenchmarkRuntimesPerNode(b *testing.B) {
 	snap, all, pod := benchCluster()
 	for _, v := range runtimes(b) {
-		c := client(b, v.b, v.name, snap)
+		c := fixtures.SyncedClient(b, v.b, v.name, snap)
 		plugins := c.Module().Manifest().Plugins
 		var everyPlugin []int
 		for p := range plugins {
 			everyPlugin = append(everyPlugin, p)
 		}
-		b.Run("set=default/backend="+v.name, func(b *testing.B) { benchPasses(b, c, everyPlugin, &pod, all) })
+		b.Run("set=default/backend="+v.name, func(b *testing.B) { fixtures.BenchPasses(b, c, everyPlugin, &pod, all, false) })
 		if os.Getenv("WASMSCHED_BENCH_PLUGINS") == "" {
 			continue
 		}
 		for p, info := range plugins {
 			b.Run(fmt.Sprintf("plugin=%s/backend=%s", info.Name, v.name), func(b *testing.B) {
-				benchPasses(b, c, []int{p}, &pod, all)
+				fixtures.BenchPasses(b, c, []int{p}, &pod, all, false)
 			})
 		}
 	}
@@ -151,22 +116,19 @@ func BenchmarkRuntimesTopology(b *testing.B) {
 	vs := runtimes(b)
 	for _, pods := range []int{3000, 30000} {
 		snap := fixtures.ClusterOfWorkloads(benchNodes, pods)
-		var all []uint32
-		for _, n := range snap.Nodes() {
-			all = append(all, n.Slot)
-		}
+		all := fixtures.Slots(snap)
 		for _, v := range vs {
 			if v.name != "native" && !strings.HasPrefix(v.name, "tinygo-") {
 				continue // the Go build: see RuntimesPerNode
 			}
-			c := client(b, v.b, v.name, snap)
+			c := fixtures.SyncedClient(b, v.b, v.name, snap)
 			for _, name := range []string{"PodTopologySpread", "InterPodAffinity"} {
 				idx := c.Module().Manifest().Plugin(name)
 				if idx < 0 {
 					b.Fatalf("the bundle has no %s", name)
 				}
 				b.Run(fmt.Sprintf("pods=%d/plugin=%s/backend=%s", pods, name, v.name), func(b *testing.B) {
-					benchPasses(b, c, []int{idx}, &pod, all)
+					fixtures.BenchPasses(b, c, []int{idx}, &pod, all, false)
 				})
 			}
 		}
@@ -206,12 +168,12 @@ func BenchmarkInterrupt(b *testing.B) {
 	defer zb.Close(ctx)
 	vs = append(vs, variant{"wazero", zb})
 	for _, v := range vs {
-		c := client(b, v.b, v.name, snap)
+		c := fixtures.SyncedClient(b, v.b, v.name, snap)
 		var plugins []int
 		for p := range c.Module().Manifest().Plugins {
 			plugins = append(plugins, p)
 		}
-		b.Run("set=default/interrupt="+v.name, func(b *testing.B) { benchPasses(b, c, plugins, &pod, all) })
+		b.Run("set=default/interrupt="+v.name, func(b *testing.B) { fixtures.BenchPasses(b, c, plugins, &pod, all, false) })
 	}
 }
 
@@ -225,7 +187,7 @@ func BenchmarkModuleWideCall(b *testing.B) {
 	ctx := context.Background()
 	snap, _, pod := benchCluster()
 	fresh := func(b *testing.B, v variant) *policy.Client {
-		c := client(b, v.b, v.name, snap)
+		c := fixtures.SyncedClient(b, v.b, v.name, snap)
 		if err := c.StartCycle(ctx, &pod); err != nil {
 			b.Fatal(err)
 		}

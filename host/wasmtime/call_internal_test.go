@@ -136,10 +136,7 @@ func BenchmarkFuelRate(b *testing.B) {
 	}
 	defer m.Put(ctx, c)
 	snap := fixtures.Cluster(5000, 10000)
-	var all []uint32
-	for _, n := range snap.Nodes() {
-		all = append(all, n.Slot)
-	}
+	all := fixtures.Slots(snap)
 	pod := fixtures.Pod("fuel", 0)
 	if err := c.Sync(ctx, snap); err != nil {
 		b.Fatal(err)

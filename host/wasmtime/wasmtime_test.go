@@ -344,10 +344,7 @@ func (r recordingInstance) Call(ctx context.Context, fn abi.Func, arg uint32, n 
 func TestDefaultBundleRepliesAgreeWithWazero(t *testing.T) {
 	ctx := context.Background()
 	snap := fixtures.ClusterOfWorkloads(300, 900)
-	var all []uint32
-	for _, n := range snap.Nodes() {
-		all = append(all, n.Slot)
-	}
+	all := fixtures.Slots(snap)
 	pods := []abi.Pod{fixtures.Pod("agree", 0), fixtures.TopologyPod("agree", 1)}
 	for _, build := range []struct {
 		name string
@@ -364,7 +361,7 @@ func TestDefaultBundleRepliesAgreeWithWazero(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c := client(t, recorder{b, &replies[i]}, "default", snap)
+				c := fixtures.SyncedClient(t, recorder{b, &replies[i]}, "default", snap)
 				var plugins []int
 				for p := range c.Module().Manifest().Plugins {
 					plugins = append(plugins, p)
