@@ -183,18 +183,7 @@ func (r *Runtime) store(name, dir, key string, m *wt.Module) {
 		if err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(dir, moduleFile+".*.tmp")
-		if err != nil {
-			return err
-		}
-		_, werr := tmp.Write(b)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			os.Remove(tmp.Name())
-			return err
-		}
-		if err := os.Rename(tmp.Name(), filepath.Join(dir, moduleFile)); err != nil {
-			os.Remove(tmp.Name())
+		if err := compcache.WriteFile(dir, moduleFile, b); err != nil {
 			return err
 		}
 		return compcache.SealDir(dir, key)

@@ -19,7 +19,6 @@ import (
 	"github.com/wasmsched/wasmsched/host/backendtest"
 	"github.com/wasmsched/wasmsched/host/internal/fixtures"
 	"github.com/wasmsched/wasmsched/host/policy"
-	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/wasm"
 	"github.com/wasmsched/wasmsched/host/wasmtime"
 	"github.com/wasmsched/wasmsched/internal/testlog"
@@ -242,50 +241,6 @@ func TestGuestOutputIsTaggedAndBounded(t *testing.T) {
 	}
 	if !strings.Contains(out, "guest output over its limits, dropped") {
 		t.Error("the dropped output was not reported")
-	}
-}
-
-// TestTrapDiscardsTheInstance: through the pool, a trapping plugin loses
-// its instance (counted), and the module serves the next call from a
-// fresh one.
-func TestTrapDiscardsTheInstance(t *testing.T) {
-	ctx := context.Background()
-	rts := both(t, wasmtime.Options{})
-	b, err := rts[1].compile("misbehave", testwasm.TinyGoBytes(t, testwasm.Misbehave), wasm.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := policy.Load(ctx, b, policy.Config{Name: "misbehave", PoolSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(ctx)
-	snap := snapshot.New()
-	snap.SetNode(abi.Node{Name: "n1", AllowedPods: 110, Allocatable: abi.Resources{MilliCPU: 4000, Memory: 8 << 30}})
-	filter := func(pod string) (*abi.FilterReply, error) {
-		c, err := m.Get(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer m.Put(ctx, c)
-		if err := c.Sync(ctx, snap); err != nil {
-			return nil, err
-		}
-		if err := c.StartCycle(ctx, &abi.Pod{Name: pod, Namespace: "default", UID: pod}); err != nil {
-			return nil, err
-		}
-		return c.Filter(ctx, 0, []uint32{snap.Nodes()[0].Slot})
-	}
-	_, err = filter("trap")
-	if !errors.Is(err, policy.ErrInstanceBroken) || !strings.Contains(err.Error(), "guest panicked: runtime error: index out of range") {
-		t.Fatalf("err = %v, want the instance lost with the guest's panic message", err)
-	}
-	if m.Lost() != 1 {
-		t.Errorf("%d instances lost, want 1", m.Lost())
-	}
-	r, err := filter("ok")
-	if err != nil || len(r.Indexes) != 1 || r.Indexes[0] != 0 {
-		t.Fatalf("after the trap: %+v, %v; want the node to pass on a fresh instance", r, err)
 	}
 }
 

@@ -219,17 +219,24 @@ func SealDir(dir, digest string) error {
 	for _, f := range files {
 		b.WriteString(f.sum + "  " + f.path + "\n")
 	}
-	tmp, err := os.CreateTemp(dir, manifestName+".*.tmp")
+	return WriteFile(dir, manifestName, []byte(b.String()))
+}
+
+// WriteFile writes b as dir/name atomically: through a ".tmp" file (which
+// SealDir leaves out) renamed into place, so a reader never sees half a
+// file and a crash leaves no partial entry.
+func WriteFile(dir, name string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, name+".*.tmp")
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.WriteString(b.String())
+	_, werr := tmp.Write(b)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, manifestName)); err != nil {
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}
