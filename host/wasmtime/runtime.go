@@ -122,6 +122,11 @@ func NewRuntimeWithOptions(cacheDir string, log hclog.Logger, opts Options) (*Ru
 		}
 		r.dir = dir
 	}
+	if v := os.Getenv(ProfileEnv); v != "" {
+		if _, ok := profilers[v]; !ok {
+			log.Warn("wasmtime profiling not enabled: unknown value", "env", ProfileEnv, "value", v, "want", "perfmap or jitdump")
+		}
+	}
 	r.engine = wt.NewEngineWithConfig(engineConfig(opts.Interrupt))
 	linker, err := newLinker(r.engine)
 	if err != nil {

@@ -516,3 +516,21 @@ func TestCloseDuringACall(t *testing.T) {
 		t.Errorf("a second Close: %v", err)
 	}
 }
+
+// TestUnknownProfilerIsReported: a mistyped profiling switch is logged,
+// naming the variable, the value and what it takes, and the runtime runs
+// without a profiler.
+func TestUnknownProfilerIsReported(t *testing.T) {
+	t.Setenv(wasmtime.ProfileEnv, "perfmapp")
+	logs := &testlog.Buffer{}
+	rt, err := wasmtime.NewRuntime("", hclog.New(&hclog.LoggerOptions{Output: logs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	for _, w := range []string{"wasmtime profiling not enabled", wasmtime.ProfileEnv, "perfmapp", "perfmap or jitdump"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %q:\n%s", w, logs)
+		}
+	}
+}
