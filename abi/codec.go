@@ -119,6 +119,8 @@ type Decoder struct {
 	table *StringTable
 	// slab, if set, provides a Pod's common lists (see Slab).
 	slab *Slab
+	// lists, if set, holds the lists of node records (see NodeLists).
+	lists ListSource
 }
 
 // SetPeerMinor says which minor version the writer encoded for; a host

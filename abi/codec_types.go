@@ -19,12 +19,29 @@ func (d *Decoder) Labels() Labels {
 	if n == 0 {
 		return nil
 	}
-	ls := d.slab.makeLabels(n)
+	return d.labelsInto(d.slab.makeLabels(n))
+}
+
+// labelsInto reads len(ls) labels, whose count was read, into ls.
+func (d *Decoder) labelsInto(ls Labels) Labels {
 	for i := range ls {
 		ls[i].Key, ls[i].KeyID = d.sym()
 		ls[i].Value, ls[i].ValueID = d.sym()
 	}
 	return ls
+}
+
+// recordLabels reads a node's labels (node true) or a pod group's, from
+// the decoder's NodeLists when it has them.
+func (d *Decoder) recordLabels(node bool) Labels {
+	if d.lists == nil {
+		return d.Labels()
+	}
+	n := d.Count(2)
+	if node {
+		return d.labelsInto(d.lists.nodeLabels(n))
+	}
+	return d.labelsInto(d.lists.groupLabelList(n))
 }
 
 // Resources appends a resource list.
@@ -463,10 +480,14 @@ func (e *Encoder) Node(n *Node) {
 // Node reads a node into n, overwriting every field.
 func (d *Decoder) Node(n *Node) {
 	n.Name = d.String()
-	n.Labels = d.Labels()
+	n.Labels = d.recordLabels(true)
 	n.Taints = nil
 	if c := d.Count(3); c > 0 {
-		n.Taints = make([]Taint, c)
+		if d.lists != nil {
+			n.Taints = d.lists.taintList(c)
+		} else {
+			n.Taints = make([]Taint, c)
+		}
 		for i := range n.Taints {
 			n.Taints[i].Key, n.Taints[i].KeyID = d.sym()
 			n.Taints[i].Value, n.Taints[i].ValueID = d.sym()
@@ -481,7 +502,11 @@ func (d *Decoder) Node(n *Node) {
 	n.AllowedPods = d.Varint()
 	n.Images = nil
 	if c := d.Count(2); c > 0 {
-		n.Images = make([]ImageState, c)
+		if d.lists != nil {
+			n.Images = d.lists.imageList(c)
+		} else {
+			n.Images = make([]ImageState, c)
+		}
 		for i := range n.Images {
 			n.Images[i].Names, n.Images[i].NameIDs = d.imageNames()
 			n.Images[i].Size = d.Varint()
@@ -529,11 +554,15 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 	}
 	ni.PodGroups = nil
 	if n := d.Count(3); n > 0 {
-		ni.PodGroups = make([]PodGroup, n)
+		if d.lists != nil {
+			ni.PodGroups = d.lists.groupList(n)
+		} else {
+			ni.PodGroups = make([]PodGroup, n)
+		}
 		for i := range ni.PodGroups {
 			g := &ni.PodGroups[i]
 			g.Namespace, g.NamespaceID = d.sym()
-			g.Labels = d.Labels()
+			g.Labels = d.recordLabels(false)
 			g.Count = d.Int32()
 		}
 	}
@@ -546,10 +575,19 @@ func (d *Decoder) imageNames() ([]string, []StrID) {
 	if n == 0 {
 		return nil, nil
 	}
-	names := make([]string, n)
+	var names []string
 	var ids []StrID
-	if d.table != nil {
-		ids = make([]StrID, n)
+	switch {
+	case d.lists != nil:
+		names = d.lists.nameList(n)
+		if d.table != nil {
+			ids = d.lists.idList(n)
+		}
+	default:
+		names = make([]string, n)
+		if d.table != nil {
+			ids = make([]StrID, n)
+		}
 	}
 	for i := range names {
 		var id StrID

@@ -45,8 +45,21 @@ func FuzzNodeInfo(f *testing.F) {
 		d := &Decoder{}
 		d.Reset(b, alias)
 		d.NodeInfo(&got)
+		// The same bytes through NodeLists: the same answer or error.
+		var lists NodeLists
+		var listed NodeInfo
+		dl := &Decoder{}
+		dl.Reset(b, alias)
+		dl.UseNodeLists(&lists)
+		dl.NodeInfo(&listed)
+		if (dl.Err() == nil) != (d.Err() == nil) {
+			t.Fatalf("with NodeLists err=%v, without err=%v", dl.Err(), d.Err())
+		}
 		if d.Err() != nil {
 			return
+		}
+		if !reflect.DeepEqual(listed, got) {
+			t.Fatalf("with NodeLists the node differs:\n%+v\n%+v", listed, got)
 		}
 		var e Encoder
 		e.NodeInfo(&got)

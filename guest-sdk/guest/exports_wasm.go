@@ -16,6 +16,9 @@ var module *Guest
 func instance() *Guest {
 	if module == nil {
 		module = New(registered...)
+		for _, f := range configure {
+			f(module)
+		}
 		plugin.SetLogSink(func(level abi.LogLevel, msg string) { hostLog(level, module.current, msg) })
 	}
 	return module

@@ -72,7 +72,10 @@ type Guest struct {
 	views   []*viewNode            // free copies, reused
 	maps    []map[uint32]*viewNode // free overlay maps, reused
 	slab    abi.Slab               // the pods edits carried, until the cycle ends
-	scratch abi.Pod                // a pod being added or removed
+	// lists, when the module asked for it (LayOutNodeLists), keeps the
+	// mirror's node lists by kind (layout.go).
+	lists   nodeLayout
+	scratch abi.Pod // a pod being added or removed
 
 	// The eviction view (eviction.go): one observation per slot, dropped
 	// with its node; and what an eviction call reuses per node.
@@ -186,6 +189,16 @@ var registered []plugin.Registration
 // the module's main package. Only the Wasm exports use this list; native
 // twins call New with the registrations directly.
 func Register(regs ...plugin.Registration) { registered = append(registered, regs...) }
+
+// configure holds what the module's main package asked of its guest
+// runtime besides plugins, applied when the exports build it. Function
+// values, so that what no module asks for is not linked into it.
+var configure []func(*Guest)
+
+// LayOutNodeLists asks (*Guest).LayOutNodeLists of the module's guest
+// runtime; call it from an init function of the module's main package,
+// beside Register. The builtin default bundle does.
+func LayOutNodeLists() { configure = append(configure, (*Guest).LayOutNodeLists) }
 
 func (g *Guest) manifest() error {
 	m := abi.Manifest{VersionMajor: abi.VersionMajor, VersionMinor: abi.VersionMinor}
@@ -382,6 +395,9 @@ func (g *Guest) sync(in []byte) error {
 		g.images, g.countImages = nil, nil // recounted by the next ImageNumNodes
 		g.numNodes = 0
 		g.obs = nil // observations go with their nodes
+		if g.lists != nil {
+			g.lists.reset()
+		}
 	}
 	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
 		g.nsList, g.ns = nil, nil
@@ -392,6 +408,9 @@ func (g *Guest) sync(in []byte) error {
 	g.interned = len(in) > 0 && in[0]&abi.SyncStrings != 0
 	_, _, err := abi.ParseSyncWith(in, abi.SyncHandlers{Strings: g.addStrings,
 		Upsert: g.upsertNode, Delete: g.deleteNode, Namespace: g.setNamespace, PDB: g.addPDB})
+	if err == nil && g.lists != nil && g.lists.due() {
+		err = g.lists.relayout(g)
+	}
 	return err
 }
 
@@ -430,10 +449,19 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 	}
 	// The record is copied once and the node decoded with its strings
 	// aliasing the copy: one allocation for all its strings.
-	owned := append([]byte(nil), record...)
+	return g.decodeNode(slot, nodeRecord{bytes: append([]byte(nil), record...), interned: g.interned})
+}
+
+// decodeNode decodes rec, which the guest owns, into the node of slot.
+func (g *Guest) decodeNode(slot uint32, rec nodeRecord) error {
 	ni := &plugin.NodeInfo{Slot: slot}
-	d := abi.NewAliasingDecoder(owned)
-	if g.interned {
+	d := abi.NewAliasingDecoder(rec.bytes)
+	taken := 0
+	if g.lists != nil {
+		d.UseNodeLists(g.lists.source())
+		taken = g.lists.Taken()
+	}
+	if rec.interned {
 		d.SetTable(&g.strs)
 	}
 	d.NodeInfo(&ni.NodeInfo)
@@ -445,6 +473,9 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 	}
 	for int(slot) >= len(g.nodes) {
 		g.nodes = append(g.nodes, nil)
+	}
+	if g.lists != nil {
+		g.lists.keep(slot, rec, g.lists.Taken()-taken)
 	}
 	if old := g.nodes[slot]; old != nil {
 		if g.countImages != nil {
@@ -490,6 +521,9 @@ func (g *Guest) deleteNode(slot uint32) error {
 		g.affOK = false
 	}
 	g.nodes[slot] = nil
+	if g.lists != nil {
+		g.lists.keep(slot, nodeRecord{}, 0)
+	}
 	g.numNodes--
 	g.listOK = false
 	return nil

@@ -40,7 +40,11 @@ func (b *Backend) NewInstance(ctx context.Context) (inst policy.Instance, err er
 			err = fmt.Errorf("native twin: %v", r)
 		}
 	}()
-	return &instance{g: guest.New(b.regs...)}, nil
+	g := guest.New(b.regs...)
+	// Natively too, so that a twin runs the mirror the builtin bundles
+	// run (it changes where lists live, never what a plugin sees).
+	g.LayOutNodeLists()
+	return &instance{g: g}, nil
 }
 
 // Close implements policy.Backend.

@@ -10,6 +10,11 @@ import (
 	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
 )
 
-func init() { guest.Register(defaults.Plugins()...) }
+func init() {
+	guest.Register(defaults.Plugins()...)
+	// The per-node plugins walk node labels, taints, images and pod
+	// groups over every node each cycle: keep them by kind.
+	guest.LayOutNodeLists()
+}
 
 func main() {}
