@@ -454,7 +454,13 @@ func (g *Guest) upsertNode(slot uint32, record []byte) error {
 
 // decodeNode decodes rec, which the guest owns, into the node of slot.
 func (g *Guest) decodeNode(slot uint32, rec nodeRecord) error {
-	ni := &plugin.NodeInfo{Slot: slot}
+	var ni *plugin.NodeInfo
+	if g.lists != nil {
+		ni = g.lists.node()
+	} else {
+		ni = new(plugin.NodeInfo)
+	}
+	ni.Slot = slot
 	d := abi.NewAliasingDecoder(rec.bytes)
 	taken := 0
 	if g.lists != nil {

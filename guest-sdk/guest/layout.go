@@ -1,6 +1,9 @@
 package guest
 
-import "github.com/wasmsched/wasmsched/abi"
+import (
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+)
 
 // nodeLayout is how the mirror keeps node lists by kind when the module
 // asks for it (LayOutNodeLists). It is an interface, and listLayout its
@@ -19,6 +22,8 @@ type nodeLayout interface {
 	// due reports whether the lists of replaced nodes now outweigh the
 	// live ones, so that a relayout would at least halve the chunks.
 	due() bool
+	// node returns a zero NodeInfo for a node being decoded.
+	node() *plugin.NodeInfo
 	// relayout decodes every node again into fresh chunks.
 	relayout(g *Guest) error
 }
@@ -33,7 +38,10 @@ type nodeRecord struct {
 // listLayout keeps the mirror's node lists in abi.NodeLists and the
 // record of every node, to decode them again.
 type listLayout struct {
-	lists   abi.NodeLists
+	lists abi.NodeLists
+	// infos are NodeInfos handed out by node, in chunks as the lists,
+	// so that consecutive slots' nodes lie together too.
+	infos   []plugin.NodeInfo
 	records []nodeRecord // by slot
 	taken   []int        // by slot: the list elements of its node
 	live    int          // their sum
@@ -62,6 +70,18 @@ func (g *Guest) LayOutNodeLists() {
 func (l *listLayout) source() abi.ListSource { return &l.lists }
 func (l *listLayout) Taken() int             { return l.lists.Taken() }
 
+func (l *listLayout) node() *plugin.NodeInfo {
+	if len(l.infos) == 0 {
+		l.infos = make([]plugin.NodeInfo, nodeInfoChunk)
+	}
+	ni := &l.infos[0]
+	l.infos = l.infos[1:]
+	return ni
+}
+
+// nodeInfoChunk is the number of NodeInfos allocated at once.
+const nodeInfoChunk = 64
+
 func (l *listLayout) keep(slot uint32, rec nodeRecord, n int) {
 	for int(slot) >= len(l.records) {
 		l.records = append(l.records, nodeRecord{})
@@ -87,6 +107,7 @@ func (l *listLayout) due() bool { return l.Taken() > 2*l.live+relayoutSlack }
 // after it.
 func (l *listLayout) relayout(g *Guest) error {
 	l.lists.Restart() // keep accounts each node again as it is decoded
+	l.infos = nil
 	for slot, rec := range l.records {
 		if rec.bytes == nil || slot >= len(g.nodes) || g.nodes[slot] == nil {
 			continue
