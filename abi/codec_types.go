@@ -577,13 +577,12 @@ func (d *Decoder) imageNames() ([]string, []StrID) {
 	}
 	var names []string
 	var ids []StrID
-	switch {
-	case d.lists != nil:
+	if d.lists != nil {
 		names = d.lists.nameList(n)
 		if d.table != nil {
 			ids = d.lists.idList(n)
 		}
-	default:
+	} else {
 		names = make([]string, n)
 		if d.table != nil {
 			ids = make([]StrID, n)

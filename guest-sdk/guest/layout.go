@@ -109,7 +109,7 @@ func (l *listLayout) relayout(g *Guest) error {
 	l.lists.Restart() // keep accounts each node again as it is decoded
 	l.infos = nil
 	for slot, rec := range l.records {
-		if rec.bytes == nil || slot >= len(g.nodes) || g.nodes[slot] == nil {
+		if rec.bytes == nil { // an empty slot: keep clears a deleted node's record
 			continue
 		}
 		if err := g.decodeNode(uint32(slot), rec); err != nil {
