@@ -27,6 +27,12 @@ type StateData interface {
 // of every cycle.
 type CycleState struct {
 	data []StateData
+	// cycle numbers the cycle the state belongs to, so Scratch knows
+	// when the slices it handed out are dead: Reset moves it on, clones
+	// keep it. A guest's states all descend from the one it Resets, so
+	// its cycles never repeat a number. 0: a state never Reset, whose
+	// cycle is unknown.
+	cycle uint64
 }
 
 // Read returns the entry for k, or nil. Plugins call it per node, so it
@@ -48,16 +54,18 @@ func (c *CycleState) Write(k StateKey, d StateData) {
 	c.data[k] = d
 }
 
-// Reset empties the state, keeping its storage.
+// Reset empties the state, keeping its storage, for a new cycle: what
+// plugins took from a Scratch for an earlier cycle is dead from now on.
 func (c *CycleState) Reset() {
 	for i := range c.data {
 		c.data[i] = nil
 	}
+	c.cycle++
 }
 
 // Clone returns a copy with every entry cloned.
 func (c *CycleState) Clone() *CycleState {
-	n := &CycleState{data: make([]StateData, len(c.data))}
+	n := &CycleState{data: make([]StateData, len(c.data)), cycle: c.cycle}
 	for i, d := range c.data {
 		if d != nil {
 			n.data[i] = d.Clone()
@@ -71,9 +79,51 @@ func (c *CycleState) Clone() *CycleState {
 // what-if.
 func (c *CycleState) CloneInto(dst *CycleState) {
 	dst.data = append(dst.data[:0], c.data...)
+	dst.cycle = c.cycle
 	for i, d := range dst.data {
 		if d != nil {
 			dst.data[i] = d.Clone()
 		}
 	}
+}
+
+// Scratch recycles a plugin's per-cycle slices of T. Topology plugins
+// need tables as long as the cluster (a domain per node slot, counts per
+// domain) in every cycle; allocated afresh they would bring TinyGo's next
+// collection nearer every cycle, and each collection walks the whole
+// mirror. A Scratch hands the same storage out again once the cycle it
+// was taken in is over: the SDK Resets the state at the start of every
+// cycle, and nothing of an old cycle's state is read after that.
+//
+// Keep one Scratch per plugin instance (an instance serves one cycle at
+// a time) and never keep what it hands out in the plugin across cycles.
+type Scratch[T any] struct {
+	cycle uint64
+	bufs  [][]T
+	next  int
+}
+
+// Make returns n zeroed Ts that stay the caller's until state's cycle
+// ends. Within a cycle every call gets storage of its own; a state whose
+// cycle is unknown (never Reset, as in unit tests) gets a fresh slice.
+func (s *Scratch[T]) Make(state *CycleState, n int) []T {
+	if state == nil || state.cycle == 0 {
+		return make([]T, n)
+	}
+	if state.cycle != s.cycle {
+		s.cycle, s.next = state.cycle, 0
+	}
+	if s.next == len(s.bufs) {
+		s.bufs = append(s.bufs, nil)
+	}
+	b := s.bufs[s.next]
+	if cap(b) < n {
+		b = make([]T, n)
+		s.bufs[s.next] = b
+	} else {
+		b = b[:n]
+		clear(b)
+	}
+	s.next++
+	return b[:n:n]
 }

@@ -44,6 +44,9 @@ type InterPodAffinity struct {
 	// topo caches the domains of topology keys per node slot across
 	// cycles (see keyCache).
 	topo []*keyCache
+	// Per-cycle tables (node slots, domains), recycled across cycles.
+	doms   plugin.Scratch[int32]
+	counts plugin.Scratch[int64]
 }
 
 var (
@@ -155,10 +158,10 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 		return statusSkip
 	}
 	nodes := pl.h.Nodes()
-	s.idx.build(nodes, &pl.topo, pl.h)
-	s.existing = newTopoCounts(s.idx)
-	s.affinityCounts = newTopoCounts(s.idx)
-	s.antiCounts = newTopoCounts(s.idx)
+	s.idx.build(nodes, pl, state)
+	s.existing = newTopoCounts(s.idx, pl, state)
+	s.affinityCounts = newTopoCounts(s.idx, pl, state)
+	s.antiCounts = newTopoCounts(s.idx, pl, state)
 	for _, h := range hits {
 		d, v := s.idx.domain(h.ki, h.n)
 		s.existing.add(h.ki, d, s.idx.keys[h.ki], v, 1)

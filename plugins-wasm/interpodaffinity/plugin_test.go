@@ -1,6 +1,7 @@
 package interpodaffinity
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -416,6 +417,75 @@ func TestArgs(t *testing.T) {
 		}
 		if err != nil || a != tt.want {
 			t.Errorf("%s: got %+v, %v; want %+v", tt.args, a, err, tt.want)
+		}
+	}
+}
+
+// TestTablesRecycledAcrossCycles runs pods through one plugin and one
+// CycleState, Reset per cycle as the SDK does, so counts and domain
+// tables come from storage of earlier cycles (plugin.Scratch), with
+// PreScore's taken after PreFilter's in the same cycle and Filter run
+// after PreScore. The answers must equal a fresh plugin's.
+func TestTablesRecycledAcrossCycles(t *testing.T) {
+	uniqueSlots = true
+	defer func() { uniqueSlots = false }()
+	db := func() *podW { return mkPod("db", "app", "db") }
+	web := func() *podW { return mkPod("web", "app", "web") }
+	nodes := []*plugin.NodeInfo{
+		mkNode("n1", []string{"zone", "a", "hostname", "n1"}, db(), db(), mkPod("e").reqAnti(tm("hostname", sel("app", "web")))),
+		mkNode("n2", []string{"zone", "a", "hostname", "n2"}, web()),
+		mkNode("n3", []string{"zone", "b", "hostname", "n3"}, db()),
+		mkNode("n4", []string{"zone", "c", "hostname", "n4"}),
+	}
+	incoming := []*podW{
+		mkPod("p1", "app", "web").reqAff(tm("zone", sel("app", "db"))).prefAnti(2, tm("hostname", sel("app", "db"))),
+		mkPod("p2").reqAnti(tm("zone", sel("app", "web"))).prefAff(5, tm("zone", sel("app", "db"))),
+		mkPod("p3", "app", "web").prefAff(3, tm("hostname", sel("app", "db"))),
+		mkPod("p4").reqAff(tm("hostname", sel("app", "web"))).reqAnti(tm("hostname", sel("app", "db"))).prefAnti(1, tm("zone", sel("app", "web"))),
+	}
+	type result struct {
+		codes  []abi.Code
+		scores []int64
+	}
+	run := func(pl *InterPodAffinity, state *plugin.CycleState, p *abi.Pod) result {
+		var r result
+		pf := pl.PreFilter(state, p)
+		ps := pl.PreScore(state, p, nodes)
+		if !pf.IsSkip() {
+			for _, n := range nodes {
+				r.codes = append(r.codes, pl.Filter(state, p, n).Code())
+			}
+		}
+		if !ps.IsSkip() {
+			r.scores = make([]int64, len(nodes))
+			for i, n := range nodes {
+				r.scores[i], _ = pl.Score(state, p, n)
+			}
+			pl.NormalizeScore(state, p, r.scores)
+		}
+		return r
+	}
+	h := &plugintest.Handle{NodeList: nodes, NodeCount: len(nodes)}
+	recycled := newPlugin(t, "", h)
+	var state plugin.CycleState
+	for round := 0; round < 4; round++ {
+		if round == 3 {
+			// A sync replaces n2 by a node of another zone in the same
+			// slot: the cached domain of the old one must not be used.
+			moved := mkNode("n2", []string{"zone", "b", "hostname", "n2"}, web())
+			moved.Slot = nodes[1].Slot
+			nodes[1] = moved // the handle shares the slice
+		}
+		for _, p := range incoming {
+			want := run(newPlugin(t, "", h), &plugin.CycleState{}, &p.Pod)
+			if want.codes == nil || want.scores == nil {
+				t.Fatalf("%s: the fresh plugin skipped a phase; the test checks less than it says", p.Name)
+			}
+			state.Reset()
+			got := run(recycled, &state, &p.Pod)
+			if !slices.Equal(got.codes, want.codes) || !slices.Equal(got.scores, want.scores) {
+				t.Errorf("round %d, %s: recycled %+v, fresh %+v", round, p.Name, got, want)
+			}
 		}
 	}
 }

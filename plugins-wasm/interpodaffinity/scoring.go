@@ -73,10 +73,10 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 		return statusSkip
 	}
 	all := pl.h.Nodes()
-	idx.build(all, &pl.topo, pl.h)
+	idx.build(all, pl, state)
 	s := &preScoreState{idx: idx, vals: make([][]int64, len(idx.keys))}
 	for ki := range s.vals {
-		s.vals[ki] = make([]int64, idx.ndom[ki])
+		s.vals[ki] = pl.counts.Make(state, int(idx.ndom[ki]))
 	}
 	any := len(hits) > 0
 	for _, h := range hits {
@@ -101,7 +101,7 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 		return statusSkip
 	}
 	if idx.bySlot && len(idx.dom) > 0 {
-		s.bySlot = make([]int64, len(idx.dom[0]))
+		s.bySlot = pl.counts.Make(state, len(idx.dom[0]))
 		for ki, dom := range idx.dom {
 			for slot, d := range dom {
 				if d >= 0 {

@@ -47,12 +47,18 @@ type keyCache struct {
 	m    map[string]int32
 	vals []string
 	dom  []int32
+	// node is the NodeInfo each slot's entry was taken from: while the
+	// slot holds the very same one, its entry stands without a label
+	// lookup (the SDK never changes a node's labels in place).
+	node []*plugin.NodeInfo
 }
 
 // build numbers the domains of every key over nodes, reusing and
-// updating the plugin's caches. h numbers the keys (ABI v1.5), so finding
-// a key among a node's labels compares numbers; nil compares text.
-func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache, h plugin.Handle) {
+// updating the plugin's caches, with its per-cycle tables from pl's
+// scratch. pl.h numbers the keys (ABI v1.5), so finding a key among a
+// node's labels compares numbers; a nil handle compares text.
+func (x *topoIndex) build(nodes []*plugin.NodeInfo, pl *InterPodAffinity, state *plugin.CycleState) {
+	caches, h := &pl.topo, pl.h
 	size := 0
 	for _, n := range nodes {
 		size = max(size, int(n.Slot)+1)
@@ -61,12 +67,12 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache, h plugi
 	x.ndom = make([]int32, len(x.keys))
 	x.dom = make([][]int32, len(x.keys))
 	x.bySlot = true
-	seen := make([]bool, size)
+	seen := pl.doms.Make(state, size) // non-zero: a node of this slot was seen
 	for _, n := range nodes {
-		if seen[n.Slot] {
+		if seen[n.Slot] != 0 {
 			x.bySlot = false
 		}
-		seen[n.Slot] = true
+		seen[n.Slot] = 1
 	}
 	for ki, k := range x.keys {
 		var c *keyCache
@@ -81,17 +87,19 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache, h plugi
 				c = &keyCache{key: k}
 				*caches = append(*caches, c)
 			}
-			c.m, c.vals, c.dom = map[string]int32{}, nil, nil
+			c.m, c.vals, c.dom, c.node = map[string]int32{}, nil, nil, nil
 		}
 		if len(c.dom) < size {
 			vals := make([]string, size)
 			dom := make([]int32, size)
+			node := make([]*plugin.NodeInfo, size)
 			copy(vals, c.vals)
+			copy(node, c.node)
 			n := copy(dom, c.dom)
 			for i := n; i < size; i++ {
 				dom[i] = -1
 			}
-			c.vals, c.dom = vals, dom
+			c.vals, c.dom, c.node = vals, dom, node
 		}
 		// Consecutive nodes often share a domain (zones): try the last
 		// value before the map.
@@ -102,6 +110,10 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache, h plugi
 		var last string
 		lastD := int32(-1)
 		for _, n := range nodes {
+			if c.node[n.Slot] == n {
+				continue
+			}
+			c.node[n.Slot] = n
 			ls := n.Node.Labels
 			j := ls.Find(k, kid)
 			if j < 0 {
@@ -122,7 +134,7 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, caches *[]*keyCache, h plugi
 			}
 			c.vals[n.Slot], c.dom[n.Slot] = v, lastD
 		}
-		dom := make([]int32, size)
+		dom := pl.doms.Make(state, size)
 		copy(dom, c.dom)
 		x.vals[ki], x.ndom[ki], x.dom[ki] = c.m, int32(len(c.m)), dom
 	}
@@ -186,10 +198,11 @@ type topoCounts struct {
 	nonzero int
 }
 
-func newTopoCounts(x *topoIndex) topoCounts {
+// newTopoCounts returns zero counts for x's pairs, from pl's scratch.
+func newTopoCounts(x *topoIndex, pl *InterPodAffinity, state *plugin.CycleState) topoCounts {
 	c := topoCounts{counts: make([][]int64, len(x.keys))}
 	for ki := range c.counts {
-		c.counts[ki] = make([]int64, x.ndom[ki])
+		c.counts[ki] = pl.counts.Make(state, int(x.ndom[ki]))
 	}
 	return c
 }

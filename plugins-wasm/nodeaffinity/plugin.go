@@ -139,8 +139,25 @@ func pinnedNames(terms []abi.NodeSelectorTerm) (names []string, pinned bool) {
 			}
 		}
 	}
-	slices.Sort(names)
+	sortNames(names)
 	return slices.Compact(names), true
+}
+
+// sortNames sorts names in place: a Shell sort (Knuth's gaps), because
+// slices.Sort brings pdqsort's ~4 KB into the default bundle for lists
+// that hold a name or two.
+func sortNames(names []string) {
+	gap := 1
+	for gap < len(names)/3 {
+		gap = 3*gap + 1
+	}
+	for ; gap > 0; gap /= 3 {
+		for i := gap; i < len(names); i++ {
+			for j := i; j >= gap && names[j] < names[j-gap]; j -= gap {
+				names[j], names[j-gap] = names[j-gap], names[j]
+			}
+		}
+	}
 }
 
 // inEveryNameField reports whether name is in every "metadata.name In"

@@ -1,6 +1,8 @@
 package nodeaffinity
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -402,5 +404,21 @@ func TestPreFilterNamesPinnedNodes(t *testing.T) {
 	sts := plugintest.RunFilter(t, p, pod, mkNode().Name("n1").Obj(), mkNode().Name("n2").Obj())
 	if sts[0] != nil || sts[1].Code() != abi.UnschedulableAndUnresolvable || sts[1].Message() != "node(s) didn't satisfy plugin(s) [NodeAffinity]" {
 		t.Fatalf("RunFilter = %v, %v %q", sts[0], sts[1].Code(), sts[1].Message())
+	}
+}
+
+func TestSortNames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 200; n++ {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("node-%d", rng.IntN(50))
+		}
+		want := slices.Clone(names)
+		slices.Sort(want)
+		sortNames(names)
+		if !slices.Equal(names, want) {
+			t.Fatalf("n=%d: %v, want %v", n, names, want)
+		}
 	}
 }

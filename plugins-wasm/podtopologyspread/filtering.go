@@ -20,39 +20,38 @@ type slotTable struct {
 	owners []*plugin.NodeInfo
 }
 
-// slotBuf allocates a state's per-slot slices (fresh per state: clones
-// share them, so they must not be reused while a state may live).
+// slotBuf takes a state's per-slot slices from the plugin's scratch:
+// storage recycled from cycle to cycle (plugin.Scratch), fresh within
+// one, so states cloned in a cycle may share them.
 type slotBuf struct {
-	owners []*plugin.NodeInfo
-	dom    []int32
-	scores []int64
+	state  *plugin.CycleState
+	owners *plugin.Scratch[*plugin.NodeInfo]
+	dom    *plugin.Scratch[int32]
+}
+
+func (pl *PodTopologySpread) slotBuf(state *plugin.CycleState) slotBuf {
+	return slotBuf{state: state, owners: &pl.owners, dom: &pl.dom}
 }
 
 // table maps the nodes' slots to them.
-func (b *slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
+func (b slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
 	n := 0
 	for _, ni := range nodes {
 		n = max(n, int(ni.Slot)+1)
 	}
-	if cap(b.owners) < n {
-		b.owners = make([]*plugin.NodeInfo, n)
-	}
-	t := slotTable{owners: b.owners[:n]}
-	clear(t.owners)
+	t := slotTable{owners: b.owners.Make(b.state, n)}
 	for _, ni := range nodes {
 		t.owners[ni.Slot] = ni
 	}
 	return t
 }
 
-// doms returns k slices of n domain entries (contents unspecified).
-func (b *slotBuf) doms(k, n int) [][]int32 {
-	if cap(b.dom) < k*n {
-		b.dom = make([]int32, k*n)
-	}
+// doms returns k slices of n domain entries (zeroed).
+func (b slotBuf) doms(k, n int) [][]int32 {
+	all := b.dom.Make(b.state, k*n)
 	out := make([][]int32, k)
 	for i := range out {
-		out[i] = b.dom[i*n : (i+1)*n : (i+1)*n]
+		out[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
 	return out
 }
@@ -216,7 +215,7 @@ func (s *preFilterState) domain(i int, ni *plugin.NodeInfo) int32 {
 	if sl := s.slots.slot(ni); sl >= 0 {
 		return s.nodeDom[i][sl]
 	}
-	v, _, ok := s.cons[i].value(&ni.Node)
+	v, _, ok := s.cons[i].value(ni)
 	if !ok {
 		return domNoLabel
 	}
@@ -235,7 +234,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 		return statusSkip
 	}
 	all := pl.h.Nodes()
-	var buf slotBuf
+	buf := pl.slotBuf(state)
 	slots := buf.table(all)
 	s := &preFilterState{cons: cons, slots: slots, vals: make([][]string, len(cons)),
 		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), mins: make([]int32, len(cons))}
@@ -244,10 +243,10 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 	for _, ni := range all {
 		node := &ni.Node
 		sl := ni.Slot
-		eligible := hasAllKeys(node, cons)
+		eligible := hasAllKeys(ni, cons)
 		for i := range cons {
 			c := &cons[i]
-			v, vid, ok := c.value(node)
+			v, vid, ok := c.value(ni)
 			if !ok {
 				s.nodeDom[i][sl] = domNoLabel
 				continue
@@ -275,7 +274,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 				if s.nodeDom[i][ni.Slot] != domPending {
 					continue
 				}
-				v, vid, _ := cons[i].value(&ni.Node)
+				v, vid, _ := cons[i].value(ni)
 				d, ok := domains[i].find(v, vid)
 				if !ok {
 					d = domNone
@@ -334,7 +333,7 @@ func (pl *PodTopologySpread) RemovePod(state *plugin.CycleState, podToSchedule, 
 
 func (pl *PodTopologySpread) update(state *plugin.CycleState, pod, other *abi.Pod, ni *plugin.NodeInfo, delta int32) {
 	s, ok := state.Read(preFilterKey).(*preFilterState)
-	if !ok || other.Namespace != pod.Namespace || !hasAllKeys(&ni.Node, s.cons) {
+	if !ok || other.Namespace != pod.Namespace || !hasAllKeys(ni, s.cons) {
 		return
 	}
 	for i := range s.cons {

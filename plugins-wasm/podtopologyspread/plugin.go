@@ -11,6 +11,7 @@ package podtopologyspread
 import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/plugins-wasm/internal/nodelabel"
 	"github.com/wasmsched/wasmsched/plugins-wasm/internal/nodeselector"
 )
 
@@ -44,6 +45,12 @@ type PodTopologySpread struct {
 	h                  plugin.Handle
 	defaultConstraints []abi.TopologySpreadConstraint
 	systemDefaulted    bool
+	// Per-slot tables of PreFilter and PreScore, recycled across cycles.
+	owners plugin.Scratch[*plugin.NodeInfo]
+	dom    plugin.Scratch[int32]
+	scores plugin.Scratch[int64]
+	// keys caches the nodes' values of topology keys across cycles.
+	keys nodelabel.Cache
 }
 
 var (
@@ -81,7 +88,8 @@ func (*PodTopologySpread) Name() string { return Name }
 type constraint struct {
 	maxSkew    int32
 	key        string
-	keyID      abi.StrID // key numbered for the cycle (see abi.StrID)
+	keyID      abi.StrID      // key numbered for the cycle (see abi.StrID)
+	topo       *nodelabel.Key // nodes' values of key, cached across cycles
 	sel        plugin.Selector
 	minDomains int32
 	// required is the pod's nodeSelector and required node affinity,
@@ -96,18 +104,19 @@ type constraint struct {
 // none.
 func (pl *PodTopologySpread) constraintsFor(pod *abi.Pod, action abi.WhenUnsatisfiable) ([]constraint, error) {
 	if len(pod.TopologySpread) > 0 {
-		return compileConstraints(pod.TopologySpread, pod, action, nil, pl.h)
+		return compileConstraints(pod.TopologySpread, pod, action, nil, pl.h, &pl.keys)
 	}
 	cs := pod.ControllerSelector
 	if cs == nil || (len(cs.MatchLabels) == 0 && len(cs.MatchExpressions) == 0) {
 		return nil, nil
 	}
-	return compileConstraints(pl.defaultConstraints, pod, action, cs, pl.h)
+	return compileConstraints(pl.defaultConstraints, pod, action, cs, pl.h, &pl.keys)
 }
 
 // compileConstraints compiles and numbers (h, for this cycle) the
-// constraints of the given action.
-func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action abi.WhenUnsatisfiable, override *abi.LabelSelector, h plugin.Handle) ([]constraint, error) {
+// constraints of the given action; nodes' values of their topology keys
+// are looked up through keys.
+func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action abi.WhenUnsatisfiable, override *abi.LabelSelector, h plugin.Handle, keys *nodelabel.Cache) ([]constraint, error) {
 	var out []constraint
 	var required *nodeselector.Required // shared by the constraints that honor it
 	for i := range in {
@@ -136,10 +145,12 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 			}
 			req = required
 		}
+		keyID := stringID(h, c.TopologyKey)
 		out = append(out, constraint{
 			maxSkew:     c.MaxSkew,
 			key:         c.TopologyKey,
-			keyID:       stringID(h, c.TopologyKey),
+			keyID:       keyID,
+			topo:        keys.Key(c.TopologyKey, keyID),
 			sel:         sel,
 			minDomains:  md,
 			required:    req,
@@ -160,12 +171,8 @@ func stringID(h plugin.Handle, s string) abi.StrID {
 
 // value is the node's value of the constraint's topology key, with its
 // number, and whether the node has the key.
-func (c *constraint) value(node *abi.Node) (string, abi.StrID, bool) {
-	j := node.Labels.Find(c.key, c.keyID)
-	if j < 0 {
-		return "", 0, false
-	}
-	return node.Labels[j].Value, node.Labels[j].ValueID, true
+func (c *constraint) value(ni *plugin.NodeInfo) (string, abi.StrID, bool) {
+	return c.topo.Value(ni)
 }
 
 // mergeMatchLabelKeys ANDs "key In [value]" into ls for every key the pod
@@ -197,9 +204,9 @@ func mergeMatchLabelKeys(ls *abi.LabelSelector, keys []string, podLabels abi.Lab
 }
 
 // hasAllKeys reports whether the node has every constraint's topology key.
-func hasAllKeys(node *abi.Node, cs []constraint) bool {
+func hasAllKeys(ni *plugin.NodeInfo, cs []constraint) bool {
 	for i := range cs {
-		if node.Labels.Find(cs[i].key, cs[i].keyID) < 0 {
+		if !cs[i].topo.Has(ni) {
 			return false
 		}
 	}

@@ -540,3 +540,77 @@ func TestFilterAndScoreDoNotAllocate(t *testing.T) {
 		t.Errorf("Score allocates %v times", n)
 	}
 }
+
+// TestTablesRecycledAcrossCycles runs pods through one plugin and one
+// CycleState, Reset per cycle as the SDK does, so the per-slot tables
+// come from storage of earlier cycles (plugin.Scratch). Within a cycle,
+// PreScore takes its tables after PreFilter's, and Filter runs after
+// PreScore: each must still see its own. The answers must equal a fresh
+// plugin's.
+func TestTablesRecycledAcrossCycles(t *testing.T) {
+	pods := []*abi.Pod{
+		pod("p1", "n-a", "foo", "bar"), pod("p2", "n-a", "foo", "bar"), pod("p3", "n-x", "foo", "bar"),
+		pod("other1", "n-b", "app", "x"),
+	}
+	nodes := cluster(fourNodes(), pods...)
+	for i, ni := range nodes {
+		ni.Slot = uint32(i) // as the SDK numbers them: the per-slot paths
+	}
+	incoming := []*abi.Pod{
+		withTSC(pod("in1", "", "foo", "bar"), tsc(LabelZone, 1, abi.DoNotSchedule, fooSel()), tsc(LabelHostname, 1, abi.ScheduleAnyway, fooSel())),
+		withTSC(pod("in2", "", "app", "x"), tsc(LabelHostname, 1, abi.DoNotSchedule,
+			&abi.LabelSelector{MatchLabels: lbls("app", "x")}), tsc(LabelZone, 2, abi.ScheduleAnyway, fooSel())),
+		withTSC(pod("in3", "", "foo", "bar"), tsc(LabelZone, 1, abi.ScheduleAnyway, fooSel())),
+		withTSC(pod("in4", "", "foo", "bar"), tsc(LabelHostname, 1, abi.DoNotSchedule, fooSel()),
+			tsc(LabelZone, 1, abi.DoNotSchedule, fooSel())),
+	}
+	type result struct {
+		codes  map[string]abi.Code
+		scores map[string]int64
+	}
+	run := func(pl *PodTopologySpread, state *plugin.CycleState, p *abi.Pod) result {
+		var r result
+		pf := pl.PreFilter(state, p)
+		ps := pl.PreScore(state, p, nodes)
+		if !pf.IsSkip() {
+			r.codes = map[string]abi.Code{}
+			for _, ni := range nodes {
+				r.codes[ni.Node.Name] = pl.Filter(state, p, ni).Code()
+			}
+		}
+		if !ps.IsSkip() {
+			scores := make([]int64, len(nodes))
+			for i, ni := range nodes {
+				scores[i], _ = pl.Score(state, p, ni)
+			}
+			pl.NormalizeScore(state, p, scores)
+			r.scores = map[string]int64{}
+			for i, ni := range nodes {
+				r.scores[ni.Node.Name] = scores[i]
+			}
+		}
+		return r
+	}
+	recycled := newPlugin(t, "", nodes)
+	var state plugin.CycleState
+	for round := 0; round < 4; round++ {
+		if round == 3 {
+			// A sync replaces n-b (slot 1) by a node of another zone: the
+			// cached topology values of the old one must not be used.
+			moved := cluster([]*plugintest.NodeWrapper{node("n-b", "zone2")}, pod("other1", "n-b", "app", "x"))[0]
+			moved.Slot = 1
+			nodes[1] = moved // the handles share the slice
+		}
+		for _, p := range incoming {
+			want := run(newPlugin(t, "", nodes), &plugin.CycleState{}, p)
+			if want.codes == nil && want.scores == nil {
+				t.Fatalf("%s: the fresh plugin skipped everything; the test checks nothing", p.Name)
+			}
+			state.Reset()
+			got := run(recycled, &state, p)
+			if !equalCodes(got.codes, want.codes) || !equalScores(got.scores, want.scores) {
+				t.Errorf("round %d, %s: recycled %+v, fresh %+v", round, p.Name, got, want)
+			}
+		}
+	}
+}

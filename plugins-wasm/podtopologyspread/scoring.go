@@ -52,7 +52,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	}
 	// Only non-system-default constraints require nodes to have every
 	// topology key, so nodes without a zone still get hostname spreading.
-	var buf slotBuf
+	buf := pl.slotBuf(state)
 	s := &preScoreState{
 		cons:       cons,
 		requireAll: len(pod.TopologySpread) > 0 || !pl.systemDefaulted,
@@ -73,7 +73,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	}
 	scored := 0
 	for _, ni := range nodes {
-		if s.requireAll && !hasAllKeys(&ni.Node, cons) {
+		if s.requireAll && !hasAllKeys(ni, cons) {
 			continue
 		}
 		scored++
@@ -82,7 +82,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			if s.isHostname[i] {
 				continue
 			}
-			v, vid, _ := cons[i].value(&ni.Node)
+			v, vid, _ := cons[i].value(ni)
 			d, ok := domains[i].find(v, vid)
 			if !ok {
 				d = domains[i].add(v, vid)
@@ -103,7 +103,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	}
 	for _, ni := range all {
 		node := &ni.Node
-		if s.requireAll && !hasAllKeys(node, cons) {
+		if s.requireAll && !hasAllKeys(ni, cons) {
 			continue
 		}
 		sl := int(ni.Slot)
@@ -116,7 +116,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			if sl < nslots && s.slots.owners[sl] == ni && s.nodeDom[i][sl] >= 0 {
 				d = s.nodeDom[i][sl]
 			} else {
-				v, vid, _ := c.value(node)
+				v, vid, _ := c.value(ni)
 				dd, ok := domains[i].find(v, vid)
 				if !ok {
 					continue // no feasible node in this domain
@@ -126,7 +126,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace, pod.NamespaceID))
 		}
 	}
-	s.scores = make([]int64, nslots)
+	s.scores = pl.scores.Make(state, nslots)
 	for j := range s.scores {
 		s.scores[j] = domUnscored
 	}
@@ -152,13 +152,13 @@ func (s *preScoreState) domain(i int, ni *plugin.NodeInfo, v string) int32 {
 // matching count of the node's domain times the constraint's weight plus
 // maxSkew-1.
 func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
-	if s.requireAll && !hasAllKeys(&ni.Node, s.cons) {
+	if s.requireAll && !hasAllKeys(ni, s.cons) {
 		return ignoredScore
 	}
 	var score float64
 	for i := range s.cons {
 		c := &s.cons[i]
-		v, _, ok := c.value(&ni.Node)
+		v, _, ok := c.value(ni)
 		if !ok {
 			continue
 		}
