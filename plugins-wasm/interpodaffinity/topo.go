@@ -38,10 +38,11 @@ func (x *topoIndex) keyIndex(k string) int {
 }
 
 // keyCache remembers, across cycles, the domains of one topology key per
-// slot, so that building a cycle's index costs a label lookup and a
-// string compare per node, not a (in TinyGo, allocating) map lookup:
-// node labels seldom change. Domain numbers are stable while the cache
-// lives; the map only grows.
+// slot, so that building a cycle's index costs a pointer compare per
+// unchanged node (a label lookup and a string compare for a replaced
+// one), not a (in TinyGo, allocating) map lookup: node labels seldom
+// change. Domain numbers are stable while the cache lives; the map only
+// grows.
 type keyCache struct {
 	key  string
 	m    map[string]int32

@@ -88,8 +88,7 @@ func (*PodTopologySpread) Name() string { return Name }
 type constraint struct {
 	maxSkew    int32
 	key        string
-	keyID      abi.StrID      // key numbered for the cycle (see abi.StrID)
-	topo       *nodelabel.Key // nodes' values of key, cached across cycles
+	topo       *nodelabel.Key // nodes' values of key (numbered for the cycle), cached across cycles
 	sel        plugin.Selector
 	minDomains int32
 	// required is the pod's nodeSelector and required node affinity,
@@ -145,12 +144,10 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 			}
 			req = required
 		}
-		keyID := stringID(h, c.TopologyKey)
 		out = append(out, constraint{
 			maxSkew:     c.MaxSkew,
 			key:         c.TopologyKey,
-			keyID:       keyID,
-			topo:        keys.Key(c.TopologyKey, keyID),
+			topo:        keys.Key(c.TopologyKey, stringID(h, c.TopologyKey)),
 			sel:         sel,
 			minDomains:  md,
 			required:    req,
