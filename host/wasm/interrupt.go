@@ -146,12 +146,27 @@ type moduleInfo struct {
 // globals are the indexes of the added globals.
 type globals struct{ countdown, interrupt, stack uint32 }
 
-// Instrument returns the module with the added globals and checks. It
+// Instrument returns the module with the added globals and checks, and
+// its small constant fills inlined (fills.go). It
 // refuses modules with a start section (they would run code at
 // instantiation, before a deadline can be armed), modules using
 // instructions it does not know (SIMD, threads, exceptions), modules
 // touching the added globals, and modules over the bounds above.
-func Instrument(bin []byte) ([]byte, error) {
+func Instrument(bin []byte) ([]byte, error) { return rewrite(bin, true) }
+
+// InlineFills returns the module with only its small constant fills
+// inlined (fills.go), after the same refusals as Instrument and with
+// tables capped the same way. It serves runtimes that bound a guest's
+// time and stack themselves (Wasmtime's epochs and stack limit).
+func InlineFills(bin []byte) ([]byte, error) { return rewrite(bin, false) }
+
+// RewriteRevision changes whenever the rewriting of modules changes what
+// it outputs, so caches of compiled code keyed by a module's original
+// bytes (not by the rewritten ones) can include it.
+const RewriteRevision = 2
+
+// rewrite is Instrument (checks) or InlineFills.
+func rewrite(bin []byte, checks bool) ([]byte, error) {
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" || bin[4] != 1 || bin[5] != 0 || bin[6] != 0 || bin[7] != 0 {
 		return nil, fmt.Errorf("%w: not a Wasm 1.0 binary", ErrUnsupportedModule)
 	}
@@ -202,7 +217,7 @@ func Instrument(bin []byte) ([]byte, error) {
 	var code []byte
 	for _, s := range secs {
 		if s.id == secCode {
-			if code, err = instrumentCode(s.payload, info, refs, allRefs, g, types); err != nil {
+			if code, err = instrumentCode(s.payload, info, refs, allRefs, checks, g, types); err != nil {
 				return nil, err
 			}
 		}
@@ -213,6 +228,9 @@ func Instrument(bin []byte) ([]byte, error) {
 
 	out := append([]byte(nil), bin[:8]...)
 	haveGlobal, haveExport := false, false
+	if !checks {
+		haveGlobal, haveExport = true, true // nothing to add
+	}
 	emitMissing := func(beforeRank int) {
 		if !haveGlobal && beforeRank > sectionRank[secGlobal] {
 			out = appendSection(out, secGlobal, appendNewGlobals(appendU32(nil, 3)))
@@ -239,10 +257,12 @@ func Instrument(bin []byte) ([]byte, error) {
 		case secTable:
 			payload, err = capTables(payload)
 		case secGlobal:
-			payload, err = extendVector(payload, 3, appendNewGlobals)
+			if checks {
+				payload, err = extendVector(payload, 3, appendNewGlobals)
+			}
 			haveGlobal = true
 		case secExport:
-			if err = checkExports(payload, first); err == nil {
+			if err = checkExports(payload, first); err == nil && checks {
 				payload, err = extendVector(payload, 1, func(b []byte) []byte { return appendNewExport(b, g.interrupt) })
 			}
 			haveExport = true
@@ -532,7 +552,7 @@ func checkExports(payload []byte, globals uint32) error {
 // first pass learns each function's calls, size and frame (scanBody),
 // planEntries decides which functions need entry checks, and a second
 // pass writes the bodies (instrumentBody).
-func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs bool, g globals, types *typeTable) ([]byte, error) {
+func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs, checks bool, g globals, types *typeTable) ([]byte, error) {
 	r := reader{b: payload}
 	n := r.u32()
 	if r.err == nil && int(n) != len(info.funcs) {
@@ -560,11 +580,14 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 	if r.off != len(r.b) {
 		return nil, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
 	}
-	plans := planEntries(facts, info.importedFuncs, refs, allRefs)
+	plans := make([]entryPlan, len(facts))
+	if checks {
+		plans = planEntries(facts, info.importedFuncs, refs, allRefs)
+	}
 	out := appendU32(nil, n)
 	var body []byte
 	for i, code := range bodies {
-		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], facts[i].bulk, plans[i], g, types)
+		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], facts[i].bulk, checks, plans[i], g, types)
 		out = appendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
@@ -589,11 +612,19 @@ func scanBody(code []byte, ft funcType, g globals, refs map[uint32]bool) (funcFa
 		return f, fmt.Errorf("it declares %d locals; at most %d", locals, MaxLocals)
 	}
 	nlocals := uint32(uint64(len(ft.params)) + locals)
+	var prev, prev2 instr
+	extra := 0
 	for r.off < len(r.b) {
 		in, err := r.instr()
 		if err != nil {
 			return f, err
 		}
+		if in.op == 0xFC && in.sub == 11 {
+			if v, ok := inlineFill(prev2, prev, r.b[r.off-1]); ok {
+				extra += len(appendInlineFill(nil, nlocals, v, prev.imm))
+			}
+		}
+		prev2, prev = prev, in
 		switch {
 		case in.op >= 0x20 && in.op <= 0x22 && in.idx >= nlocals:
 			return f, fmt.Errorf("uses local %d, which does not exist", in.idx)
@@ -608,31 +639,33 @@ func scanBody(code []byte, ft funcType, g globals, refs map[uint32]bool) (funcFa
 		}
 		f.bulk = f.bulk || in.bulk()
 	}
-	f.size = len(code)
+	f.size = len(code) + extra // inlined fills run as straight-line code
 	f.weight = frameWeight(len(ft.params), locals, len(code))
 	return f, nil
 }
 
 // instr is one decoded instruction: its opcode, the sub-opcode of a
 // prefixed one, and its first index immediate (local, global or function
-// index).
+// index), and the value of an i32.const.
 type instr struct {
 	op  byte
 	sub uint32
 	idx uint32
+	imm int64
 }
 
 func (in instr) returns() bool { return in.op == 0x0F || in.op == 0x12 || in.op == 0x13 }
 func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub == 10 || in.sub == 11) }
 
-// instrumentBody copies one (scanned) function body with its checks: a
-// tick after the block type of every loop and before every bulk memory
-// instruction; for a function planned for entry checks, the stack charge
-// and a tick at entry, the body wrapped in a block (so a branch to the
-// body's label lands before the exit), and the charge given back before
-// every way out. It walks every instruction so that an immediate byte that
-// happens to equal an opcode is never mistaken for one.
-func instrumentBody(out, code []byte, ft funcType, bulk bool, plan entryPlan, g globals, types *typeTable) []byte {
+// instrumentBody copies one (scanned) function body with its small
+// constant fills inlined (fills.go) and, with checks, its checks: a tick
+// after the block type of every loop and before every bulk memory
+// instruction left; for a function planned for entry checks, the stack
+// charge and a tick at entry, the body wrapped in a block (so a branch to
+// the body's label lands before the exit), and the charge given back
+// before every way out. It walks every instruction so that an immediate
+// byte that happens to equal an opcode is never mistaken for one.
+func instrumentBody(out, code []byte, ft funcType, bulk, checks bool, plan entryPlan, g globals, types *typeTable) []byte {
 	r := reader{b: code}
 	groups := r.u32()
 	groupsEnd := r.off
@@ -659,17 +692,30 @@ func instrumentBody(out, code []byte, ft funcType, bulk bool, plan entryPlan, g 
 		leave = stackLeave(g, plan.charge)
 	}
 	loop := tick(g, 1)
+	// The last two instructions and where they start in out: an inlined
+	// fill replaces its two constant operands.
+	var prev, prev2 instr
+	var prevAt, prev2At int
 	for r.off < len(r.b) {
 		start := r.off
 		in, _ := r.instr() // validated by scanBody
+		if in.op == 0xFC && in.sub == 11 {
+			if v, ok := inlineFill(prev2, prev, code[r.off-1]); ok {
+				out = appendInlineFill(out[:prev2At], scratch, v, prev.imm)
+				prev, prev2 = instr{}, instr{}
+				continue
+			}
+		}
+		prev2, prev, prev2At = prev, in, prevAt
 		switch {
 		case plan.instrumented && in.returns():
 			out = append(out, leave...)
-		case in.bulk():
+		case checks && in.bulk():
 			out = append(out, bulkTick(g, scratch)...)
 		}
+		prevAt = len(out)
 		out = append(out, code[start:r.off]...)
-		if in.op == 0x03 {
+		if checks && in.op == 0x03 {
 			out = append(out, loop...)
 		}
 	}
@@ -713,7 +759,7 @@ func (r *reader) instr() (instr, error) {
 	case op == 0x3F || op == 0x40: // memory.size, memory.grow
 		r.byte()
 	case op == 0x41: // i32.const
-		r.sleb(32)
+		in.imm = r.sleb(32)
 	case op == 0x42: // i64.const
 		r.sleb(64)
 	case op == 0x43:
@@ -790,16 +836,7 @@ func appendSection(out []byte, id byte, payload []byte) []byte {
 }
 
 // appendS32 appends a signed LEB128 (for i32.const).
-func appendS32(b []byte, v int32) []byte {
-	for {
-		c := byte(v & 0x7F)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func appendS32(b []byte, v int32) []byte { return appendS64(b, int64(v)) }
 
 func appendU32(b []byte, v uint32) []byte {
 	for v >= 0x80 {
@@ -861,14 +898,24 @@ func (r *reader) u32() uint32 {
 	return 0
 }
 
-// sleb skips a signed LEB128 of at most bits bits.
-func (r *reader) sleb(bits uint) {
-	for n := uint(0); n < (bits+6)/7; n++ {
-		if c := r.byte(); r.err != nil || c < 0x80 {
-			return
+// sleb reads a signed LEB128 of at most bits bits (at most 64).
+func (r *reader) sleb(bits uint) int64 {
+	var v int64
+	for n, shift := uint(0), uint(0); n < (bits+6)/7; n, shift = n+1, shift+7 {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= int64(c&0x7F) << shift
+		if c < 0x80 {
+			if shift+7 < 64 && c&0x40 != 0 {
+				v |= -1 << (shift + 7)
+			}
+			return v
 		}
 	}
 	r.fail(errors.New("signed integer too long"))
+	return 0
 }
 
 // s33 skips a block type: one byte for an empty or value type, or a

@@ -101,8 +101,9 @@ func TestInstrumentIsDeterministic(t *testing.T) {
 	}
 }
 
-// FuzzInstrument checks the rewriter on arbitrary bytes: it never panics,
-// and whatever it accepts and wazero could compile before, wazero can
+// FuzzInstrument checks both rewrites (Instrument and InlineFills) on
+// arbitrary bytes: they never panic, accept the same modules, and
+// whatever they accept and wazero could compile before, wazero can
 // compile after.
 func FuzzInstrument(f *testing.F) {
 	// This package's guests and the conformance suite's.
@@ -121,10 +122,15 @@ func FuzzInstrument(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	f.Add(fillModule(fillCases()))
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out, err := Instrument(b)
+		inlined, errInline := InlineFills(b)
+		if (err == nil) != (errInline == nil) {
+			t.Fatalf("Instrument says %v, InlineFills %v", err, errInline)
+		}
 		if err != nil {
 			return
 		}
@@ -133,11 +139,13 @@ func FuzzInstrument(f *testing.F) {
 			return
 		}
 		orig.Close(ctx)
-		m, err := rt.CompileModule(ctx, out)
-		if err != nil {
-			t.Fatalf("instrumented module no longer compiles: %v", err)
+		for name, bin := range map[string][]byte{"instrumented": out, "inlined": inlined} {
+			m, err := rt.CompileModule(ctx, bin)
+			if err != nil {
+				t.Fatalf("%s module no longer compiles: %v", name, err)
+			}
+			m.Close(ctx)
 		}
-		m.Close(ctx)
 	})
 }
 

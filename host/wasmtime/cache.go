@@ -30,7 +30,7 @@ import (
 // configuration or Wasmtime version wrote are refused by Wasmtime itself
 // and recompiled.
 //
-// A module from either cache was validated (wasm.Instrument) when it was
+// A module from either cache was validated (wasm.InlineFills) when it was
 // compiled, so a hit skips the validator; the shape check (checkShape)
 // runs on every Compile.
 
@@ -48,7 +48,7 @@ const cacheKeyPrefix = "wasmsched wasmtime-go/v44.0.0 cranelift-speed stack=1MiB
 // and how.
 func (r *Runtime) cacheKey(bin []byte) string {
 	h := sha256.New()
-	h.Write([]byte(cacheKeyPrefix + r.interrupt.String() + "\x00"))
+	fmt.Fprintf(h, "%s%s rewrite=%d\x00", cacheKeyPrefix, r.interrupt, wasm.RewriteRevision)
 	h.Write(bin)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -97,12 +97,13 @@ func (r *Runtime) compiledModule(name string, bin []byte) (m *wt.Module, cached 
 	if m == nil {
 		// The same refusals as package wasm (start sections, unknown
 		// instructions, tables and locals over the bounds), with the same
-		// words; the instrumented module itself is not used: Wasmtime
-		// stops guests with epochs or fuel instead.
-		if _, err := wasm.Instrument(bin); err != nil {
+		// words, and small fills inlined; no time or stack checks:
+		// Wasmtime stops guests with epochs or fuel instead.
+		code, err := wasm.InlineFills(bin)
+		if err != nil {
 			return nil, false, err
 		}
-		if m, err = wt.NewModule(r.engine, bin); err != nil {
+		if m, err = wt.NewModule(r.engine, code); err != nil {
 			// Wasmtime's message spans lines ("Caused by: …"): one line.
 			return nil, false, fmt.Errorf("compile: %s", strings.Join(strings.Fields(err.Error()), " "))
 		}
