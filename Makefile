@@ -37,9 +37,19 @@ TINYGO_OPT2    = ./cmd/knative
 # names the function it happened in (guestout.TrapSite). Test guests and
 # examples keep their panic messages.
 TINYGO_TRAP    = ./cmd/default ./cmd/batchpreemption ./cmd/eviction ./cmd/knative
+# Builds that never collect garbage (-gc=leaking): the default bundle.
+# On Wasm a collector needs a shadow stack, a frame TinyGo links, zeroes
+# and fills in every function that holds a pointer across a call that
+# might collect, and every bounds check counts as such a call: ~25% of the
+# per-node time. Without a collector the heap only grows; the host
+# replaces an instance whose memory has grown for the last time between
+# two cycles (policy.Module.Put) and the new one mirrors the cluster
+# afresh (docs/ARCHITECTURE.md, "Guests without a collector").
+TINYGO_LEAKING = ./cmd/default
 # PKG_FLAGS sets $$flags to the per-package flags of $$pkg (shell).
 PKG_FLAGS      = flags=-opt=s; case " $(TINYGO_OPT2) " in *" $$pkg "*) flags=-opt=2;; esac; \
-	case " $(TINYGO_TRAP) " in *" $$pkg "*) flags="$$flags -panic=trap";; esac
+	case " $(TINYGO_TRAP) " in *" $$pkg "*) flags="$$flags -panic=trap";; esac; \
+	case " $(TINYGO_LEAKING) " in *" $$pkg "*) flags="$$flags -gc=leaking";; esac
 
 # guest main package (under plugins-wasm/) => committed TinyGo build (repo-relative)
 WASM_BUILDS = \

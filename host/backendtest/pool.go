@@ -79,6 +79,7 @@ var nativePoolRows = []poolRow{
 }
 
 var poolCases = []wasmCase{
+	{"pool/an instance whose memory grew for the last time is replaced between calls", growthRecycles},
 	{"pool/a failed instance is discarded and the pool makes a fresh one", func(t *testing.T, s *suite) {
 		for _, build := range misbehaveBuilds {
 			t.Run(build.name, func(t *testing.T) {
@@ -93,6 +94,61 @@ var poolCases = []wasmCase{
 			})
 		}
 	}},
+}
+
+// growthRecycles: a guest that keeps 1 MiB more per call ("grow") would
+// run out of memory under misbehaveLimits within 32 calls; the pool
+// replaces its instance between calls once its memory has grown past half
+// the cap, so three times as many calls all succeed, nothing counts as
+// lost or trapped, and the replacement is counted. A guest that does not
+// grow ("ok") keeps its instance.
+func growthRecycles(t *testing.T, s *suite) {
+	for _, build := range misbehaveBuilds {
+		t.Run(build.name, func(t *testing.T) {
+			b, _ := s.misbehave(t, build)
+			ctx := context.Background()
+			reg := prometheus.NewRegistry()
+			met, err := metrics.New(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := load(t, b, policy.Config{Name: "misbehave", PoolSize: 1, Metrics: met})
+			snap := oneNode()
+			for i := 0; i < 50; i++ {
+				if _, err := runFilter(ctx, m, snap, "ok"); err != nil {
+					t.Fatalf("ok call %d: %v", i, err)
+				}
+			}
+			if got := m.Recycled(); got != 0 {
+				t.Fatalf("%d instances recycled by calls that keep nothing, want 0", got)
+			}
+			calls := 3 * int(misbehaveLimits.MemoryBytes>>20)
+			for i := 0; i < calls; i++ {
+				reply, err := runFilter(ctx, m, snap, "grow")
+				if err != nil {
+					t.Fatalf("grow call %d (after %d recycled): %v", i, m.Recycled(), err)
+				}
+				if len(reply.Indexes) != 1 || reply.Indexes[0] != 0 {
+					t.Fatalf("grow call %d: the node did not pass: %+v", i, reply)
+				}
+			}
+			if m.Recycled() < 2 || m.Lost() != 0 {
+				t.Errorf("%d calls keeping 1 MiB each under a %d MiB cap: %d instances recycled, %d lost; want at least 2 and none",
+					calls, misbehaveLimits.MemoryBytes>>20, m.Recycled(), m.Lost())
+			}
+			labels := testmetrics.Labels{"module": "misbehave"}
+			if got := testmetrics.Value(t, reg, "wasmsched_instances_recycled_total", labels); got != float64(m.Recycled()) {
+				t.Errorf("wasmsched_instances_recycled_total = %v, want %d", got, m.Recycled())
+			}
+			// The last Put may have closed the instance; the next call has one.
+			if _, err := runFilter(ctx, m, snap, "ok"); err != nil {
+				t.Fatalf("ok call after the growth: %v", err)
+			}
+			if got := testmetrics.Value(t, reg, "wasmsched_module_instances", labels); got != 1 {
+				t.Errorf("%v live instances, want 1", got)
+			}
+		})
+	}
 }
 
 func nativePool(t *testing.T, n Native) {

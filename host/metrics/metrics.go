@@ -110,6 +110,7 @@ type Metrics struct {
 	traps       *prometheus.CounterVec
 	deadlines   *prometheus.CounterVec
 	instances   *prometheus.GaugeVec
+	recycled    *prometheus.CounterVec
 	ignored     *prometheus.CounterVec
 
 	preemption *PreemptionMetrics
@@ -182,6 +183,12 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			Name:      "module_instances",
 			Help:      "Number of live instances of a policy module (idle or in use), over all profiles' pools.",
 		}, []string{"module"}),
+		recycled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: WasmSubsystem,
+			Name:      "instances_recycled_total",
+			Help: "Number of instances replaced between calls because their memory had grown for the last time " +
+				"(a guest without a garbage collector); the next one starts with a full sync.",
+		}, []string{"module"}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: WasmSubsystem,
 			Name:      "plugin_ignored_failures_total",
@@ -201,7 +208,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances, m.ignored}, append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...)...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.recycled, m.ignored}, append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}
@@ -392,6 +399,14 @@ func (mm *ModuleMetrics) DeadlineExceeded(plugin string) {
 func (mm *ModuleMetrics) InstanceOpened() {
 	if mm != nil {
 		mm.instances.Inc()
+	}
+}
+
+// InstanceRecycled counts an instance replaced because its memory had
+// grown for the last time.
+func (mm *ModuleMetrics) InstanceRecycled() {
+	if mm != nil {
+		mm.m.recycled.WithLabelValues(mm.module).Inc()
 	}
 }
 

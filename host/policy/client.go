@@ -24,6 +24,9 @@ type Client struct {
 	// carry the PodDisruptionBudget table.
 	wantsPDBs bool
 	broken    bool
+	// firstSize is the instance's memory size when first returned to the
+	// pool (0 before; see Module.Put).
+	firstSize uint64
 
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
@@ -370,6 +373,22 @@ func (c *Client) brokenReply(fn abi.Func, plugin int, err error) error {
 const moduleWide = -1
 
 func (c *Client) pluginName(plugin int) string { return c.module.pluginName(plugin) }
+
+// outgrown tells whether the instance's memory has grown past the point
+// where Module.Put replaces it: more than half its limit, and bigger than
+// when it was first returned.
+func (c *Client) outgrown() bool {
+	lm, ok := c.inst.(LinearMemory)
+	if !ok {
+		return false
+	}
+	size, limit := lm.MemoryBytes()
+	if c.firstSize == 0 {
+		c.firstSize = size
+		return false
+	}
+	return size > c.firstSize && size > limit/2
+}
 
 // Broken reports whether the instance was lost; Module.Put discards it.
 func (c *Client) Broken() bool { return c.broken }

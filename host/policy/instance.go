@@ -34,6 +34,14 @@ type Instance interface {
 	Close(ctx context.Context) error
 }
 
+// LinearMemory is implemented by instances that run in a linear memory
+// (the Wasm backends, not native twins). Module.Put uses it to replace an
+// instance whose memory has grown for the last time (see Module.Put).
+type LinearMemory interface {
+	// MemoryBytes is the memory's size now and the most it may grow to.
+	MemoryBytes() (size, limit uint64)
+}
+
 // Backend makes instances of one module.
 type Backend interface {
 	// NewInstance returns a fresh, uninitialised instance.

@@ -39,6 +39,7 @@ type Module struct {
 	idle     chan *Client
 	slots    chan struct{} // one token per instance that may exist
 	lost     atomic.Int64
+	recycled atomic.Int64
 	metrics  *metrics.ModuleMetrics
 }
 
@@ -188,6 +189,10 @@ func (m *Module) Manifest() *abi.Manifest { return &m.manifest }
 // Lost counts instances discarded after a trap, deadline or other failure.
 func (m *Module) Lost() int64 { return m.lost.Load() }
 
+// Recycled counts instances Put replaced because their memory had grown
+// for the last time.
+func (m *Module) Recycled() int64 { return m.recycled.Load() }
+
 // Get checks out a client, making a new instance if the pool has room and
 // none is idle, else waiting for one.
 func (m *Module) Get(ctx context.Context) (*Client, error) {
@@ -238,15 +243,37 @@ func (m *Module) newClient(ctx context.Context) (*Client, error) {
 
 // Put returns a client to the pool; a broken one is closed and its place
 // freed for a fresh instance.
+//
+// Put also replaces an instance whose heap would soon run out: a guest
+// that never collects garbage (the builtin bundles are built with TinyGo's
+// leaking allocator, which saves the per-call cost of a collector's
+// bookkeeping) grows its memory by doubling it, so once its memory is
+// more than half its limit and bigger than it was when first returned
+// (after the first cycle's full sync), the next doubling would fail and
+// trap. Replacing it between cycles costs one instantiation and one full
+// sync, and loses nothing: the host holds the state a fresh instance
+// mirrors. A guest with a collector plateaus and is left alone; one that
+// still grows past that point is replaced like the leaking kind.
 func (m *Module) Put(ctx context.Context, c *Client) {
+	if !c.broken && c.outgrown() {
+		m.recycled.Add(1)
+		m.metrics.InstanceRecycled()
+		m.discard(ctx, c)
+		return
+	}
 	if c.broken {
 		m.lost.Add(1)
-		c.inst.Close(ctx)
-		m.metrics.InstanceClosed()
-		<-m.slots
+		m.discard(ctx, c)
 		return
 	}
 	m.idle <- c
+}
+
+// discard closes a checked-out client's instance and frees its slot.
+func (m *Module) discard(ctx context.Context, c *Client) {
+	c.inst.Close(ctx)
+	m.metrics.InstanceClosed()
+	<-m.slots
 }
 
 // Close closes the idle instances. The backend stays open: several

@@ -340,6 +340,12 @@ func (i *instance) Call(ctx context.Context, fn abi.Func, arg uint32, n int) ([]
 	return reply, nil
 }
 
+// MemoryBytes implements policy.LinearMemory: the guest memory's size
+// now and the most it may grow to.
+func (i *instance) MemoryBytes() (size, limit uint64) {
+	return uint64(i.mem.Size()), uint64(i.backend.limits.pages()) * wasmPageSize
+}
+
 func (i *instance) Close(ctx context.Context) error {
 	i.backend.instances.Delete(i.mod)
 	if i.guard.timer != nil {

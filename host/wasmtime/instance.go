@@ -208,6 +208,12 @@ func (i *instance) Call(ctx context.Context, fn abi.Func, arg uint32, n int) ([]
 	return reply, nil
 }
 
+// MemoryBytes implements policy.LinearMemory: the guest memory's size
+// after the last call and the most it may grow to.
+func (i *instance) MemoryBytes() (size, limit uint64) {
+	return uint64(len(i.calls.memory())), uint64(memoryCap(i.backend.limits))
+}
+
 // memRange is mem[ptr:ptr+n] with its capacity cut there, if in range.
 func memRange(mem []byte, ptr, n uint32) ([]byte, bool) {
 	end := uint64(ptr) + uint64(n)

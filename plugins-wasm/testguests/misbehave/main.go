@@ -3,7 +3,7 @@
 // behaves, so tests can show the host survives each and keeps serving.
 //
 // The pod's name picks the behaviour of Filter: "trap", "loop", "hog",
-// anything else passes. Built with TinyGo (committed) and Go (at test time).
+// "grow" (keeps 1 MiB more per call, and passes), anything else passes. Built with TinyGo (committed) and Go (at test time).
 package main
 
 import (
@@ -39,6 +39,8 @@ func (Misbehave) Filter(_ *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInf
 		for {
 			sink = append(sink, make([]byte, 1<<20))
 		}
+	case "grow":
+		sink = append(sink, make([]byte, 1<<20))
 	case "log":
 		plugin.Log(abi.LogWarn, "misbehave says hello from "+node.Name())
 	}
