@@ -91,8 +91,86 @@ func withoutIDs(ni *NodeInfo) {
 		}
 	}
 	for i := range ni.PodGroups {
-		ni.PodGroups[i].NamespaceID = 0
+		ni.PodGroups[i].NamespaceID, ni.PodGroups[i].LabelsID = 0, 0
 		clearLabels(ni.PodGroups[i].Labels)
+	}
+}
+
+func TestPodGroupLabelSetsAreNumberedAcrossNodes(t *testing.T) {
+	l := func(kv ...string) Labels {
+		var ls Labels
+		for i := 0; i+1 < len(kv); i += 2 {
+			ls = append(ls, Label{Key: kv[i], Value: kv[i+1]})
+		}
+		return ls
+	}
+	many := l("a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6", "g", "7")
+	nodeA := NodeInfo{Node: Node{Name: "a"}, PodGroups: []PodGroup{
+		{Namespace: "ns1", Labels: l("app", "a"), Count: 2},
+		{Namespace: "ns1", Labels: l("app", "b"), Count: 1},
+		{Namespace: "ns1", Labels: nil, Count: 1},
+	}}
+	nodeB := NodeInfo{Node: Node{Name: "b"}, PodGroups: []PodGroup{
+		{Namespace: "ns2", Labels: l("app", "a"), Count: 1}, // another namespace, same labels
+		{Namespace: "ns1", Labels: l("app", "a", "tier", "x"), Count: 1},
+		{Namespace: "ns1", Labels: many, Count: 1},
+	}}
+	var in mapInterner
+	records := make([][]byte, 2)
+	for i, ni := range []*NodeInfo{&nodeA, &nodeB} {
+		var e Encoder
+		e.SetInterner(&in)
+		e.NodeInfo(ni)
+		records[i] = e.B
+	}
+	decode := func(st *StringTable, rec []byte) []uint32 {
+		var ni NodeInfo
+		d := NewDecoder(rec)
+		if st != nil {
+			d.SetTable(st)
+		}
+		d.NodeInfo(&ni)
+		if d.Err() != nil {
+			t.Fatal(d.Err())
+		}
+		ids := make([]uint32, len(ni.PodGroups))
+		for i, g := range ni.PodGroups {
+			ids[i] = g.LabelsID
+		}
+		return ids
+	}
+	st := in.table(t)
+	a, b := decode(st, records[0]), decode(st, records[1])
+	if a[0] == 0 || a[0] != b[0] {
+		t.Errorf("app=a on two nodes (two namespaces) numbered %d and %d, want one nonzero number", a[0], b[0])
+	}
+	seen := map[uint32]bool{}
+	for _, id := range []uint32{a[0], a[1], a[2], b[1]} {
+		if id == 0 || seen[id] {
+			t.Errorf("label sets numbered %v %v: want distinct nonzero numbers for distinct sets", a, b)
+		}
+		seen[id] = true
+	}
+	if b[2] != 0 {
+		t.Errorf("a set of %d labels numbered %d, want 0 (over maxSetLabels)", len(many), b[2])
+	}
+	// The same record decoded again keeps its numbers.
+	if again := decode(st, records[1]); !reflect.DeepEqual(again, b) {
+		t.Errorf("decoded again: %v, first %v", again, b)
+	}
+	// Text records are not numbered.
+	var e Encoder
+	e.NodeInfo(&nodeA)
+	if ids := decode(nil, e.B); !reflect.DeepEqual(ids, []uint32{0, 0, 0}) {
+		t.Errorf("text record groups numbered %v", ids)
+	}
+	// A reset table numbers afresh, from 1.
+	st.Reset()
+	if err := st.Append(0, in.list); err != nil {
+		t.Fatal(err)
+	}
+	if ids := decode(st, records[1]); ids[0] != 1 || ids[1] != 2 {
+		t.Errorf("after Reset, node b's sets numbered %v, want 1 and 2 first", ids)
 	}
 }
 
@@ -289,5 +367,23 @@ func TestFindAndAnyStringAnswerAsSameString(t *testing.T) {
 		if got := AnyString(vs, ids, key, keyID); got != wantAny {
 			t.Fatalf("AnyString(%q, %v, %q, %d) = %v, SameString says %v", vs, ids, key, keyID, got, wantAny)
 		}
+	}
+}
+
+func TestLabelSetNumbersAreBounded(t *testing.T) {
+	var st StringTable
+	for i := 0; i < maxLabelSets; i++ {
+		if id := st.labelSet(Labels{{KeyID: 1, ValueID: StrID(i + 2)}}); id != uint32(i+1) {
+			t.Fatalf("set %d numbered %d", i, id)
+		}
+	}
+	if id := st.labelSet(Labels{{KeyID: 1, ValueID: StrID(maxLabelSets + 2)}}); id != 0 {
+		t.Errorf("a set past the bound numbered %d, want 0", id)
+	}
+	if id := st.labelSet(Labels{{KeyID: 1, ValueID: 2}}); id != 1 {
+		t.Errorf("a known set numbered %d past the bound, want its 1", id)
+	}
+	if id := st.labelSet(Labels{{KeyID: 0, ValueID: 2, Key: "text"}}); id != 0 {
+		t.Errorf("a set with a label not numbered got %d, want 0", id)
 	}
 }

@@ -571,4 +571,10 @@ type PodGroup struct {
 	Count     int32
 	// NamespaceID numbers Namespace (ABI v1.5, see StrID).
 	NamespaceID StrID `abi:"host"`
+	// LabelsID numbers the label set among those of the mirror's pod
+	// groups: groups with equal labels, on any node, share it, so a plugin
+	// can match a selector once per label set and cycle (plugin.MemoRef).
+	// The reader's StringTable assigns it to groups of interned records;
+	// 0 when not numbered. Not on the wire.
+	LabelsID uint32 `abi:"host"`
 }

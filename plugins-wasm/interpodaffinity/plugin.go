@@ -47,6 +47,20 @@ type InterPodAffinity struct {
 	// Per-cycle tables (node slots, domains), recycled across cycles.
 	doms   plugin.Scratch[int32]
 	counts plugin.Scratch[int64]
+	// Term answers per pod group label set: PreFilter's required terms
+	// and PreScore's preferred ones, one memo per term (beginMemos).
+	filterMemos, scoreMemos plugin.LabelMemos
+}
+
+// beginMemos starts a memo of ms for each term of the lists, in order.
+func beginMemos(ms *plugin.LabelMemos, lists ...[]term) {
+	i := 0
+	for _, ts := range lists {
+		for j := range ts {
+			ts[j].memo = ms.Begin(i)
+			i++
+		}
+	}
 }
 
 var (
@@ -137,6 +151,7 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 	for i := range s.anti {
 		s.anti[i].key = s.idx.keyIndex(s.anti[i].topoKey)
 	}
+	beginMemos(&pl.filterMemos, s.affinity, s.anti)
 	s.nsLabels, _ = pl.h.NamespaceLabels(pod.Namespace)
 	var hits []existingHit
 	for _, n := range pl.h.NodesWithAffinityPods() {
@@ -173,11 +188,11 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 			}
 			for gi := range n.PodGroups {
 				g := &n.PodGroups[gi]
-				s.updateIncoming(g.Namespace, g.Labels, n, int64(g.Count))
+				s.updateIncoming(g.Namespace, g.Labels, g.LabelsID, n, int64(g.Count))
 			}
 		}
 	}
-	s.selfMatch = matchesAll(s.affinity, pod.Namespace, pod.Labels, s.ns)
+	s.selfMatch = matchesAll(s.affinity, pod.Namespace, pod.Labels, 0, s.ns)
 	s.ns.frozen = true
 	state.Write(preFilterKey, s)
 	return nil
@@ -222,10 +237,11 @@ func (s *preFilterState) updateExisting(p *abi.Pod, n *plugin.NodeInfo, delta in
 	}
 }
 
-// updateIncoming adds delta pods of namespace ns with labels, on node n,
-// to the counts of the incoming pod's terms they match.
-func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, n *plugin.NodeInfo, delta int64) {
-	if matchesAll(s.affinity, ns, labels, s.ns) {
+// updateIncoming adds delta pods of namespace ns with labels (numbered
+// setID, 0 for a single pod), on node n, to the counts of the incoming
+// pod's terms they match.
+func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, setID uint32, n *plugin.NodeInfo, delta int64) {
+	if matchesAll(s.affinity, ns, labels, setID, s.ns) {
 		for i := range s.affinity {
 			t := &s.affinity[i]
 			if d, v := s.idx.domain(t.key, n); d != noKey {
@@ -235,7 +251,7 @@ func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, n *plugin.
 	}
 	for i := range s.anti {
 		t := &s.anti[i]
-		if d, v := s.idx.domain(t.key, n); d != noKey && t.matchesOther(ns, labels, s.ns) {
+		if d, v := s.idx.domain(t.key, n); d != noKey && t.matchesOther(ns, labels, setID, s.ns) {
 			s.antiCounts.add(t.key, d, t.topoKey, v, delta)
 		}
 	}
@@ -257,7 +273,7 @@ func updateWithPod(state *plugin.CycleState, p *abi.Pod, node *plugin.NodeInfo, 
 		return nil // PreFilter skipped: Filter will not run either
 	}
 	s.updateExisting(p, node, d)
-	s.updateIncoming(p.Namespace, p.Labels, node, d)
+	s.updateIncoming(p.Namespace, p.Labels, 0, node, d)
 	return nil
 }
 

@@ -59,6 +59,7 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 	for i := range prefAnti {
 		prefAnti[i].key = idx.keyIndex(prefAnti[i].topoKey)
 	}
+	beginMemos(&pl.scoreMemos, pref, prefAnti)
 	nsLabels, _ := pl.h.NamespaceLabels(pod.Namespace)
 	var hits []scoreHit
 	for _, n := range pl.h.NodesWithAffinityPods() {
@@ -120,7 +121,7 @@ func scoreGroup(s *preScoreState, ts []term, g *abi.PodGroup, n *plugin.NodeInfo
 	added := false
 	for i := range ts {
 		t := &ts[i]
-		if d, _ := s.idx.domain(t.key, n); d >= 0 && t.matchesOther(g.Namespace, g.Labels, c) {
+		if d, _ := s.idx.domain(t.key, n); d >= 0 && t.matchesOther(g.Namespace, g.Labels, g.LabelsID, c) {
 			s.vals[t.key][d] += sign * int64(t.weight) * int64(g.Count)
 			added = true
 		}

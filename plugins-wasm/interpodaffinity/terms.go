@@ -29,6 +29,9 @@ type term struct {
 	weight   int32
 	// key is the index of topoKey in the counts the term feeds.
 	key int
+	// memo remembers matchesLabels' answers per pod group label set for
+	// the cycle (a zero MemoRef remembers nothing).
+	memo plugin.MemoRef
 }
 
 // compileTerm compiles t as a term of owner. An invalid selector is an
@@ -164,10 +167,22 @@ func (c *nsCache) get(ns string) (abi.Labels, bool) {
 	return l, ok
 }
 
+// matchesSet is matchesLabels for labels numbered setID
+// (abi.PodGroup.LabelsID; 0 for a single pod's), remembered per set.
+func (t *term) matchesSet(labels abi.Labels, setID uint32) bool {
+	if v, ok := t.memo.Get(setID); ok {
+		return v
+	}
+	v := t.matchesLabels(labels)
+	t.memo.Put(setID, v)
+	return v
+}
+
 // matchesOther reports whether a pod (or pod group) in namespace ns with
-// labels matches this term of the incoming pod.
-func (t *term) matchesOther(ns string, labels abi.Labels, c *nsCache) bool {
-	if !t.matchesLabels(labels) {
+// labels, numbered setID (0: not numbered), matches this term of the
+// incoming pod.
+func (t *term) matchesOther(ns string, labels abi.Labels, setID uint32, c *nsCache) bool {
+	if !t.matchesSet(labels, setID) {
 		return false
 	}
 	if t.inNamespaceList(ns) {
@@ -182,12 +197,12 @@ func (t *term) matchesOther(ns string, labels abi.Labels, c *nsCache) bool {
 
 // matchesAll reports whether (ns, labels) match every term; false for no
 // terms, as upstream's podMatchesAllAffinityTerms.
-func matchesAll(ts []term, ns string, labels abi.Labels, c *nsCache) bool {
+func matchesAll(ts []term, ns string, labels abi.Labels, setID uint32, c *nsCache) bool {
 	if len(ts) == 0 {
 		return false
 	}
 	for i := range ts {
-		if !ts[i].matchesOther(ns, labels, c) {
+		if !ts[i].matchesOther(ns, labels, setID, c) {
 			return false
 		}
 	}

@@ -51,6 +51,9 @@ type PodTopologySpread struct {
 	scores plugin.Scratch[int64]
 	// keys caches the nodes' values of topology keys across cycles.
 	keys nodelabel.Cache
+	// Selector answers per label set, for PreFilter's constraints and
+	// PreScore's (one memo per constraint, begun when compiled).
+	filterMemos, scoreMemos plugin.LabelMemos
 }
 
 var (
@@ -96,20 +99,29 @@ type constraint struct {
 	required    *nodeselector.Required
 	honorTaints bool // nodeTaintsPolicy (default Ignore)
 	selfMatch   bool // the selector matches the incoming pod
+	// memo remembers sel's answers per pod group label set this cycle.
+	memo plugin.MemoRef
 }
 
 // constraintsFor compiles the pod's constraints of the given action, or
 // the default ones (with the pod's controller selector) when the pod has
 // none.
 func (pl *PodTopologySpread) constraintsFor(pod *abi.Pod, action abi.WhenUnsatisfiable) ([]constraint, error) {
+	var cons []constraint
+	var err error
 	if len(pod.TopologySpread) > 0 {
-		return compileConstraints(pod.TopologySpread, pod, action, nil, pl.h, &pl.keys)
+		cons, err = compileConstraints(pod.TopologySpread, pod, action, nil, pl.h, &pl.keys)
+	} else if cs := pod.ControllerSelector; cs != nil && (len(cs.MatchLabels) > 0 || len(cs.MatchExpressions) > 0) {
+		cons, err = compileConstraints(pl.defaultConstraints, pod, action, cs, pl.h, &pl.keys)
 	}
-	cs := pod.ControllerSelector
-	if cs == nil || (len(cs.MatchLabels) == 0 && len(cs.MatchExpressions) == 0) {
-		return nil, nil
+	memos := &pl.filterMemos
+	if action == abi.ScheduleAnyway {
+		memos = &pl.scoreMemos
 	}
-	return compileConstraints(pl.defaultConstraints, pod, action, cs, pl.h, &pl.keys)
+	for i := range cons {
+		cons[i].memo = memos.Begin(i)
+	}
+	return cons, err
 }
 
 // compileConstraints compiles and numbers (h, for this cycle) the
@@ -221,17 +233,18 @@ func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
 	return true
 }
 
-// countMatching counts the node's pods in namespace ns that the selector
-// matches, one selector match per pod group. An empty selector counts
+// countMatching counts the node's pods in namespace ns that the
+// constraint's selector matches, one selector match per pod group label
+// set and cycle (the constraint's memo). An empty selector counts
 // nothing, as upstream's countPodsMatchSelector.
-func countMatching(ni *abi.NodeInfo, sel *plugin.Selector, ns string, nsID abi.StrID) int32 {
-	if sel.Empty() {
+func countMatching(ni *abi.NodeInfo, c *constraint, ns string, nsID abi.StrID) int32 {
+	if c.sel.Empty() {
 		return 0
 	}
 	var n int32
 	for i := range ni.PodGroups {
 		g := &ni.PodGroups[i]
-		if abi.SameString(g.Namespace, g.NamespaceID, ns, nsID) && sel.Matches(g.Labels) {
+		if abi.SameString(g.Namespace, g.NamespaceID, ns, nsID) && c.sel.MatchesGroup(g, c.memo) {
 			n += g.Count
 		}
 	}

@@ -556,6 +556,11 @@ func TestTablesRecycledAcrossCycles(t *testing.T) {
 	for i, ni := range nodes {
 		ni.Slot = uint32(i) // as the SDK numbers them: the per-slot paths
 	}
+	// Label sets numbered as the string table numbers them: the memos of
+	// the recycled plugin serve several cycles with different selectors.
+	if plugintest.NumberGroups(nodes) < 2 {
+		t.Fatal("fewer than two label sets: the memos are not tested")
+	}
 	incoming := []*abi.Pod{
 		withTSC(pod("in1", "", "foo", "bar"), tsc(LabelZone, 1, abi.DoNotSchedule, fooSel()), tsc(LabelHostname, 1, abi.ScheduleAnyway, fooSel())),
 		withTSC(pod("in2", "", "app", "x"), tsc(LabelHostname, 1, abi.DoNotSchedule,
@@ -600,6 +605,7 @@ func TestTablesRecycledAcrossCycles(t *testing.T) {
 			moved := cluster([]*plugintest.NodeWrapper{node("n-b", "zone2")}, pod("other1", "n-b", "app", "x"))[0]
 			moved.Slot = 1
 			nodes[1] = moved // the handles share the slice
+			plugintest.NumberGroups(nodes)
 		}
 		for _, p := range incoming {
 			want := run(newPlugin(t, "", nodes), &plugin.CycleState{}, p)

@@ -123,7 +123,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 				}
 				d = dd
 			}
-			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace, pod.NamespaceID))
+			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, c, pod.Namespace, pod.NamespaceID))
 		}
 	}
 	s.scores = pl.scores.Make(state, nslots)
@@ -164,7 +164,7 @@ func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 		}
 		var cnt int64
 		if s.isHostname[i] {
-			cnt = int64(countMatching(&ni.NodeInfo, &c.sel, pod.Namespace, pod.NamespaceID))
+			cnt = int64(countMatching(&ni.NodeInfo, c, pod.Namespace, pod.NamespaceID))
 		} else if d := s.domain(i, ni, v); d >= 0 {
 			cnt = s.counts[i][d]
 		}
