@@ -107,12 +107,7 @@ func growthRecycles(t *testing.T, s *suite) {
 		t.Run(build.name, func(t *testing.T) {
 			b, _ := s.misbehave(t, build)
 			ctx := context.Background()
-			reg := prometheus.NewRegistry()
-			met, err := metrics.New(reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := load(t, b, policy.Config{Name: "misbehave", PoolSize: 1, Metrics: met})
+			m, reg := meteredMisbehave(t, b)
 			snap := oneNode()
 			for i := 0; i < 50; i++ {
 				if _, err := runFilter(ctx, m, snap, "ok"); err != nil {
@@ -176,12 +171,7 @@ func nativeMissingPlugin(t *testing.T, n Native) {
 // well-behaved call served by a fresh instance. The "log" pod ends it.
 func runPool(t *testing.T, b policy.Backend, logs *testlog.Buffer, rows []poolRow) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
-	met, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := load(t, b, policy.Config{Name: "misbehave", PoolSize: 1, Metrics: met})
+	m, reg := meteredMisbehave(t, b)
 	snap := oneNode()
 	labels := testmetrics.Labels{"module": "misbehave", "plugin": "Misbehave"}
 	traps := func() float64 { return testmetrics.Value(t, reg, "wasmsched_guest_traps_total", labels) }
@@ -235,6 +225,17 @@ func runPool(t *testing.T, b policy.Backend, logs *testlog.Buffer, rows []poolRo
 	if _, err := runFilter(ctx, m, snap, "log"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// meteredMisbehave loads the misbehave guest as a module of one instance
+// whose metrics go to the returned registry.
+func meteredMisbehave(t *testing.T, b policy.Backend) (*policy.Module, *prometheus.Registry) {
+	reg := prometheus.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return load(t, b, policy.Config{Name: "misbehave", PoolSize: 1, Metrics: met}), reg
 }
 
 func oneNode() *snapshot.Snapshot {
