@@ -563,9 +563,8 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 			g := &ni.PodGroups[i]
 			g.Namespace, g.NamespaceID = d.sym()
 			g.Labels = d.recordLabels(false)
-			g.LabelsID = 0
-			if d.table != nil && d.err == nil {
-				g.LabelsID = d.table.labelSet(g.Labels)
+			if sets, ok := d.lists.(labelSets); ok && d.table != nil { // groups come zeroed
+				g.LabelsID = sets.labelSet(g.Labels)
 			}
 			g.Count = d.Int32()
 		}

@@ -1,7 +1,5 @@
 package abi
 
-import "unsafe"
-
 // String interning (ABI v1.5). Label keys and values, taint keys and
 // values, image names and namespaces repeat across thousands of nodes and
 // pods, and plugins compare them in their hottest loops: a selector
@@ -74,49 +72,6 @@ type Interner interface {
 type StringTable struct {
 	strs []string
 	ids  map[string]StrID
-	// sets numbers the label sets of pod groups by their StrIDs
-	// (PodGroup.LabelsID), keyed by the IDs' bytes; the numbers live as
-	// long as the StrIDs.
-	sets map[string]uint32
-}
-
-// maxSetLabels is the most labels of a numbered label set; a group with
-// more is not numbered, and plugins match it every time.
-const maxSetLabels = 6
-
-// maxLabelSets bounds the label sets a table numbers; past it, new sets
-// are not numbered (until the table starts over with a mirror reset).
-const maxLabelSets = 1 << 16
-
-// labelSet numbers ls, whose labels are all numbered (decoded from an
-// interned record); 0 when it cannot.
-func (t *StringTable) labelSet(ls Labels) uint32 {
-	if len(ls) > maxSetLabels {
-		return 0
-	}
-	var key [8 * maxSetLabels]byte
-	n := 0
-	for i := range ls {
-		k, v := ls[i].KeyID, ls[i].ValueID
-		if k == 0 || v == 0 {
-			return 0
-		}
-		key[n], key[n+1], key[n+2], key[n+3] = byte(k), byte(k>>8), byte(k>>16), byte(k>>24)
-		key[n+4], key[n+5], key[n+6], key[n+7] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-		n += 8
-	}
-	if id, ok := t.sets[aliasString(key[:n])]; ok {
-		return id
-	}
-	if len(t.sets) >= maxLabelSets {
-		return 0
-	}
-	if t.sets == nil {
-		t.sets = make(map[string]uint32)
-	}
-	id := uint32(len(t.sets) + 1)
-	t.sets[string(key[:n])] = id
-	return id
 }
 
 // maxTableStrings bounds a guest's table; a host that numbered more
@@ -130,7 +85,6 @@ func (t *StringTable) Len() int { return len(t.strs) }
 func (t *StringTable) Reset() {
 	t.strs = t.strs[:0]
 	clear(t.ids)
-	clear(t.sets)
 }
 
 // Append adds strings numbered from first+1 on; first must be the
@@ -217,13 +171,4 @@ func (t *StringTable) Number(ls Labels) {
 			ls[i].ValueID = t.Lookup(ls[i].Value)
 		}
 	}
-}
-
-// aliasString views b as a string without copying it, for a map lookup
-// that does not keep the key.
-func aliasString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }

@@ -123,12 +123,14 @@ func TestPodGroupLabelSetsAreNumberedAcrossNodes(t *testing.T) {
 		e.NodeInfo(ni)
 		records[i] = e.B
 	}
+	var lists NodeLists
 	decode := func(st *StringTable, rec []byte) []uint32 {
 		var ni NodeInfo
 		d := NewDecoder(rec)
 		if st != nil {
 			d.SetTable(st)
 		}
+		d.UseNodeLists(&lists)
 		d.NodeInfo(&ni)
 		if d.Err() != nil {
 			t.Fatal(d.Err())
@@ -164,13 +166,20 @@ func TestPodGroupLabelSetsAreNumberedAcrossNodes(t *testing.T) {
 	if ids := decode(nil, e.B); !reflect.DeepEqual(ids, []uint32{0, 0, 0}) {
 		t.Errorf("text record groups numbered %v", ids)
 	}
-	// A reset table numbers afresh, from 1.
-	st.Reset()
-	if err := st.Append(0, in.list); err != nil {
-		t.Fatal(err)
+	// Without node lists nothing is numbered (a module that does not lay
+	// its mirror out by kind carries none of this).
+	plain := NewDecoder(records[0])
+	plain.SetTable(st)
+	var ni NodeInfo
+	plain.NodeInfo(&ni)
+	if plain.Err() != nil || ni.PodGroups[0].LabelsID != 0 {
+		t.Errorf("decoded without node lists: LabelsID %d (err %v), want 0", ni.PodGroups[0].LabelsID, plain.Err())
 	}
+	// Restart (a relayout or a mirror reset, after which every node is
+	// decoded again) numbers afresh, from 1.
+	lists.Restart()
 	if ids := decode(st, records[1]); ids[0] != 1 || ids[1] != 2 {
-		t.Errorf("after Reset, node b's sets numbered %v, want 1 and 2 first", ids)
+		t.Errorf("after Restart, node b's sets numbered %v, want 1 and 2 first", ids)
 	}
 }
 
@@ -298,13 +307,24 @@ func FuzzInternedNodeInfo(f *testing.F) {
 	f.Add(e.B)
 	f.Add([]byte{})
 	table := in.table(f)
+	var lists NodeLists // shared across inputs, as a guest's are across syncs
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got NodeInfo
 		d := NewDecoder(b)
 		d.SetTable(table)
+		d.UseNodeLists(&lists)
 		d.NodeInfo(&got)
 		if d.Err() != nil {
 			return
+		}
+		// Groups with the same labels carry the same number.
+		for i := range got.PodGroups {
+			for j := range got.PodGroups {
+				gi, gj := &got.PodGroups[i], &got.PodGroups[j]
+				if gi.LabelsID != 0 && gi.LabelsID == gj.LabelsID && !reflect.DeepEqual(gi.Labels, gj.Labels) {
+					t.Fatalf("groups %d and %d share number %d with labels %v and %v", i, j, gi.LabelsID, gi.Labels, gj.Labels)
+				}
+			}
 		}
 		// Whatever decoded names only strings of the table.
 		for _, l := range got.Node.Labels {
@@ -371,7 +391,7 @@ func TestFindAndAnyStringAnswerAsSameString(t *testing.T) {
 }
 
 func TestLabelSetNumbersAreBounded(t *testing.T) {
-	var st StringTable
+	var st NodeLists
 	for i := 0; i < maxLabelSets; i++ {
 		if id := st.labelSet(Labels{{KeyID: 1, ValueID: StrID(i + 2)}}); id != uint32(i+1) {
 			t.Fatalf("set %d numbered %d", i, id)

@@ -1,5 +1,7 @@
 package abi
 
+import "unsafe"
+
 // NodeLists is storage for the lists of a mirror's node records — node
 // labels, taints, images and their names, pod groups and their labels —
 // with each kind of list kept in chunks of its own, so that the labels
@@ -26,6 +28,10 @@ type NodeLists struct {
 	groups      listChunk[PodGroup]
 	groupLabels listChunk[Label]
 	taken       int // elements handed out since Restart
+	// sets numbers the label sets of pod groups by their StrIDs
+	// (PodGroup.LabelsID), keyed by the IDs' bytes. Restart starts the
+	// numbering over: every live node is decoded again after it.
+	sets map[string]uint32
 }
 
 // ListSource is where a Decoder takes the lists of node records from
@@ -44,6 +50,14 @@ type ListSource interface {
 	groupLabelList(n int) Labels
 }
 
+// labelSets is what numbers pod groups' label sets (NodeLists does). An
+// interface of its own, asked for with a type assertion, so that the
+// methods of ListSource (and the names of their dispatch functions, which
+// spell out the interface) stay as they were for modules without lists.
+type labelSets interface {
+	labelSet(ls Labels) uint32
+}
+
 func (l *NodeLists) nodeLabels(n int) Labels      { return take(l, &l.labels, n) }
 func (l *NodeLists) taintList(n int) []Taint      { return take(l, &l.taints, n) }
 func (l *NodeLists) imageList(n int) []ImageState { return take(l, &l.images, n) }
@@ -51,6 +65,56 @@ func (l *NodeLists) nameList(n int) []string      { return take(l, &l.imageNames
 func (l *NodeLists) idList(n int) []StrID         { return take(l, &l.imageIDs, n) }
 func (l *NodeLists) groupList(n int) []PodGroup   { return take(l, &l.groups, n) }
 func (l *NodeLists) groupLabelList(n int) Labels  { return take(l, &l.groupLabels, n) }
+
+// maxSetLabels is the most labels of a numbered label set; a group with
+// more is not numbered, and plugins match it every time.
+const maxSetLabels = 6
+
+// maxLabelSets bounds the label sets numbered between two Restarts; past
+// it, new sets are not numbered.
+const maxLabelSets = 1 << 16
+
+// labelSet numbers ls, whose labels are all numbered (decoded from an
+// interned record); 0 when it cannot. Equal StrIDs are equal strings for
+// as long as a string table lives, and a table is replaced only with the
+// whole mirror, so equal numbers in one mirror are equal label sets.
+func (l *NodeLists) labelSet(ls Labels) uint32 {
+	if len(ls) > maxSetLabels {
+		return 0
+	}
+	var key [8 * maxSetLabels]byte
+	n := 0
+	for i := range ls {
+		k, v := ls[i].KeyID, ls[i].ValueID
+		if k == 0 || v == 0 {
+			return 0
+		}
+		key[n], key[n+1], key[n+2], key[n+3] = byte(k), byte(k>>8), byte(k>>16), byte(k>>24)
+		key[n+4], key[n+5], key[n+6], key[n+7] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		n += 8
+	}
+	if id, ok := l.sets[aliasString(key[:n])]; ok {
+		return id
+	}
+	if len(l.sets) >= maxLabelSets {
+		return 0
+	}
+	if l.sets == nil {
+		l.sets = make(map[string]uint32)
+	}
+	id := uint32(len(l.sets) + 1)
+	l.sets[string(key[:n])] = id
+	return id
+}
+
+// aliasString views b as a string without copying it, for a map lookup
+// that does not keep the key.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
 
 // listChunk hands out runs of T from one chunk at a time; a full chunk
 // is left to the lists cut from it.

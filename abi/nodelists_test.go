@@ -56,6 +56,16 @@ func TestNodeListsDecodeAsAllocated(t *testing.T) {
 		}
 		var lists NodeLists
 		plain, listed := decode(nil), decode(&lists)
+		// Lists also number interned groups' label sets; the rest agrees.
+		for i := range listed {
+			for j := range listed[i].PodGroups {
+				g := &listed[i].PodGroups[j]
+				if interned != (g.LabelsID != 0) {
+					t.Errorf("interned=%v: %s group %d numbered %d", interned, listed[i].Node.Name, j, g.LabelsID)
+				}
+				g.LabelsID = 0
+			}
+		}
 		if !reflect.DeepEqual(listed, plain) {
 			t.Fatalf("interned=%v: with NodeLists\n%+v\nwithout\n%+v", interned, listed, plain)
 		}

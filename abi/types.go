@@ -574,7 +574,7 @@ type PodGroup struct {
 	// LabelsID numbers the label set among those of the mirror's pod
 	// groups: groups with equal labels, on any node, share it, so a plugin
 	// can match a selector once per label set and cycle (plugin.MemoRef).
-	// The reader's StringTable assigns it to groups of interned records;
-	// 0 when not numbered. Not on the wire.
+	// A reader decoding interned records into NodeLists (the guest's
+	// LayOutNodeLists) assigns it; 0 when not numbered. Not on the wire.
 	LabelsID uint32 `abi:"host"`
 }

@@ -96,8 +96,12 @@ var poolCases = []wasmCase{
 	}},
 }
 
+// growthLimits are misbehaveLimits with a deadline no loaded machine
+// reaches: a call of the growing guest may collect or copy tens of MiB.
+var growthLimits = wasm.Limits{MemoryBytes: misbehaveLimits.MemoryBytes, CallTimeout: 30 * time.Second}
+
 // growthRecycles: a guest that keeps 1 MiB more per call ("grow") would
-// run out of memory under misbehaveLimits within 32 calls; the pool
+// run out of memory under growthLimits within 32 calls; the pool
 // replaces its instance between calls once its memory has grown past half
 // the cap, so three times as many calls all succeed, nothing counts as
 // lost or trapped, and the replacement is counted. A guest that does not
@@ -105,7 +109,7 @@ var poolCases = []wasmCase{
 func growthRecycles(t *testing.T, s *suite) {
 	for _, build := range misbehaveBuilds {
 		t.Run(build.name, func(t *testing.T) {
-			b, _ := s.misbehave(t, build)
+			b, _ := s.sharedCompile(t, misbehaveKey(build)+"-growth", "misbehave", func() []byte { return build.bytes(t) }, growthLimits)
 			ctx := context.Background()
 			m, reg := meteredMisbehave(t, b)
 			snap := oneNode()
@@ -117,7 +121,7 @@ func growthRecycles(t *testing.T, s *suite) {
 			if got := m.Recycled(); got != 0 {
 				t.Fatalf("%d instances recycled by calls that keep nothing, want 0", got)
 			}
-			calls := 3 * int(misbehaveLimits.MemoryBytes>>20)
+			calls := 3 * int(growthLimits.MemoryBytes>>20)
 			for i := 0; i < calls; i++ {
 				reply, err := runFilter(ctx, m, snap, "grow")
 				if err != nil {
@@ -129,7 +133,7 @@ func growthRecycles(t *testing.T, s *suite) {
 			}
 			if m.Recycled() < 2 || m.Lost() != 0 {
 				t.Errorf("%d calls keeping 1 MiB each under a %d MiB cap: %d instances recycled, %d lost; want at least 2 and none",
-					calls, misbehaveLimits.MemoryBytes>>20, m.Recycled(), m.Lost())
+					calls, growthLimits.MemoryBytes>>20, m.Recycled(), m.Lost())
 			}
 			labels := testmetrics.Labels{"module": "misbehave"}
 			if got := testmetrics.Value(t, reg, "wasmsched_instances_recycled_total", labels); got != float64(m.Recycled()) {
