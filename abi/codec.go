@@ -306,6 +306,16 @@ func (d *Decoder) Bytes() []byte {
 	return d.Raw(n)
 }
 
+// aliasString views b as a string without copying it, for map lookups
+// that do not keep the key (String writes the same inline: a call there
+// costs every module a few bytes).
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
 // String reads a length-prefixed string.
 func (d *Decoder) String() string {
 	b := d.Bytes()
@@ -313,7 +323,7 @@ func (d *Decoder) String() string {
 		return ""
 	}
 	if d.alias {
-		return unsafe.String(&b[0], len(b))
+		return unsafe.String(&b[0], len(b)) // b is not empty
 	}
 	return string(b)
 }

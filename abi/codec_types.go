@@ -563,6 +563,9 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 			g := &ni.PodGroups[i]
 			g.Namespace, g.NamespaceID = d.sym()
 			g.Labels = d.recordLabels(false)
+			// Label sets are numbered by their StrIDs: interned records
+			// only. (Asked per group: hoisted, it costs small modules
+			// more code than the assertion costs a sync.)
 			if sets, ok := d.lists.(labelSets); ok && d.table != nil { // groups come zeroed
 				g.LabelsID = sets.labelSet(g.Labels)
 			}

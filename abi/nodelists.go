@@ -1,7 +1,5 @@
 package abi
 
-import "unsafe"
-
 // NodeLists is storage for the lists of a mirror's node records — node
 // labels, taints, images and their names, pod groups and their labels —
 // with each kind of list kept in chunks of its own, so that the labels
@@ -105,15 +103,6 @@ func (l *NodeLists) labelSet(ls Labels) uint32 {
 	id := uint32(len(l.sets) + 1)
 	l.sets[string(key[:n])] = id
 	return id
-}
-
-// aliasString views b as a string without copying it, for a map lookup
-// that does not keep the key.
-func aliasString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 // listChunk hands out runs of T from one chunk at a time; a full chunk

@@ -91,7 +91,8 @@ func (c *CycleState) CloneInto(dst *CycleState) {
 // need tables as long as the cluster (a domain per node slot, counts per
 // domain) in every cycle; allocated afresh they would bring TinyGo's next
 // collection nearer every cycle, and each collection walks the whole
-// mirror. A Scratch hands the same storage out again once the cycle it
+// mirror (in a guest built without a collector, they would grow its heap
+// towards the instance's replacement). A Scratch hands the same storage out again once the cycle it
 // was taken in is over: the SDK Resets the state at the start of every
 // cycle, and nothing of an old cycle's state is read after that.
 //

@@ -255,22 +255,16 @@ func (m *Module) newClient(ctx context.Context) (*Client, error) {
 // mirrors. A guest with a collector plateaus and is left alone; one that
 // still grows past that point is replaced like the leaking kind.
 func (m *Module) Put(ctx context.Context, c *Client) {
-	if !c.broken && c.outgrown() {
+	switch {
+	case c.broken:
+		m.lost.Add(1)
+	case c.outgrown():
 		m.recycled.Add(1)
 		m.metrics.InstanceRecycled()
-		m.discard(ctx, c)
+	default:
+		m.idle <- c
 		return
 	}
-	if c.broken {
-		m.lost.Add(1)
-		m.discard(ctx, c)
-		return
-	}
-	m.idle <- c
-}
-
-// discard closes a checked-out client's instance and frees its slot.
-func (m *Module) discard(ctx context.Context, c *Client) {
 	c.inst.Close(ctx)
 	m.metrics.InstanceClosed()
 	<-m.slots

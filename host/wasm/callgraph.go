@@ -41,6 +41,7 @@ type funcFacts struct {
 	callees  []uint32 // function index of each direct call site
 	indirect bool     // it has call_indirect or return_call_indirect
 	bulk     bool     // it uses memory.copy, memory.fill or memory.init
+	fills    bool     // it has a fill inlined as stores (fills.go)
 }
 
 // entryPlan says what one function gets at entry.

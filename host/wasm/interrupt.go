@@ -163,7 +163,7 @@ func InlineFills(bin []byte) ([]byte, error) { return rewrite(bin, false) }
 // RewriteRevision changes whenever the rewriting of modules changes what
 // it outputs, so caches of compiled code keyed by a module's original
 // bytes (not by the rewritten ones) can include it.
-const RewriteRevision = 2
+const RewriteRevision = 3
 
 // rewrite is Instrument (checks) or InlineFills.
 func rewrite(bin []byte, checks bool) ([]byte, error) {
@@ -587,7 +587,9 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 	out := appendU32(nil, n)
 	var body []byte
 	for i, code := range bodies {
-		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], facts[i].bulk, checks, plans[i], g, types)
+		// A scratch local for bulk ticks (checks) and inlined fills.
+		scratch := facts[i].fills || (checks && facts[i].bulk)
+		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], scratch, checks, plans[i], g, types)
 		out = appendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
@@ -621,6 +623,7 @@ func scanBody(code []byte, ft funcType, g globals, refs map[uint32]bool) (funcFa
 		}
 		if in.op == 0xFC && in.sub == 11 {
 			if v, ok := inlineFill(prev2, prev, r.b[r.off-1]); ok {
+				f.fills = true
 				extra += len(appendInlineFill(nil, nlocals, v, prev.imm))
 			}
 		}
@@ -665,7 +668,7 @@ func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub 
 // the body's label lands before the exit), and the charge given back
 // before every way out. It walks every instruction so that an immediate
 // byte that happens to equal an opcode is never mistaken for one.
-func instrumentBody(out, code []byte, ft funcType, bulk, checks bool, plan entryPlan, g globals, types *typeTable) []byte {
+func instrumentBody(out, code []byte, ft funcType, needScratch, checks bool, plan entryPlan, g globals, types *typeTable) []byte {
 	r := reader{b: code}
 	groups := r.u32()
 	groupsEnd := r.off
@@ -676,7 +679,7 @@ func instrumentBody(out, code []byte, ft funcType, bulk, checks bool, plan entry
 	}
 	localsEnd := r.off
 	scratch := uint32(uint64(len(ft.params)) + locals)
-	if bulk {
+	if needScratch {
 		out = appendU32(out, groups+1)
 		out = append(out, code[groupsEnd:localsEnd]...)
 		out = append(out, 0x01, 0x7F) // one i32
