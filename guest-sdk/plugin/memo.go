@@ -51,6 +51,8 @@ type MemoRef struct {
 
 // Get returns the remembered answer for the label set numbered id, and
 // whether there is one.
+//
+//go:inline
 func (r MemoRef) Get(id uint32) (answer, known bool) {
 	if r.m == nil || id == 0 || r.m.gen != r.gen || int(id) >= len(r.m.marks) {
 		return false, false
@@ -84,10 +86,21 @@ func (r MemoRef) Put(id uint32, answer bool) {
 }
 
 // MatchesGroup is Matches(g.Labels), remembered through r per label set.
+// Plugins call it per pod group of every node, so the remembered answer
+// is inlined into their loops and only a first match is a call.
+//
+//go:inline
 func (s *Selector) MatchesGroup(g *abi.PodGroup, r MemoRef) bool {
 	if v, ok := r.Get(g.LabelsID); ok {
 		return v
 	}
+	return s.matchAndRemember(g, r)
+}
+
+// matchAndRemember is MatchesGroup's first answer for a label set.
+//
+//go:noinline
+func (s *Selector) matchAndRemember(g *abi.PodGroup, r MemoRef) bool {
 	v := s.Matches(g.Labels)
 	r.Put(g.LabelsID, v)
 	return v

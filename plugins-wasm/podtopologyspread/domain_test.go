@@ -28,6 +28,9 @@ func TestDomainIndexFindsValuesWhateverTheirNumbering(t *testing.T) {
 			if d := x.add(v, id); d != int32(i) {
 				t.Fatalf("add(%s) = %d, want %d", v, d, i)
 			}
+			if d, ok := x.find(v, id); !ok || d != int32(i) {
+				t.Fatalf("find(%s, %d) right after add = %d, %v", v, id, d, ok)
+			}
 		}
 		for i := 0; i < 3*smallDomains; i++ {
 			v := fmt.Sprintf("v%d", i)

@@ -57,6 +57,8 @@ func (b slotBuf) doms(k, n int) [][]int32 {
 }
 
 // slot returns the node's slot, or -1 when the table has no data for it.
+//
+//go:inline
 func (t *slotTable) slot(ni *plugin.NodeInfo) int {
 	if s := int(ni.Slot); s < len(t.owners) && t.owners[s] == ni {
 		return s
@@ -94,7 +96,27 @@ const smallDomains = 32
 // usable reports whether id is a number the index can key by.
 func usable(id abi.StrID) bool { return id != 0 && id != abi.StrAbsent }
 
+// find returns the domain of value v (numbered id), if numbered yet. The
+// common case (few values, numbered) is a scan of numbers inlined into
+// the per-node loops; the rest is findSlow.
+//
+//go:inline
 func (x *domainIndex) find(v string, id abi.StrID) (int32, bool) {
+	if x.numbered && x.mid == nil && usable(id) {
+		for d, xid := range x.ids {
+			if xid == id {
+				return int32(d), true
+			}
+		}
+		return 0, false
+	}
+	return x.findSlow(v, id)
+}
+
+// findSlow is find past the inlined case: maps, text, mixed kinds.
+//
+//go:noinline
+func (x *domainIndex) findSlow(v string, id abi.StrID) (int32, bool) {
 	if len(x.vals) == 0 {
 		return 0, false
 	}
@@ -210,11 +232,21 @@ func (s *preFilterState) recomputeMin(i int) {
 }
 
 // domain is the node's domain index of constraint i, or domNoLabel /
-// domNone.
+// domNone. Filter calls it per node: the slot lookup is inlined, a node
+// PreFilter did not see is domainUnseen.
+//
+//go:inline
 func (s *preFilterState) domain(i int, ni *plugin.NodeInfo) int32 {
 	if sl := s.slots.slot(ni); sl >= 0 {
 		return s.nodeDom[i][sl]
 	}
+	return s.domainUnseen(i, ni)
+}
+
+// domainUnseen is domain for a node PreFilter did not see.
+//
+//go:noinline
+func (s *preFilterState) domainUnseen(i int, ni *plugin.NodeInfo) int32 {
 	v, _, ok := s.cons[i].value(ni)
 	if !ok {
 		return domNoLabel

@@ -180,6 +180,8 @@ func stringID(h plugin.Handle, s string) abi.StrID {
 
 // value is the node's value of the constraint's topology key, with its
 // number, and whether the node has the key.
+//
+//go:inline
 func (c *constraint) value(ni *plugin.NodeInfo) (string, abi.StrID, bool) {
 	return c.topo.Value(ni)
 }
@@ -213,6 +215,8 @@ func mergeMatchLabelKeys(ls *abi.LabelSelector, keys []string, podLabels abi.Lab
 }
 
 // hasAllKeys reports whether the node has every constraint's topology key.
+//
+//go:inline
 func hasAllKeys(ni *plugin.NodeInfo, cs []constraint) bool {
 	for i := range cs {
 		if !cs[i].topo.Has(ni) {
@@ -237,6 +241,8 @@ func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
 // constraint's selector matches, one selector match per pod group label
 // set and cycle (the constraint's memo). An empty selector counts
 // nothing, as upstream's countPodsMatchSelector.
+//
+//go:inline
 func countMatching(ni *abi.NodeInfo, c *constraint, ns string, nsID abi.StrID) int32 {
 	if c.sel.Empty() {
 		return 0

@@ -71,7 +71,10 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			s.nodeDom[i][j] = -1
 		}
 	}
-	scored := 0
+	scored, zonal := 0, false // zonal: some constraint counts over all nodes
+	for i := range cons {
+		zonal = zonal || !s.isHostname[i]
+	}
 	for _, ni := range nodes {
 		if s.requireAll && !hasAllKeys(ni, cons) {
 			continue
@@ -101,7 +104,11 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 		}
 		s.weights[i] = topologyNormalizingWeight(size)
 	}
-	for _, ni := range all {
+	counted := all
+	if !zonal {
+		counted = nil // hostname constraints count each scored node itself (rawScore)
+	}
+	for _, ni := range counted {
 		node := &ni.Node
 		if s.requireAll && !hasAllKeys(ni, cons) {
 			continue
@@ -150,7 +157,9 @@ func (s *preScoreState) domain(i int, ni *plugin.NodeInfo, v string) int32 {
 
 // rawScore sums, over the constraints whose key the node has, the
 // matching count of the node's domain times the constraint's weight plus
-// maxSkew-1.
+// maxSkew-1. PreScore calls it per feasible node (inlined there).
+//
+//go:inline
 func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 	if s.requireAll && !hasAllKeys(ni, s.cons) {
 		return ignoredScore

@@ -64,6 +64,8 @@ func (c *Cache) Key(name string, id abi.StrID) *Key {
 
 // Value returns node ni's value under the key, its StrID (0 when not
 // numbered) and whether the node has the key.
+//
+//go:inline
 func (k *Key) Value(ni *plugin.NodeInfo) (string, abi.StrID, bool) {
 	if s := int(ni.Slot); s < len(k.entries) {
 		if e := &k.entries[s]; e.node == ni {
@@ -74,6 +76,8 @@ func (k *Key) Value(ni *plugin.NodeInfo) (string, abi.StrID, bool) {
 }
 
 // Has reports whether node ni has the key.
+//
+//go:inline
 func (k *Key) Has(ni *plugin.NodeInfo) bool {
 	if s := int(ni.Slot); s < len(k.entries) {
 		if e := &k.entries[s]; e.node == ni {
