@@ -183,16 +183,13 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 	}
 	if incoming {
 		for _, n := range nodes {
-			if !s.hasAnyKey(n) {
-				continue
-			}
-			for gi := range n.PodGroups {
-				g := &n.PodGroups[gi]
-				s.updateIncoming(g.Namespace, g.Labels, g.LabelsID, n, int64(g.Count))
+			if s.hasAnyKey(n) {
+				s.countNode(n)
 			}
 		}
 	}
-	s.selfMatch = matchesAll(s.affinity, pod.Namespace, pod.Labels, 0, s.ns)
+	self := single(pod)
+	s.selfMatch = matchesAll(s.affinity, &self, s.ns)
 	s.ns.frozen = true
 	state.Write(preFilterKey, s)
 	return nil
@@ -200,6 +197,8 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 
 // hasAnyKey reports whether node n has the topology key of some term of
 // the incoming pod (else its pods count nowhere).
+//
+//go:inline
 func (s *preFilterState) hasAnyKey(n *plugin.NodeInfo) bool {
 	for i := range s.affinity {
 		if d, _ := s.idx.domain(s.affinity[i].key, n); d != noKey {
@@ -237,22 +236,55 @@ func (s *preFilterState) updateExisting(p *abi.Pod, n *plugin.NodeInfo, delta in
 	}
 }
 
-// updateIncoming adds delta pods of namespace ns with labels (numbered
-// setID, 0 for a single pod), on node n, to the counts of the incoming
-// pod's terms they match.
-func (s *preFilterState) updateIncoming(ns string, labels abi.Labels, setID uint32, n *plugin.NodeInfo, delta int64) {
-	if matchesAll(s.affinity, ns, labels, setID, s.ns) {
-		for i := range s.affinity {
-			t := &s.affinity[i]
-			if d, v := s.idx.domain(t.key, n); d != noKey {
-				s.affinityCounts.add(t.key, d, t.topoKey, v, delta)
+// countNode adds the pods of node n to the counts of the incoming pod's
+// terms they match (PreFilter, per node).
+func (s *preFilterState) countNode(n *plugin.NodeInfo) {
+	if len(s.affinity) > 0 {
+		var pods int64
+		for gi := range n.PodGroups {
+			if g := &n.PodGroups[gi]; matchesAll(s.affinity, g, s.ns) {
+				pods += int64(g.Count)
 			}
 		}
+		s.addAffinity(n, pods)
 	}
 	for i := range s.anti {
 		t := &s.anti[i]
-		if d, v := s.idx.domain(t.key, n); d != noKey && t.matchesOther(ns, labels, setID, s.ns) {
+		d, v := s.idx.domain(t.key, n)
+		if d == noKey {
+			continue
+		}
+		if pods, _ := t.matchingPods(n, s.ns); pods != 0 {
+			s.antiCounts.add(t.key, d, t.topoKey, v, pods)
+		}
+	}
+}
+
+// updateIncoming adds delta (1 or -1) pods like p, on node n, to the
+// counts of the incoming pod's terms p matches (AddPod, RemovePod).
+func (s *preFilterState) updateIncoming(p *abi.Pod, n *plugin.NodeInfo, delta int64) {
+	g := single(p)
+	if matchesAll(s.affinity, &g, s.ns) {
+		s.addAffinity(n, delta)
+	}
+	for i := range s.anti {
+		t := &s.anti[i]
+		if d, v := s.idx.domain(t.key, n); d != noKey && t.matchesOther(&g, s.ns) {
 			s.antiCounts.add(t.key, d, t.topoKey, v, delta)
+		}
+	}
+}
+
+// addAffinity adds pods that match all the incoming pod's affinity
+// terms, on node n, to each term's domain of n.
+func (s *preFilterState) addAffinity(n *plugin.NodeInfo, pods int64) {
+	if pods == 0 {
+		return
+	}
+	for i := range s.affinity {
+		t := &s.affinity[i]
+		if d, v := s.idx.domain(t.key, n); d != noKey {
+			s.affinityCounts.add(t.key, d, t.topoKey, v, pods)
 		}
 	}
 }
@@ -273,7 +305,7 @@ func updateWithPod(state *plugin.CycleState, p *abi.Pod, node *plugin.NodeInfo, 
 		return nil // PreFilter skipped: Filter will not run either
 	}
 	s.updateExisting(p, node, d)
-	s.updateIncoming(p.Namespace, p.Labels, 0, node, d)
+	s.updateIncoming(p, node, d)
 	return nil
 }
 

@@ -495,3 +495,58 @@ func TestTablesRecycledAcrossCycles(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnNamespaceComparedByNumber: a term in its owner's namespace
+// counts a pod group by the namespace numbers when both sides are
+// numbered (a group whose text says otherwise proves the numbers are
+// what is compared) and by text when either is not.
+func TestOwnNamespaceComparedByNumber(t *testing.T) {
+	uniqueSlots = true
+	defer func() { uniqueSlots = false }()
+	const defaultID, otherID abi.StrID = 7, 8
+	db := func(ns string) *podW { return mkPod("db", "app", "db").ns(ns) }
+	nodes := []*plugin.NodeInfo{
+		mkNode("n1", []string{"hostname", "n1"}, db("default")),
+		mkNode("n2", []string{"hostname", "n2"}, db("other")),
+		mkNode("n3", []string{"hostname", "n3"}, db("default")), // numbered as "other" below
+		mkNode("n4", []string{"hostname", "n4"}, db("default")), // not numbered: compared by text
+	}
+	for i, id := range []abi.StrID{defaultID, otherID, otherID, 0} {
+		nodes[i].PodGroups[0].NamespaceID = id
+	}
+	plugintest.NumberGroups(nodes)
+	h := &plugintest.Handle{NodeList: nodes, NodeCount: len(nodes)}
+	incoming := mkPod("p").prefAff(5, tm("hostname", sel("app", "db")))
+	incoming.NamespaceID = defaultID
+	for _, tc := range []struct {
+		name   string
+		filter bool
+	}{{"preferred (PreScore)", false}, {"required anti-affinity (PreFilter)", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl, state := newPlugin(t, "", h), &plugin.CycleState{}
+			if tc.filter {
+				p := mkPod("p").reqAnti(tm("hostname", sel("app", "db")))
+				p.NamespaceID = defaultID
+				pl.PreFilter(state, &p.Pod)
+				var got []bool
+				for _, n := range nodes {
+					got = append(got, pl.Filter(state, &p.Pod, n).IsSuccess())
+				}
+				if want := []bool{false, true, true, false}; !slices.Equal(got, want) {
+					t.Errorf("feasible %v, want %v", got, want)
+				}
+				return
+			}
+			if s := pl.PreScore(state, &incoming.Pod, nodes); !s.IsSuccess() {
+				t.Fatal(s.Message())
+			}
+			scores := make([]int64, len(nodes))
+			for i, n := range nodes {
+				scores[i], _ = pl.Score(state, &incoming.Pod, n)
+			}
+			if want := []int64{5, 0, 0, 5}; !slices.Equal(scores, want) {
+				t.Errorf("raw scores %v, want %v", scores, want)
+			}
+		})
+	}
+}

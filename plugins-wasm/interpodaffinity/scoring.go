@@ -36,30 +36,29 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 	if len(nodes) == 0 {
 		return statusSkip
 	}
-	var pref, prefAnti []term
+	// The preferred affinity terms (weight > 0), then the preferred
+	// anti-affinity ones (weight < 0).
+	var terms []term
 	var err error
 	if pod.PodAffinity != nil {
-		if pref, err = compileWeighted(pod, pod.PodAffinity.Preferred); err != nil {
+		if terms, err = compileWeighted(terms, pod, pod.PodAffinity.Preferred, 1); err != nil {
 			return plugin.AsStatus(err)
 		}
 	}
 	if pod.PodAntiAffinity != nil {
-		if prefAnti, err = compileWeighted(pod, pod.PodAntiAffinity.Preferred); err != nil {
+		if terms, err = compileWeighted(terms, pod, pod.PodAntiAffinity.Preferred, -1); err != nil {
 			return plugin.AsStatus(err)
 		}
 	}
-	hasConstraints := len(pref)+len(prefAnti) > 0
+	hasConstraints := len(terms) > 0
 	if pl.args.IgnorePreferredTermsOfExistingPods && !hasConstraints {
 		return statusSkip
 	}
 	idx := &topoIndex{}
-	for i := range pref {
-		pref[i].key = idx.keyIndex(pref[i].topoKey)
+	for i := range terms {
+		terms[i].key = idx.keyIndex(terms[i].topoKey)
 	}
-	for i := range prefAnti {
-		prefAnti[i].key = idx.keyIndex(prefAnti[i].topoKey)
-	}
-	beginMemos(&pl.scoreMemos, pref, prefAnti)
+	beginMemos(&pl.scoreMemos, terms)
 	nsLabels, _ := pl.h.NamespaceLabels(pod.Namespace)
 	var hits []scoreHit
 	for _, n := range pl.h.NodesWithAffinityPods() {
@@ -91,10 +90,16 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 			if len(n.Node.Labels) == 0 {
 				continue
 			}
-			for gi := range n.PodGroups {
-				g := &n.PodGroups[gi]
-				any = scoreGroup(s, pref, g, n, 1, cache) || any
-				any = scoreGroup(s, prefAnti, g, n, -1, cache) || any
+			for i := range terms {
+				t := &terms[i]
+				d, _ := idx.domain(t.key, n)
+				if d < 0 {
+					continue
+				}
+				if pods, matched := t.matchingPods(n, cache); matched {
+					s.vals[t.key][d] += int64(t.weight) * pods
+					any = true
+				}
 			}
 		}
 	}
@@ -113,20 +118,6 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 	}
 	state.Write(preScoreKey, s)
 	return nil
-}
-
-// scoreGroup adds sign*weight per pod of group g for each term it
-// matches; it reports whether it added any.
-func scoreGroup(s *preScoreState, ts []term, g *abi.PodGroup, n *plugin.NodeInfo, sign int64, c *nsCache) bool {
-	added := false
-	for i := range ts {
-		t := &ts[i]
-		if d, _ := s.idx.domain(t.key, n); d >= 0 && t.matchesOther(g.Namespace, g.Labels, g.LabelsID, c) {
-			s.vals[t.key][d] += sign * int64(t.weight) * int64(g.Count)
-			added = true
-		}
-	}
-	return added
 }
 
 // scoreExisting appends the terms of existing pod p (on node n) that the

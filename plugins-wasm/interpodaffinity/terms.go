@@ -19,6 +19,7 @@ type term struct {
 	// used alone when there is neither a list nor a namespaceSelector.
 	namespaces []string
 	ownNS      string
+	ownNSID    abi.StrID // ownNS's number this cycle (0: compare text)
 	useOwnNS   bool
 	// nsSel is the compiled namespaceSelector when hasNsSel; nsAll when it
 	// is empty (every namespace).
@@ -26,7 +27,8 @@ type term struct {
 	hasNsSel bool
 	nsAll    bool
 	topoKey  string
-	weight   int32
+	// weight is a preferred term's: negative for anti-affinity.
+	weight int32
 	// key is the index of topoKey in the counts the term feeds.
 	key int
 	// memo remembers matchesLabels' answers per pod group label set for
@@ -49,7 +51,7 @@ func compileTerm(owner *abi.Pod, t *abi.PodAffinityTerm, weight int32) (term, er
 		return c, err
 	}
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
-		c.ownNS, c.useOwnNS = owner.Namespace, true
+		c.ownNS, c.ownNSID, c.useOwnNS = owner.Namespace, owner.NamespaceID, true
 	} else {
 		c.namespaces = t.Namespaces
 	}
@@ -78,17 +80,15 @@ func compileTerms(owner *abi.Pod, ts []abi.PodAffinityTerm) ([]term, error) {
 	return out, nil
 }
 
-// compileWeighted compiles preferred terms.
-func compileWeighted(owner *abi.Pod, ts []abi.WeightedPodAffinityTerm) ([]term, error) {
-	if len(ts) == 0 {
-		return nil, nil
-	}
-	out := make([]term, len(ts))
+// compileWeighted appends preferred terms to out, their weights times
+// sign (1 for affinity, -1 for anti-affinity).
+func compileWeighted(out []term, owner *abi.Pod, ts []abi.WeightedPodAffinityTerm, sign int32) ([]term, error) {
 	for i := range ts {
-		var err error
-		if out[i], err = compileTerm(owner, &ts[i].Term, ts[i].Weight); err != nil {
+		t, err := compileTerm(owner, &ts[i].Term, sign*ts[i].Weight)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -125,9 +125,11 @@ func (t *term) inNamespace(ns string, nsLabels abi.Labels) bool {
 
 // inNamespaceList is the part of inNamespace that needs no labels.
 func (t *term) inNamespaceList(ns string) bool {
-	if t.nsAll || (t.useOwnNS && ns == t.ownNS) {
-		return true
-	}
+	return t.nsAll || (t.useOwnNS && ns == t.ownNS) || t.listed(ns)
+}
+
+// listed reports whether ns is in the term's explicit namespace list.
+func (t *term) listed(ns string) bool {
 	for _, n := range t.namespaces {
 		if n == ns {
 			return true
@@ -167,25 +169,45 @@ func (c *nsCache) get(ns string) (abi.Labels, bool) {
 	return l, ok
 }
 
-// matchesSet is matchesLabels for labels numbered setID
-// (abi.PodGroup.LabelsID; 0 for a single pod's), remembered per set.
-func (t *term) matchesSet(labels abi.Labels, setID uint32) bool {
-	if v, ok := t.memo.Get(setID); ok {
-		return v
+// single is pod p as a group of one (its labels not numbered), for the
+// matching that pod groups go through.
+func single(p *abi.Pod) abi.PodGroup {
+	return abi.PodGroup{Namespace: p.Namespace, NamespaceID: p.NamespaceID, Labels: p.Labels, Count: 1}
+}
+
+// matchesOther reports whether the pods of group g (a pod group of a
+// node, or a single pod) match this term of the incoming pod. The plugin
+// asks it per group of every node, so it stays small: a label set's
+// first match and namespaces other than the owner's are calls.
+func (t *term) matchesOther(g *abi.PodGroup, c *nsCache) bool {
+	if v, ok := t.memo.Get(g.LabelsID); ok {
+		if !v {
+			return false
+		}
+	} else if !t.matchAndRemember(g) {
+		return false
 	}
-	v := t.matchesLabels(labels)
-	t.memo.Put(setID, v)
+	if t.nsAll || (t.useOwnNS && abi.SameString(g.Namespace, g.NamespaceID, t.ownNS, t.ownNSID)) {
+		return true
+	}
+	return t.otherNamespace(g.Namespace, c)
+}
+
+// matchAndRemember is matchesLabels for a label set not yet remembered.
+//
+//go:noinline
+func (t *term) matchAndRemember(g *abi.PodGroup) bool {
+	v := t.matchesLabels(g.Labels)
+	t.memo.Put(g.LabelsID, v)
 	return v
 }
 
-// matchesOther reports whether a pod (or pod group) in namespace ns with
-// labels, numbered setID (0: not numbered), matches this term of the
-// incoming pod.
-func (t *term) matchesOther(ns string, labels abi.Labels, setID uint32, c *nsCache) bool {
-	if !t.matchesSet(labels, setID) {
-		return false
-	}
-	if t.inNamespaceList(ns) {
+// otherNamespace is matchesOther's namespace check past the owner's
+// own namespace: the explicit list, then the namespaceSelector.
+//
+//go:noinline
+func (t *term) otherNamespace(ns string, c *nsCache) bool {
+	if t.listed(ns) {
 		return true
 	}
 	if !t.hasNsSel {
@@ -195,14 +217,35 @@ func (t *term) matchesOther(ns string, labels abi.Labels, setID uint32, c *nsCac
 	return ok && t.nsSel.Matches(l)
 }
 
-// matchesAll reports whether (ns, labels) match every term; false for no
-// terms, as upstream's podMatchesAllAffinityTerms.
-func matchesAll(ts []term, ns string, labels abi.Labels, setID uint32, c *nsCache) bool {
+// matchingPods counts the pods of node n that the term matches, and
+// reports whether any pod group matched. Groups whose label set the term
+// remembers not matching are passed over without a call: most groups,
+// for a selector of one workload. (Few parameters on purpose: see
+// docs/PERFORMANCE.md on calls in Wasm.)
+func (t *term) matchingPods(n *plugin.NodeInfo, c *nsCache) (pods int64, matched bool) {
+	for gi := range n.PodGroups {
+		g := &n.PodGroups[gi]
+		if v, known := t.memo.Get(g.LabelsID); known && !v {
+			continue
+		}
+		if t.matchesOther(g, c) {
+			pods += int64(g.Count)
+			matched = true
+		}
+	}
+	return pods, matched
+}
+
+// matchesAll reports whether the pods of g match every term; false for
+// no terms, as upstream's podMatchesAllAffinityTerms.
+//
+//go:inline
+func matchesAll(ts []term, g *abi.PodGroup, c *nsCache) bool {
 	if len(ts) == 0 {
 		return false
 	}
 	for i := range ts {
-		if !ts[i].matchesOther(ns, labels, setID, c) {
+		if !ts[i].matchesOther(g, c) {
 			return false
 		}
 	}

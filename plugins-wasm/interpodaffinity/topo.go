@@ -160,13 +160,24 @@ const (
 )
 
 // domain returns node n's domain under keys[ki] (noKey, unknown) and, when
-// unknown, the value.
+// unknown, the value. The plugin asks it per node and term: the slot
+// lookup is inlined, a node outside the index is domainOutside.
+//
+//go:inline
 func (x *topoIndex) domain(ki int, n *plugin.NodeInfo) (int32, string) {
 	if x.bySlot {
 		if d := x.dom[ki]; int(n.Slot) < len(d) {
 			return d[n.Slot], ""
 		}
 	}
+	return x.domainOutside(ki, n)
+}
+
+// domainOutside is domain for a node whose slot the index does not
+// cover: its label, looked up.
+//
+//go:noinline
+func (x *topoIndex) domainOutside(ki int, n *plugin.NodeInfo) (int32, string) {
 	v, ok := n.Label(x.keys[ki])
 	if !ok {
 		return noKey, ""

@@ -294,7 +294,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 				s.counts[i] = append(s.counts[i], 0)
 			}
 			s.nodeDom[i][sl] = d
-			s.counts[i][d] += countMatching(&ni.NodeInfo, c, pod.Namespace, pod.NamespaceID)
+			s.counts[i][d] += countMatching(&ni.NodeInfo, c, pod)
 		}
 	}
 	if pending { // nodes not counted still belong to a domain by value

@@ -237,20 +237,19 @@ func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
 	return true
 }
 
-// countMatching counts the node's pods in namespace ns that the
+// countMatching counts the node's pods in the namespace of pod that the
 // constraint's selector matches, one selector match per pod group label
 // set and cycle (the constraint's memo). An empty selector counts
-// nothing, as upstream's countPodsMatchSelector.
-//
-//go:inline
-func countMatching(ni *abi.NodeInfo, c *constraint, ns string, nsID abi.StrID) int32 {
+// nothing, as upstream's countPodsMatchSelector. It is called per node:
+// its parameters fit in registers (docs/PERFORMANCE.md, calls in Wasm).
+func countMatching(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
 	if c.sel.Empty() {
 		return 0
 	}
 	var n int32
 	for i := range ni.PodGroups {
 		g := &ni.PodGroups[i]
-		if abi.SameString(g.Namespace, g.NamespaceID, ns, nsID) && c.sel.MatchesGroup(g, c.memo) {
+		if abi.SameString(g.Namespace, g.NamespaceID, pod.Namespace, pod.NamespaceID) && c.sel.MatchesGroup(g, c.memo) {
 			n += g.Count
 		}
 	}

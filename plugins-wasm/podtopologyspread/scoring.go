@@ -130,7 +130,7 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 				}
 				d = dd
 			}
-			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, c, pod.Namespace, pod.NamespaceID))
+			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, c, pod))
 		}
 	}
 	s.scores = pl.scores.Make(state, nslots)
@@ -157,9 +157,7 @@ func (s *preScoreState) domain(i int, ni *plugin.NodeInfo, v string) int32 {
 
 // rawScore sums, over the constraints whose key the node has, the
 // matching count of the node's domain times the constraint's weight plus
-// maxSkew-1. PreScore calls it per feasible node (inlined there).
-//
-//go:inline
+// maxSkew-1.
 func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 	if s.requireAll && !hasAllKeys(ni, s.cons) {
 		return ignoredScore
@@ -173,7 +171,7 @@ func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 		}
 		var cnt int64
 		if s.isHostname[i] {
-			cnt = int64(countMatching(&ni.NodeInfo, c, pod.Namespace, pod.NamespaceID))
+			cnt = int64(countMatching(&ni.NodeInfo, c, pod))
 		} else if d := s.domain(i, ni, v); d >= 0 {
 			cnt = s.counts[i][d]
 		}
