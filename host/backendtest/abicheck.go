@@ -72,7 +72,7 @@ func missingPlugin(t *testing.T, s *suite) {
 			if !errors.Is(err, policy.ErrMissingPlugin) {
 				t.Fatalf("err = %v, want %v", err, policy.ErrMissingPlugin)
 			}
-			wantWords(t, err, `"NodePorts" (it implements Misbehave)`)
+			wantWords(t, err, `module "misbehave"`, `"NodePorts" (it implements Misbehave)`)
 		})
 	}
 }

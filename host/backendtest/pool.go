@@ -167,7 +167,7 @@ func nativeMissingPlugin(t *testing.T, n Native) {
 	if !errors.Is(err, policy.ErrMissingPlugin) {
 		t.Fatalf("err = %v, want %v", err, policy.ErrMissingPlugin)
 	}
-	wantWords(t, err, `"NodePorts" (it implements Misbehave)`)
+	wantWords(t, err, `module "misbehave"`, `"NodePorts" (it implements Misbehave)`)
 }
 
 // runPool makes each row's failure happen in a module of one instance

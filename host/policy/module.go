@@ -104,7 +104,10 @@ func (m *Module) validate(ctx context.Context, inst Instance, require []string) 
 		return fmt.Errorf("module %q: manifest says ABI v%d.%d but the module exports v%d.%d",
 			m.name, m.manifest.VersionMajor, m.manifest.VersionMinor, major, minor)
 	}
-	return checkManifest(&m.manifest, require)
+	if err := checkManifest(&m.manifest, require); err != nil {
+		return fmt.Errorf("module %q: %w", m.name, err)
+	}
+	return nil
 }
 
 // checkVersion accepts the host's major version at a minor version the
