@@ -92,9 +92,10 @@ func (c *CycleState) CloneInto(dst *CycleState) {
 // domain) in every cycle; allocated afresh they would bring TinyGo's next
 // collection nearer every cycle, and each collection walks the whole
 // mirror (in a guest built without a collector, they would grow its heap
-// towards the instance's replacement). A Scratch hands the same storage out again once the cycle it
-// was taken in is over: the SDK Resets the state at the start of every
-// cycle, and nothing of an old cycle's state is read after that.
+// towards the instance's replacement). A Scratch hands the same storage
+// out again once the cycle it was taken in is over: the SDK Resets the
+// state at the start of every cycle, and nothing of an old cycle's state
+// is read after that.
 //
 // Keep one Scratch per plugin instance (an instance serves one cycle at
 // a time) and never keep what it hands out in the plugin across cycles.

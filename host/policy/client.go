@@ -376,7 +376,8 @@ func (c *Client) pluginName(plugin int) string { return c.module.pluginName(plug
 
 // outgrown tells whether the instance's memory has grown past the point
 // where Module.Put replaces it: more than half its limit, and bigger than
-// when it was first returned.
+// when it was first returned. Put asks it on every return; the first time
+// it records the size later returns are compared with.
 func (c *Client) outgrown() bool {
 	lm, ok := c.inst.(LinearMemory)
 	if !ok {

@@ -65,16 +65,15 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	nslots := len(s.slots.owners)
 	s.nodeDom = buf.doms(len(cons), nslots)
 	domains := make([]domainIndex, len(cons))
+	zonal := false // some constraint counts over all nodes
 	for i := range cons {
 		s.isHostname[i] = cons[i].key == LabelHostname
+		zonal = zonal || !s.isHostname[i]
 		for j := range s.nodeDom[i] {
 			s.nodeDom[i][j] = -1
 		}
 	}
-	scored, zonal := 0, false // zonal: some constraint counts over all nodes
-	for i := range cons {
-		zonal = zonal || !s.isHostname[i]
-	}
+	scored := 0
 	for _, ni := range nodes {
 		if s.requireAll && !hasAllKeys(ni, cons) {
 			continue
