@@ -11,7 +11,10 @@
 #   scripts/build-rust-plugin.sh           # rebuild the committed module
 #   scripts/build-rust-plugin.sh --check   # rebuild to a temp file; fail if a byte differs
 #
-# Installs rustc and libstd-rust-dev-wasm32 with apt when missing (root or sudo).
+# Installs rustc, libstd-rust-dev-wasm32 and lld-14 with apt when missing
+# (root or sudo). Every package is named: Debian's rustc links wasm32
+# through /usr/bin/rust-lld, a symlink to lld-14, and lld-14 is only a
+# Recommends of libstd-rust-dev-wasm32, which --no-install-recommends skips.
 set -euo pipefail
 
 RUSTC=/usr/bin/rustc
@@ -27,15 +30,17 @@ case "${1:-}" in
   *) echo "usage: $0 [--check]" >&2; exit 2 ;;
 esac
 
-if [[ ! -x $RUSTC || ! -d /usr/lib/rustlib/$TARGET/lib ]]; then
+# -e follows the symlink: rust-lld without lld-14 behind it is missing.
+if [[ ! -x $RUSTC || ! -d /usr/lib/rustlib/$TARGET/lib || ! -e /usr/bin/rust-lld ]]; then
   SUDO=""
   if [[ $(id -u) -ne 0 ]]; then
     command -v sudo >/dev/null || { echo "build-rust-plugin: need root or sudo to apt-get install rustc" >&2; exit 1; }
     SUDO=sudo
   fi
-  echo "build-rust-plugin: installing rustc and libstd-rust-dev-wasm32 (apt)"
+  echo "build-rust-plugin: installing rustc, libstd-rust-dev-wasm32 and lld-14 (apt)"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends rustc libstd-rust-dev-wasm32 >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends rustc libstd-rust-dev-wasm32 lld-14 >/dev/null
+  [[ -e /usr/bin/rust-lld ]] || { echo "build-rust-plugin: /usr/bin/rust-lld does not resolve after installing lld-14" >&2; exit 1; }
 fi
 
 # -C opt-level=s, LTO and one codegen unit: small and deterministic.
