@@ -375,9 +375,7 @@ func (c *Configuration) Validate() error {
 	checkPercentage(c.PercentageOfNodesToScore, "percentageOfNodesToScore", add)
 	checkBackoff(c.PodInitialBackoffSeconds, "podInitialBackoffSeconds", add)
 	checkBackoff(c.PodMaxBackoffSeconds, "podMaxBackoffSeconds", add)
-	if c.PodMaxBackoffSeconds != nil && c.PodInitialBackoffSeconds != nil && *c.PodMaxBackoffSeconds < *c.PodInitialBackoffSeconds {
-		add("podMaxBackoffSeconds", "must be at least podInitialBackoffSeconds")
-	}
+	checkBackoffOrder(c.PodInitialBackoffSeconds, c.PodMaxBackoffSeconds, add)
 
 	moduleNames := map[string]int{}
 	for i := range c.Modules {
@@ -415,14 +413,7 @@ func (c *Configuration) Validate() error {
 			}
 		}
 	}
-	// Every profile shares one queue, so all must sort it the same way
-	// (KEP-1451).
-	for i := 1; i < len(c.Profiles); i++ {
-		if queueSortOf(&c.Profiles[i]) != queueSortOf(&c.Profiles[0]) {
-			add(fmt.Sprintf("profiles[%d].plugins.queueSort", i), "%s differs from profiles[0]'s %s: all profiles share one queue and must use the same queue sort",
-				queueSortOf(&c.Profiles[i]), queueSortOf(&c.Profiles[0]))
-		}
-	}
+	checkCommonQueueSort(c.Profiles, add)
 	checkEviction(c.Eviction, add)
 	checkVPod(c.VPod, add)
 	checkLeaderElection(c.LeaderElection, add)
@@ -507,24 +498,9 @@ func checkProfileBody(p *Profile, f string, add func(field, format string, a ...
 	checkPercentage(p.PercentageOfNodesToScore, f+".percentageOfNodesToScore", add)
 	if p.Plugins != nil {
 		for _, ns := range p.Plugins.Points() {
-			for k, pl := range ns.Set.Enabled {
-				pf := fmt.Sprintf("%s.plugins.%s.enabled[%d]", f, ns.Name, k)
-				if pl.Name == "" || pl.Name == "*" {
-					add(pf+".name", "must name a plugin")
-				}
-				if pl.Weight < 0 || pl.Weight > MaxWeight {
-					add(pf+".weight", "%d is outside 0..%d (0 means the default)", pl.Weight, MaxWeight)
-				}
-				if pl.Weight != 0 && ns.Name != "score" && ns.Name != "multiPoint" {
-					add(pf+".weight", "only score plugins have weights")
-				}
-			}
-			for k, pl := range ns.Set.Disabled {
-				if pl.Name == "" {
-					add(fmt.Sprintf("%s.plugins.%s.disabled[%d].name", f, ns.Name, k), "must name a plugin or be \"*\"")
-				}
-			}
+			checkPluginSet(ns, f+".plugins."+ns.Name, add)
 		}
+		checkOneQueueSortEnabled(p.Plugins.QueueSort, f+".plugins.queueSort", add)
 	}
 	seen := map[string]int{}
 	for k, pc := range p.PluginConfig {
@@ -543,22 +519,6 @@ func checkProfileBody(p *Profile, f string, add func(field, format string, a ...
 // another (priority, then enqueue time).
 const DefaultQueueSort = "PrioritySort"
 
-func queueSortOf(p *Profile) string {
-	if p.Plugins == nil {
-		return DefaultQueueSort
-	}
-	qs := DefaultQueueSort
-	for _, d := range p.Plugins.QueueSort.Disabled {
-		if d.Name == "*" || d.Name == DefaultQueueSort {
-			qs = "(none)"
-		}
-	}
-	if n := len(p.Plugins.QueueSort.Enabled); n > 0 {
-		qs = p.Plugins.QueueSort.Enabled[n-1].Name
-	}
-	return qs
-}
-
 // MaxBackoffSeconds bounds both backoff settings: a day is already far
 // past any useful retry interval, and it keeps seconds × time.Second far
 // from int64 overflow (which would make the backoff negative).
@@ -568,6 +528,13 @@ const MaxBackoffSeconds = 24 * 60 * 60
 // to the module's memoryLimit, and the pool's channels are allocated up
 // front at this size.
 const MaxPoolSize = 256
+
+// DefaultPodInitialBackoffSeconds and DefaultPodMaxBackoffSeconds are the
+// queue's backoff when the file sets none, as in kube-scheduler.
+const (
+	DefaultPodInitialBackoffSeconds = 1
+	DefaultPodMaxBackoffSeconds     = 10
+)
 
 func checkBackoff(s *int64, field string, add func(string, string, ...any)) {
 	if s != nil && (*s <= 0 || *s > MaxBackoffSeconds) {

@@ -106,7 +106,42 @@ func parseKube(file string, doc *yaml.Node, b []byte) (*Configuration, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	// After Validate, whose message says how the queue sorts differ when
+	// they do: this one is for sections that differ only as written.
+	k.sameQueueSortSections(kc.Profiles)
+	if len(k.errs) > 0 {
+		return nil, k.errs
+	}
 	return c, nil
+}
+
+// sameQueueSortSections is kube-scheduler's validateCommonQueueSort: every
+// profile's queueSort section must equal the first's as written (names,
+// weights; disabled names), even where they would sort alike, since
+// kube-scheduler compares the sections, not their effect.
+func (k *kubeConverter) sameQueueSortSections(profiles []kubev1.KubeSchedulerProfile) {
+	section := func(p *kubev1.KubeSchedulerProfile) string {
+		if p.Plugins == nil {
+			return ""
+		}
+		var b strings.Builder
+		for _, e := range p.Plugins.QueueSort.Enabled {
+			fmt.Fprintf(&b, "+%s", e.Name)
+			if e.Weight != nil {
+				fmt.Fprintf(&b, "/%d", *e.Weight)
+			}
+		}
+		for _, d := range p.Plugins.QueueSort.Disabled {
+			fmt.Fprintf(&b, "-%s", d.Name)
+		}
+		return b.String()
+	}
+	for i := 1; i < len(profiles); i++ {
+		if section(&profiles[i]) != section(&profiles[0]) {
+			k.fail(fmt.Sprintf("profiles[%d].plugins.queueSort", i), "must be the same for all profiles: it differs from profiles[0]'s as written "+
+				"(kube-scheduler compares the queueSort sections, so write the same one in every profile, or none)")
+		}
+	}
 }
 
 // kubeConverter collects the conversion's errors and warnings.
@@ -350,6 +385,7 @@ func (k *kubeConverter) plugins(f string, in *kubev1.Plugins) *Plugins {
 	} {
 		pf := f + "." + pt.name
 		weighted := pt.name == "multiPoint" || pt.name == "score"
+		k.enabledOnce(pf, pt.name, pt.in.Enabled, weighted)
 		for i, e := range pt.in.Enabled {
 			ef := fmt.Sprintf("%s.enabled[%d]", pf, i)
 			kp, ok := k.enabledPlugin(ef, e.Name)
@@ -398,6 +434,30 @@ func (k *kubeConverter) plugins(f string, in *kubev1.Plugins) *Plugins {
 	return out
 }
 
+// enabledOnce refuses a plugin enabled twice in one point's list (pf is
+// its path), as kube-scheduler does, by the entries' written indices
+// (the conversion drops SchedulingGates entries, so the converted lists'
+// indices would be off). weighted: the point's weights count, so the
+// first entry's is named.
+func (k *kubeConverter) enabledOnce(pf, point string, enabled []kubev1.Plugin, weighted bool) {
+	first := map[string]int{}
+	for i, e := range enabled {
+		if e.Name == "" || e.Name == "*" {
+			continue // enabledPlugin refuses it
+		}
+		j, dup := first[e.Name]
+		if !dup {
+			first[e.Name] = i
+			continue
+		}
+		var w int32
+		if weighted && enabled[j].Weight != nil {
+			w = *enabled[j].Weight
+		}
+		k.fail(fmt.Sprintf("%s.enabled[%d]", pf, i), "%s", alreadyRegistered(e.Name, point, j, w))
+	}
+}
+
 // enabledPlugin looks up a plugin a file enables at ef, refusing the
 // unknown and the missing.
 func (k *kubeConverter) enabledPlugin(ef, name string) (kubePlugin, bool) {
@@ -422,6 +482,7 @@ func (k *kubeConverter) enabledPlugin(ef, name string) (kubePlugin, bool) {
 // its gates come with their plugins (SchedulingGates always; DefaultPreemption's
 // while a preemptor's victims go).
 func (k *kubeConverter) preEnqueue(f string, s *kubev1.PluginSet) {
+	k.enabledOnce(f, "preEnqueue", s.Enabled, false)
 	for i, e := range s.Enabled {
 		ef := fmt.Sprintf("%s.enabled[%d]", f, i)
 		if _, ok := k.enabledPlugin(ef, e.Name); !ok {
@@ -462,6 +523,10 @@ func (k *kubeConverter) pluginConfig(f string, in []kubev1.PluginConfig) []Plugi
 		case !ok:
 			k.fail(pf+".name", "%q is not one of kube-scheduler's in-tree plugins, and a %s names no Wasm modules: "+
 				"load out-of-tree plugins with wasmsched's own format (%s)", pc.Name, KubeSchedulerKind, APIVersion)
+			continue
+		case kp.removed:
+			k.fail(pf, "%q was invalid in version %q (%s is version %q): kube-scheduler removed the plugin and refuses its pluginConfig; remove this entry",
+				pc.Name, KubeSchedulerAPIVersion, KubeSchedulerKind, KubeSchedulerAPIVersion)
 			continue
 		case kp.missing != nil:
 			k.warn("%s: the args of %s are ignored: wasmsched has no %s", pf, pc.Name, kp.missing.what)

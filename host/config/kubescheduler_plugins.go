@@ -18,6 +18,9 @@ type kubePlugin struct {
 	missing *missingFamily
 	// args is the upstream type of its pluginConfig args, nil for none.
 	args reflect.Type
+	// removed: kube-scheduler v1 lists the plugin as invalid (removed), so
+	// it refuses a pluginConfig entry for it, not only enabling it.
+	removed bool
 }
 
 // missingFamily is a group of kube-scheduler plugins wasmsched does not
@@ -68,10 +71,10 @@ var kubePlugins = map[string]kubePlugin{
 	"VolumeRestrictions":   {missing: volumeFamily},
 	"VolumeZone":           {missing: volumeFamily},
 	"NodeVolumeLimits":     {missing: volumeFamily},
-	"EBSLimits":            {missing: volumeFamily},
-	"GCEPDLimits":          {missing: volumeFamily},
-	"AzureDiskLimits":      {missing: volumeFamily},
-	"CinderLimits":         {missing: volumeFamily},
+	"EBSLimits":            {missing: volumeFamily, removed: true},
+	"GCEPDLimits":          {missing: volumeFamily, removed: true},
+	"AzureDiskLimits":      {missing: volumeFamily, removed: true},
+	"CinderLimits":         {missing: volumeFamily, removed: true},
 	"DynamicResources":     {missing: draFamily, args: reflect.TypeFor[kubev1.DynamicResourcesArgs]()},
 	"NodeDeclaredFeatures": {missing: alphaFamily},
 	"GangScheduling":       {missing: alphaFamily},

@@ -277,10 +277,19 @@ enableProfiling: true
 leaderElection: {resourceName: kube-scheduler}
 profiles:
 - schedulerName: a
+  plugins:
+    queueSort:
+      enabled: [{name: PrioritySort}]
 - schedulerName: b
   plugins:
     multiPoint:
       disabled: [{name: '*'}]
+    # What kube-scheduler requires of a profile without the defaults:
+    # one queue sort, the same section in every profile, and a binder.
+    queueSort:
+      enabled: [{name: PrioritySort}]
+    bind:
+      enabled: [{name: DefaultBinder}]
     preEnqueue:
       disabled: [{name: SchedulingGates}]
 `))
