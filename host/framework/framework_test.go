@@ -226,3 +226,79 @@ func only(names ...string) []plugin.Registration {
 	}
 	return out
 }
+
+// TestProfilesWithoutQueueSortOrBinderAreRefused: kube-scheduler's
+// NewFramework refuses a profile without exactly one queue sort or
+// without a bind plugin; so does BuildProfile (at start and at a reload),
+// in both formats, naming the field and how to enable the plugin again,
+// instead of accepting pods it would fail at bind.
+func TestProfilesWithoutQueueSortOrBinderAreRefused(t *testing.T) {
+	const kube = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	for _, tc := range []struct{ name, plugins, want string }{
+		{"multiPoint disables everything", "multiPoint: {disabled: [{name: '*'}]}",
+			`profiles[0].plugins.queueSort: only one queue sort plugin required for profile with scheduler name "a", but got 0 ` +
+				`(multiPoint.disabled or queueSort.disabled disables PrioritySort; list it under queueSort.enabled)`},
+		{"queueSort disabled", "queueSort: {disabled: [{name: '*'}]}",
+			`profiles[0].plugins.queueSort: only one queue sort plugin required for profile with scheduler name "a", but got 0`},
+		{"multiPoint disables everything but the queue sort comes back", "multiPoint: {disabled: [{name: '*'}]}, queueSort: {enabled: [{name: PrioritySort}]}",
+			`profiles[0].plugins.bind: at least one bind plugin is needed for profile with scheduler name "a" ` +
+				`(multiPoint.disabled or bind.disabled disables DefaultBinder; list it under bind.enabled)`},
+		{"bind disabled", "bind: {disabled: [{name: DefaultBinder}]}",
+			`profiles[0].plugins.bind: at least one bind plugin is needed for profile with scheduler name "a"`},
+		{"the binder disabled in multiPoint", "multiPoint: {disabled: [{name: DefaultBinder}]}",
+			`profiles[0].plugins.bind: at least one bind plugin is needed`},
+	} {
+		for _, format := range []struct{ name, header string }{
+			{"own", "apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\n"}, {"kube", kube},
+		} {
+			t.Run(tc.name+"/"+format.name, func(t *testing.T) {
+				_, err := buildDoc(t, format.header+"profiles: [{schedulerName: a, plugins: {"+tc.plugins+"}}]")
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+				}
+			})
+		}
+	}
+	// Everything disabled and the two required plugins enabled again is a
+	// profile kube-scheduler runs.
+	p, err := buildDoc(t, kube+"profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: '*'}]}, "+
+		"queueSort: {enabled: [{name: PrioritySort}]}, bind: {enabled: [{name: DefaultBinder}]}, filter: {enabled: [{name: NodeName}]}}}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.FilterPlugins(), ","); got != "NodeName" {
+		t.Errorf("filters %s, want NodeName", got)
+	}
+}
+
+// TestShadowNeedsNoBinder: a shadow never binds (and sorts no queue), so
+// it may disable every default.
+func TestShadowNeedsNoBinder(t *testing.T) {
+	cfg, err := config.Parse([]byte("apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\n" +
+		"profiles: [{schedulerName: a, shadow: {plugins: {multiPoint: {disabled: [{name: '*'}]}, filter: {enabled: [{name: NodeName}]}}}}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := framework.BuildShadow(context.Background(), cfg, 0, registry(t, cfg), host, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close(context.Background())
+	if got := strings.Join(sh.FilterPlugins(), ","); got != "NodeName" {
+		t.Errorf("shadow filters %s, want NodeName", got)
+	}
+}
+
+// buildDoc is build for a whole document (either format).
+func buildDoc(t *testing.T, doc string) (*framework.Profile, error) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := framework.BuildProfile(context.Background(), cfg, 0, registry(t, cfg), host)
+	if p != nil {
+		t.Cleanup(func() { p.Close(context.Background()) })
+	}
+	return p, err
+}

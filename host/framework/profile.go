@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -150,7 +151,7 @@ func BuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *
 // of making and initialising new instances, so their node mirrors are
 // not sent again. prev stays usable and must still be closed.
 func RebuildProfile(ctx context.Context, cfg *config.Configuration, idx int, reg *modules.Registry, host HostPlugins, prev *Profile) (*Profile, error) {
-	return buildProfile(ctx, cfg, &cfg.Profiles[idx], cfg.Profiles[idx].SchedulerName, fmt.Sprintf("profiles[%d]", idx), reg, host, prev)
+	return buildProfile(ctx, cfg, &cfg.Profiles[idx], cfg.Profiles[idx].SchedulerName, fmt.Sprintf("profiles[%d]", idx), reg, host, prev, false)
 }
 
 // BuildShadow builds the shadow of profile idx (nil when it has none),
@@ -167,11 +168,14 @@ func BuildShadow(ctx context.Context, cfg *config.Configuration, idx int, reg *m
 	if qs, ok := host[config.DefaultQueueSort]; ok {
 		sortOnly[config.DefaultQueueSort] = qs
 	}
-	return buildProfile(ctx, cfg, pc.Shadow, pc.ShadowName(), fmt.Sprintf("profiles[%d].shadow", idx), reg, sortOnly, prev)
+	return buildProfile(ctx, cfg, pc.Shadow, pc.ShadowName(), fmt.Sprintf("profiles[%d].shadow", idx), reg, sortOnly, prev, true)
 }
 
+// buildProfile builds one profile or, with shadow, a shadow profile
+// (which needs neither a queue sort nor a binder: it sorts no queue and
+// never binds).
 func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Profile, name, field string, reg *modules.Registry,
-	host HostPlugins, prev *Profile) (*Profile, error) {
+	host HostPlugins, prev *Profile, shadow bool) (*Profile, error) {
 	prof := &Profile{Name: name, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", name))}
 	switch {
 	case pc.PercentageOfNodesToScore != nil:
@@ -264,6 +268,11 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 		if err := prof.enable(pt, field, list, reg, host); err != nil {
 			return nil, err
 		}
+		if !shadow {
+			if err := checkRequiredPoint(pt, len(list), field, name, host); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := prof.resolvePolicies(field, reg); err != nil {
 		return nil, err
@@ -273,6 +282,45 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 		return nil, err
 	}
 	return prof, nil
+}
+
+// checkRequiredPoint applies kube-scheduler's refusals of a profile
+// without the plugins every cycle needs (NewFramework's "only one queue
+// sort plugin required" and "at least one bind plugin is needed"): such a
+// profile would accept pods and fail each one at bind, so it is refused
+// when built, at start and at a reload, which then keeps the running
+// configuration. n is the number of plugins enabled at pt; field and name
+// are the profile's path and schedulerName.
+func checkRequiredPoint(pt point, n int, field, name string, host HostPlugins) error {
+	switch {
+	case pt.name == "queueSort" && n != 1:
+		hint := ""
+		if n == 0 {
+			hint = reenable(pt, "multiPoint.disabled or queueSort.disabled", host)
+		}
+		return fmt.Errorf("%s.plugins.queueSort: only one queue sort plugin required for profile with scheduler name %q, but got %d%s",
+			field, name, n, hint)
+	case pt.name == "bind" && n == 0:
+		return fmt.Errorf("%s.plugins.bind: at least one bind plugin is needed for profile with scheduler name %q%s",
+			field, name, reenable(pt, "multiPoint.disabled or bind.disabled", host))
+	}
+	return nil
+}
+
+// reenable says which host plugins serve pt, for an error saying that
+// none is enabled there (where is what can have disabled them).
+func reenable(pt point, where string, host HostPlugins) string {
+	var names []string
+	for n, hp := range host {
+		if pt.host != nil && pt.host(hp) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return fmt.Sprintf(" (%s disables %s; list it under %s.enabled)", where, strings.Join(names, ", "), pt.name)
 }
 
 // knownNames lists the plugins a profile (field: its path) can name.

@@ -28,6 +28,10 @@ func TestKubePluginsAreServed(t *testing.T) {
 	}
 }
 
+// queueAndBinder are the host plugins every profile needs (a queue sort
+// and a binder, as kube-scheduler requires), for building profiles here.
+var queueAndBinder = framework.HostPlugins{config.DefaultQueueSort: framework.PrioritySort{}, framework.DefaultBinderName: framework.DefaultBinder{}}
+
 // TestKubeConfigurationBuildsProfiles: a converted file builds profiles
 // with kube-scheduler's plugins and weights.
 func TestKubeConfigurationBuildsProfiles(t *testing.T) {
@@ -72,7 +76,7 @@ profiles:
 		{score: map[string]int64{"TaintToleration": 1, "NodeAffinity": 2, "NodeResourcesFit": 5, "PodTopologySpread": 2,
 			"InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1}, noPorts: true},
 	} {
-		prof, err := framework.BuildProfile(context.Background(), cfg, i, reg, nil)
+		prof, err := framework.BuildProfile(context.Background(), cfg, i, reg, queueAndBinder)
 		if err != nil {
 			t.Fatalf("profiles[%d]: %v", i, err)
 		}
@@ -109,12 +113,12 @@ profiles:
 		t.Fatal(err)
 	}
 	defer reg.Close(context.Background())
-	prof, err := framework.BuildProfile(context.Background(), cfg, 0, reg, nil)
+	prof, err := framework.BuildProfile(context.Background(), cfg, 0, reg, queueAndBinder)
 	if err != nil {
 		t.Fatalf("profiles[0]: %v", err)
 	}
 	prof.Close(context.Background())
-	_, err = framework.BuildProfile(context.Background(), cfg, 1, reg, nil)
+	_, err = framework.BuildProfile(context.Background(), cfg, 1, reg, queueAndBinder)
 	if err == nil || !strings.Contains(err.Error(), `profiles[1].pluginConfig[0].name: unknown plugin "BatchFirstPreemption"`) {
 		t.Fatalf("profiles[1]: err = %v", err)
 	}
