@@ -264,6 +264,17 @@ func TestRefusedReloadKeepsServing(t *testing.T) {
 		{"args the guest refuses at init", nil, policyConfig("Bogus", ""), []string{"pluginConfig", "NodeResourcesFit"}},
 		{"unknown plugin", nil, withFilter(policyConfig("MostAllocated", ""), "NoSuchPlugin"),
 			[]string{"NoSuchPlugin", "unknown plugin"}},
+		// kube-scheduler's refusals of plugin sets: at load (config) and
+		// when profiles are built, in both formats.
+		{"plugin enabled twice at one point", nil, strings.Replace(policyConfig("MostAllocated", ""),
+			"        weight: 20\n", "        weight: 20\n      - name: NodeResourcesFit\n        weight: 3\n", 1),
+			[]string{"config.yaml:", `profiles[0].plugins.score.enabled[1]: plugin "NodeResourcesFit" already registered as "Score" with weight 20 by enabled[0]`}},
+		{"no bind plugin", nil, strings.Replace(policyConfig("MostAllocated", ""), "  plugins:\n",
+			"  plugins:\n    multiPoint: {disabled: [{name: '*'}]}\n    queueSort: {enabled: [{name: PrioritySort}]}\n", 1),
+			[]string{`profiles[0].plugins.bind: at least one bind plugin is needed for profile with scheduler name "default-scheduler"`}},
+		{"no queue sort, kube-scheduler's format", nil, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" +
+			"profiles:\n- plugins:\n    multiPoint: {disabled: [{name: '*'}]}\n    bind: {enabled: [{name: DefaultBinder}]}\n",
+			[]string{`profiles[0].plugins.queueSort: only one queue sort plugin required for profile with scheduler name "default-scheduler", but got 0`}},
 		{"trap in the canary", map[string][]byte{"m.wasm": misbehave},
 			withFilter(policyConfig("MostAllocated", moduleEntry("misbehave", "m.wasm", "")), "Misbehave"),
 			[]string{"canary", "Misbehave", "Filter"}},
