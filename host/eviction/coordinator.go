@@ -3,6 +3,8 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"sync"
@@ -49,23 +51,44 @@ type Settings struct {
 	ConditionTransitionPeriod time.Duration
 }
 
-func (s Settings) defaulted() Settings {
+// bounded returns the settings with defaults for what is unset and the
+// configuration's bounds (config.MaxEviction*) on what could overflow the
+// coordinator's arithmetic or its requests to guests: the burst goes to
+// guests as a uint32 limit, the rate into a token bucket. notes name each
+// setting brought within its bound. A configuration's settings are
+// within them already (config.Validate refuses others); this guards
+// coordinators built otherwise.
+func (s Settings) bounded() (out Settings, notes []string) {
 	if s.SyncPeriod <= 0 {
 		s.SyncPeriod = DefaultSyncPeriod
+	}
+	if s.SyncPeriod > config.MaxEvictionSyncPeriod {
+		notes = append(notes, fmt.Sprintf("syncPeriod %s is over %s", s.SyncPeriod, config.MaxEvictionSyncPeriod))
+		s.SyncPeriod = config.MaxEvictionSyncPeriod
 	}
 	if s.Burst <= 0 {
 		s.Burst = DefaultBurst
 	}
-	if s.Rate <= 0 {
+	if s.Burst > config.MaxEvictionBurst {
+		notes = append(notes, fmt.Sprintf("burst %d is over %d", s.Burst, config.MaxEvictionBurst))
+		s.Burst = config.MaxEvictionBurst
+	}
+	if !(s.Rate > 0) { // NaN too
 		s.Rate = DefaultRate
 	}
 	if s.RateBurst <= 0 {
-		s.RateBurst = max(s.Burst, int(s.Rate+0.999))
+		// Rate may be +Inf (no limit): the ceiling is taken of a bounded
+		// value, since converting an infinity to int is undefined.
+		s.RateBurst = max(s.Burst, int(math.Ceil(min(s.Rate, config.MaxEvictionRateBurst))))
 	}
 	if s.ConditionTransitionPeriod < 0 {
 		s.ConditionTransitionPeriod = 0
 	}
-	return s
+	if s.ConditionTransitionPeriod > config.MaxEvictionConditionTransitionPeriod {
+		notes = append(notes, fmt.Sprintf("conditionTransitionPeriod %s is over %s", s.ConditionTransitionPeriod, config.MaxEvictionConditionTransitionPeriod))
+		s.ConditionTransitionPeriod = config.MaxEvictionConditionTransitionPeriod
+	}
+	return s, notes
 }
 
 // Cluster is what the coordinator reads and writes besides the killer's
@@ -148,7 +171,7 @@ type Coordinator struct {
 // New returns a coordinator running the policies of set (which may be
 // empty or nil: rounds then only keep taints up to date).
 func New(opts Options, set *PolicySet) *Coordinator {
-	s := opts.Settings.defaulted()
+	s, notes := opts.Settings.bounded()
 	c := &Coordinator{
 		settings: s, cluster: opts.Cluster, killer: opts.Killer, usage: opts.Usage,
 		skip:    newSkipKeys(s.SkipAnnotations, s.SkipLabels),
@@ -161,6 +184,9 @@ func New(opts Options, set *PolicySet) *Coordinator {
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
+	}
+	for _, n := range notes {
+		c.log.Warn("eviction setting out of bounds; using the bound", "setting", n)
 	}
 	c.limiter = rate.NewLimiter(rate.Limit(s.Rate), s.RateBurst)
 	if set == nil {
@@ -425,9 +451,9 @@ func usageIdentity(u Usage) (id uintptr, stable bool) {
 
 // observation builds a node's eviction view: the guests' copy, which no
 // host decision reads. Each pod's annotations in it are those of keys
-// (the module's manifest's annotationKeys) the pod carries, with the
-// values of its host record (over convert.MaxAnnotationValue bytes:
-// empty).
+// (the module's manifest's annotationKeys, sorted, at most
+// MaxAnnotationKeys) the pod carries, with the values of its host record
+// (over convert.MaxAnnotationValue bytes: empty).
 func observation(ni *abi.NodeInfo, keys []string, usage Usage) abi.NodeObservation {
 	o := abi.NodeObservation{Conditions: ni.Node.Conditions, Pods: make([]abi.PodObservation, len(ni.Pods))}
 	if usage != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/policy"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 )
 
@@ -183,5 +185,53 @@ func TestProtectionOf(t *testing.T) {
 	}
 	if s := (protMirror | protSkipLabel).String(); s != "mirror,skip-label" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// The guests' copy of a pod's annotations: the manifest's keys (sorted
+// and distinct, whatever order the manifest gave), found however many
+// annotations the pod has and wherever they sort.
+func TestObservationSeesRequestedKeysPastMany(t *testing.T) {
+	var seen []abi.Labels
+	p := &fakePolicy{name: "A", points: abi.PointEvictPods, evictPods: func(v *view) abi.NodeEvictPods {
+		for i := range v.obs.Pods {
+			seen = append(seen, v.obs.Pods[i].Annotations)
+		}
+		return abi.NodeEvictPods{}
+	}}
+	e := newEnv(t, Settings{}, nil, p)
+	e.mod.keys = []string{"zz.example/wanted", "a.example/k0000", "zz.example/wanted"}
+	e.coord.SetPolicies(rebuild(t, e))
+	e.node("n1", 100000)
+	e.addCorePod("n1", "a", manyKeys(200, map[string]string{"zz.example/wanted": "yes"}), nil)
+	e.round()
+	want := []abi.Labels{{{Key: "a.example/k0000", Value: "v"}, {Key: "zz.example/wanted", Value: "yes"}}}
+	if len(seen) != 1 || len(seen[0]) != 2 || seen[0][0].Key != want[0][0].Key || seen[0][1].Key != want[0][1].Key || seen[0][1].Value != "yes" {
+		t.Fatalf("the policy saw %+v, want %+v", seen, want)
+	}
+}
+
+// rebuild builds e's policies again (after a change to the fake module's
+// manifest).
+func rebuild(t *testing.T, e *env) *PolicySet {
+	t.Helper()
+	set, err := buildFake(t, e.mod, []PolicySpec{{Plugin: e.mod.policies[0].name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// The reasons joined for one pod by several hard thresholds stay within
+// an Event message's size.
+func TestMergedReasonIsBounded(t *testing.T) {
+	pod := &abi.Pod{UID: "u"}
+	force := map[string]*candidate{}
+	long := strings.Repeat("r", policy.MaxGuestText)
+	for range 10 {
+		mergeForce(force, &candidate{pod: pod, reason: long})
+	}
+	if n := len(force["u"].reason); n > policy.MaxGuestText {
+		t.Fatalf("merged reason of %d bytes, over %d", n, policy.MaxGuestText)
 	}
 }

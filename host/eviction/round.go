@@ -237,7 +237,8 @@ func (c *Coordinator) named(p *Policy, nr *nodeRound, idx uint32) (*candidate, b
 }
 
 // mergeForce adds a hard threshold's pod to the force set: a pod already
-// there keeps one entry, with the reasons joined and the longer grace
+// there keeps one entry, with the reasons joined (cut to
+// policy.MaxGuestText, as an Event message is) and the longer grace
 // period (when the earlier entry had one); the last policy is named.
 func mergeForce(force map[string]*candidate, cand *candidate) {
 	old := force[cand.pod.UID]
@@ -246,7 +247,7 @@ func mergeForce(force map[string]*candidate, cand *candidate) {
 		return
 	}
 	merged := *cand
-	merged.reason = old.reason + "; " + cand.reason
+	merged.reason = policy.GuestText(old.reason + "; " + cand.reason)
 	merged.grace = old.grace
 	if old.grace != nil && cand.grace != nil && *cand.grace > *old.grace {
 		merged.grace = cand.grace
