@@ -105,6 +105,13 @@ const (
 	MaxEvictionConditionTransitionPeriod = 24 * time.Hour
 	MaxEvictionKillTimeoutMin            = time.Hour
 	MaxEvictionSimulateRounds            = 1000
+	// MaxEvictionSkipKeys bounds skipAnnotations and skipLabels each:
+	// every pod is tested against them every round.
+	MaxEvictionSkipKeys = 64
+	// MaxEvictionPolicies bounds the policies: each is a module instance
+	// asked about every node every round, and its reasons may be joined
+	// into one Event.
+	MaxEvictionPolicies = 64
 )
 
 // EvictionSettings is an Eviction with every default applied: what the
@@ -202,6 +209,9 @@ func checkEviction(e *Eviction, add func(field, format string, a ...any)) {
 	default:
 		add(f+".killer", "must be %q or %q, not %q", KillerEviction, KillerDelete, e.Killer)
 	}
+	checkCount(len(e.SkipAnnotations), f+".skipAnnotations", "keys", MaxEvictionSkipKeys, add)
+	checkCount(len(e.SkipLabels), f+".skipLabels", "keys", MaxEvictionSkipKeys, add)
+	checkCount(len(e.Policies), f+".policies", "policies", MaxEvictionPolicies, add)
 	for i, k := range e.SkipAnnotations {
 		// As the API server checks annotation keys: case-insensitively.
 		if msgs := content.IsQualifiedName(strings.ToLower(k)); len(msgs) > 0 {
@@ -253,6 +263,13 @@ func checkDurationRange(d *Duration, field string, lo, hi time.Duration, add fun
 		return
 	}
 	add(field, "%s is outside 0s..%s", d.Duration, hi)
+}
+
+// checkCount refuses a list of more than hi items.
+func checkCount(n int, field, what string, hi int, add func(string, string, ...any)) {
+	if n > hi {
+		add(field, "%d %s, more than the limit of %d", n, what, hi)
+	}
 }
 
 func checkIntRange(v *int32, field string, lo, hi int32, add func(string, string, ...any)) {

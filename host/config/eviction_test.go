@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -131,6 +132,10 @@ func TestEvictionErrorsNameTheField(t *testing.T) {
 		{"unknown eviction field", "eviction: {bursts: 3}", `eviction.bursts: unknown field (did you mean "burst"?)`},
 		{"unknown policy field", "eviction: {policies: [{plugin: P, dryrun: true}]}", `eviction.policies[0].dryrun: unknown field (did you mean "dryRun"?)`},
 		{"section not an object", "eviction: [x]", "eviction: want an object, not a list"},
+		{"too many skip annotations", "eviction: {skipAnnotations: [" + keyList(MaxEvictionSkipKeys+1) + "]}", "eviction.skipAnnotations: 65 keys, more than the limit of 64"},
+		{"too many skip labels", "eviction: {skipLabels: [" + keyList(MaxEvictionSkipKeys+1) + "]}", "eviction.skipLabels: 65 keys, more than the limit of 64"},
+		{"too many policies", "eviction: {policies: [" + policyList(MaxEvictionPolicies+1) + "]}", "eviction.policies: 65 policies, more than the limit of 64"},
+		{"sync period overflows", "eviction: {syncPeriod: 9223372037s}", `eviction.syncPeriod: "9223372037s" is not a duration`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(header + oneProfile + tc.yaml))
@@ -164,4 +169,22 @@ func TestEvictionErrorsHaveLines(t *testing.T) {
 	if want := path + `:7: eviction.policies[1].plugin: no module serves "Nope"`; got != want {
 		t.Fatalf("ErrorAt = %q, want %q", got, want)
 	}
+}
+
+// keyList is n distinct keys, for a YAML flow list.
+func keyList(n int) string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("example.com/k%d", i)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// policyList is n policies of distinct plugins, for a YAML flow list.
+func policyList(n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("{plugin: P%d}", i)
+	}
+	return strings.Join(ps, ", ")
 }

@@ -35,7 +35,7 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 		NodeSelector:         labels(p.Spec.NodeSelector),
 		Overhead:             resources(p.Spec.Overhead),
 		QoS:                  QoS(p),
-		Annotations:          boundedAnnotations(p.Annotations),
+		Annotations:          annotationRecord(p.Annotations),
 	}
 	out.Static, out.Mirror = staticOrMirror(p.Annotations)
 	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {

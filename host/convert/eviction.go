@@ -21,19 +21,17 @@ const (
 	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 )
 
-// Bounds on the annotations kept in abi.Pod.Annotations. They exist for
-// eviction policies (which ask for a few keys) and the coordinator's skip
-// keys; the bounds keep the host's view of 50 000 pods small whatever
-// tools write into annotations.
-const (
-	// MaxAnnotationValue is the longest value kept, in bytes; an
-	// annotation with a longer value keeps its key with an empty value,
-	// so skip keys still see it.
-	MaxAnnotationValue = 1024
-	// MaxAnnotations is the most annotations kept per pod: the first ones
-	// by key order.
-	MaxAnnotations = 64
-)
+// MaxAnnotationValue bounds the values kept in abi.Pod.Annotations, in
+// bytes: an annotation with a longer value (kubectl's last-applied
+// configuration, say) keeps its key with an empty value. Every key is
+// kept, whatever the pod carries: the host decides on keys (the eviction
+// coordinator's skip annotations, static and mirror pods), so a bound on
+// their number would let a pod hide a protection annotation behind
+// others. The keys and the values kept are strings shared with the source
+// object, so the list itself is all the record costs; what a guest sees
+// of annotations is bounded where its copy is made (the eviction
+// observation: only the keys its manifest names).
+const MaxAnnotationValue = 1024
 
 // QoS is the pod's QoS class as Kubernetes' GetPodQOS gives it:
 // status.qosClass when the kubelet has set it, else computed from the
@@ -135,31 +133,23 @@ func staticOrMirror(annotations map[string]string) (static, mirror bool) {
 	return ok && src != ConfigSourceAPI, mirror
 }
 
-// boundedAnnotations keeps, sorted by key, at most MaxAnnotations
-// annotations (values over MaxAnnotationValue bytes emptied), without
-// kubectl's last-applied configuration. The strings are shared with the
-// source object, so only the list itself costs memory.
-func boundedAnnotations(m map[string]string) abi.Labels {
+// annotationRecord is the host's record of a pod's annotations: every
+// key, sorted, values over MaxAnnotationValue bytes (and kubectl's
+// last-applied configuration, of no use to a policy) emptied. No key is
+// ever dropped: host decisions test keys, and a dropped key would be a
+// protection lost.
+func annotationRecord(m map[string]string) abi.Labels {
 	if len(m) == 0 {
 		return nil
 	}
-	var ls abi.Labels
+	ls := make(abi.Labels, 0, len(m))
 	for k, v := range m {
-		if k == LastAppliedAnnotation {
-			continue
-		}
-		if len(v) > MaxAnnotationValue {
+		if len(v) > MaxAnnotationValue || k == LastAppliedAnnotation {
 			v = ""
 		}
 		ls = append(ls, abi.Label{Key: k, Value: v})
 	}
-	if len(ls) == 0 {
-		return nil
-	}
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Key < ls[j].Key })
-	if len(ls) > MaxAnnotations {
-		ls = ls[:MaxAnnotations:MaxAnnotations]
-	}
 	return ls
 }
 

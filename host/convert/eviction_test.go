@@ -105,7 +105,7 @@ func TestStaticAndMirrorPods(t *testing.T) {
 	}
 }
 
-func TestPodAnnotationsAreBounded(t *testing.T) {
+func TestPodAnnotationValuesAreBounded(t *testing.T) {
 	ann := map[string]string{
 		LastAppliedAnnotation: `{"kind":"Pod"}`,
 		"b/long":              strings.Repeat("x", MaxAnnotationValue+1),
@@ -120,29 +120,39 @@ func TestPodAnnotationsAreBounded(t *testing.T) {
 	for _, l := range ap.Annotations {
 		keys = append(keys, l.Key)
 	}
-	// A value over the bound is emptied, its key kept (skip keys see it).
-	if strings.Join(keys, ",") != "a/short,b/limit,b/long" || ap.Annotations[0].Value != "1" ||
-		len(ap.Annotations[1].Value) != MaxAnnotationValue || ap.Annotations[2].Value != "" {
+	// A value over the bound is emptied, its key kept (skip keys see it);
+	// so is kubectl's last-applied configuration, whatever its size.
+	if strings.Join(keys, ",") != "a/short,b/limit,b/long,"+LastAppliedAnnotation || ap.Annotations[0].Value != "1" ||
+		len(ap.Annotations[1].Value) != MaxAnnotationValue || ap.Annotations[2].Value != "" || ap.Annotations[3].Value != "" {
 		t.Fatalf("annotations = %q", keys)
 	}
+}
 
-	many := map[string]string{}
-	for i := 0; i < MaxAnnotations+10; i++ {
-		many[fmt.Sprintf("k%03d", i)] = "v"
+// Issue 30: the host record keeps every annotation key, sorted, however
+// many the pod carries, so no decision taken on it (a skip annotation, a
+// static or mirror pod) can miss a key sorted after many others.
+func TestPodAnnotationsKeepEveryKey(t *testing.T) {
+	const n = 1000
+	many := map[string]string{"zz.example/keep": "", ConfigMirrorAnnotation: "x"}
+	for i := 0; i < n; i++ {
+		many[fmt.Sprintf("a/k%04d", i)] = "v"
 	}
-	ap, err = Pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: many}})
+	ap, err := Pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: many}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ap.Annotations) != MaxAnnotations || ap.Annotations[0].Key != "k000" || ap.Annotations[MaxAnnotations-1].Key != fmt.Sprintf("k%03d", MaxAnnotations-1) {
+	if len(ap.Annotations) != n+2 || ap.Annotations[0].Key != "a/k0000" || ap.Annotations[n+1].Key != "zz.example/keep" {
 		t.Fatalf("%d annotations, first %q last %q", len(ap.Annotations), ap.Annotations[0].Key, ap.Annotations[len(ap.Annotations)-1].Key)
 	}
-	if cap(ap.Annotations) != MaxAnnotations {
-		t.Fatalf("cap %d: the dropped entries are still held", cap(ap.Annotations))
+	for i := 1; i < len(ap.Annotations); i++ {
+		if ap.Annotations[i-1].Key >= ap.Annotations[i].Key {
+			t.Fatalf("annotations not sorted at %d: %q, %q", i, ap.Annotations[i-1].Key, ap.Annotations[i].Key)
+		}
 	}
-
-	ap, err = Pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LastAppliedAnnotation: "{}"}}})
-	if err != nil || ap.Annotations != nil {
+	if _, ok := ap.Annotations.Get(ConfigMirrorAnnotation); !ok || !ap.Mirror || !ap.Critical() {
+		t.Fatalf("mirror annotation after %d others: kept %v, mirror %v", n, ok, ap.Mirror)
+	}
+	if ap, err = Pod(&corev1.Pod{}); err != nil || ap.Annotations != nil {
 		t.Fatalf("annotations = %v, %v; want nil", ap.Annotations, err)
 	}
 }

@@ -3,7 +3,10 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,23 +51,44 @@ type Settings struct {
 	ConditionTransitionPeriod time.Duration
 }
 
-func (s Settings) defaulted() Settings {
+// bounded returns the settings with defaults for what is unset and the
+// configuration's bounds (config.MaxEviction*) on what could overflow the
+// coordinator's arithmetic or its requests to guests: the burst goes to
+// guests as a uint32 limit, the rate into a token bucket. notes name each
+// setting brought within its bound. A configuration's settings are
+// within them already (config.Validate refuses others); this guards
+// coordinators built otherwise.
+func (s Settings) bounded() (out Settings, notes []string) {
 	if s.SyncPeriod <= 0 {
 		s.SyncPeriod = DefaultSyncPeriod
+	}
+	if s.SyncPeriod > config.MaxEvictionSyncPeriod {
+		notes = append(notes, fmt.Sprintf("syncPeriod %s is over %s", s.SyncPeriod, config.MaxEvictionSyncPeriod))
+		s.SyncPeriod = config.MaxEvictionSyncPeriod
 	}
 	if s.Burst <= 0 {
 		s.Burst = DefaultBurst
 	}
-	if s.Rate <= 0 {
+	if s.Burst > config.MaxEvictionBurst {
+		notes = append(notes, fmt.Sprintf("burst %d is over %d", s.Burst, config.MaxEvictionBurst))
+		s.Burst = config.MaxEvictionBurst
+	}
+	if !(s.Rate > 0) { // NaN too
 		s.Rate = DefaultRate
 	}
 	if s.RateBurst <= 0 {
-		s.RateBurst = max(s.Burst, int(s.Rate+0.999))
+		// Rate may be +Inf (no limit): the ceiling is taken of a bounded
+		// value, since converting an infinity to int is undefined.
+		s.RateBurst = max(s.Burst, int(math.Ceil(min(s.Rate, config.MaxEvictionRateBurst))))
 	}
 	if s.ConditionTransitionPeriod < 0 {
 		s.ConditionTransitionPeriod = 0
 	}
-	return s
+	if s.ConditionTransitionPeriod > config.MaxEvictionConditionTransitionPeriod {
+		notes = append(notes, fmt.Sprintf("conditionTransitionPeriod %s is over %s", s.ConditionTransitionPeriod, config.MaxEvictionConditionTransitionPeriod))
+		s.ConditionTransitionPeriod = config.MaxEvictionConditionTransitionPeriod
+	}
+	return s, notes
 }
 
 // Cluster is what the coordinator reads and writes besides the killer's
@@ -122,6 +146,7 @@ type Coordinator struct {
 	log      hclog.Logger
 	clock    clock.WithTicker
 	limiter  *rate.Limiter
+	skip     skipKeys
 
 	policies atomic.Pointer[PolicySet]
 
@@ -146,9 +171,10 @@ type Coordinator struct {
 // New returns a coordinator running the policies of set (which may be
 // empty or nil: rounds then only keep taints up to date).
 func New(opts Options, set *PolicySet) *Coordinator {
-	s := opts.Settings.defaulted()
+	s, notes := opts.Settings.bounded()
 	c := &Coordinator{
 		settings: s, cluster: opts.Cluster, killer: opts.Killer, usage: opts.Usage,
+		skip:    newSkipKeys(s.SkipAnnotations, s.SkipLabels),
 		metrics: opts.Metrics, log: opts.Log, clock: opts.Clock,
 		state: newState(), snap: snapshot.New(), live: map[uint32]bool{}, stamps: map[uint32]obsStamp{},
 		gauges: map[thresholdKey]bool{}, blocked: map[string]time.Time{},
@@ -158,6 +184,9 @@ func New(opts Options, set *PolicySet) *Coordinator {
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
+	}
+	for _, n := range notes {
+		c.log.Warn("eviction setting out of bounds; using the bound", "setting", n)
 	}
 	c.limiter = rate.NewLimiter(rate.Limit(s.Rate), s.RateBurst)
 	if set == nil {
@@ -236,9 +265,12 @@ func (c *Coordinator) Run(ctx context.Context) {
 }
 
 // candidate is a pod some policy wants evicted, with the attribution the
-// aggregation keeps.
+// aggregation keeps and the host's protection facts about it.
 type candidate struct {
-	pod    *abi.Pod
+	pod *abi.Pod
+	// guard is the pod's protection, computed from its host record when
+	// the round was assembled (zero for every pod offered).
+	guard  protection
 	node   string
 	scope  string
 	policy string
@@ -250,10 +282,32 @@ type candidate struct {
 
 // nodeRound is one node's share of a round.
 type nodeRound struct {
-	ni         *snapshot.NodeInfo
-	candidates []uint32 // indexes into ni.Info.Pods offered to policies
+	ni *snapshot.NodeInfo
+	// pods are the host's facts about each pod of ni.Info.Pods, by index.
+	pods []podFacts
+	// candidates are the indexes of the pods offered to policies.
+	candidates []uint32
 	force      map[string]*candidate
 	soft       map[string]*candidate
+}
+
+// podFacts are what a round's assembly found about one pod.
+type podFacts struct {
+	// guard is the pod's protection (zero: none).
+	guard protection
+	// offered: unprotected, not held by the killer, not blocked.
+	offered bool
+}
+
+// candidateAt makes the candidate for the pod a policy named by index:
+// only an offered pod (unprotected, not held, not blocked) becomes one.
+// The policy client checks replies against the candidates already; this
+// keeps the coordinator's own filter from resting on that check.
+func (nr *nodeRound) candidateAt(idx uint32) (*candidate, bool) {
+	if int64(idx) >= int64(len(nr.pods)) || !nr.pods[idx].offered {
+		return nil, false
+	}
+	return &candidate{pod: &nr.ni.Info.Pods[idx], guard: nr.pods[idx].guard, node: nr.ni.Info.Node.Name}, true
 }
 
 // RunRound runs one eviction round and reports what it did.
@@ -299,17 +353,28 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 	return round
 }
 
-// offer lists the nodes of the snapshot with the pods policies may name:
-// not critical (static, mirror, system-critical priority), not
-// terminating, without a skip annotation or label key, not already being
-// killed and not refused by a budget until later.
+// offer assembles the round: the nodes of the snapshot, each pod's
+// protection computed from its host record, and the pods policies may
+// name: unprotected (not critical — static, mirror, system-critical
+// priority —, not terminating, without a skip annotation or label key),
+// not already being killed and not refused by a budget until later.
 func (c *Coordinator) offer(now time.Time) []*nodeRound {
 	all := c.snap.Nodes()
 	out := make([]*nodeRound, len(all))
+	total := 0
+	for _, ni := range all {
+		total += len(ni.Info.Pods)
+	}
+	facts := make([]podFacts, total) // one allocation for the round
 	for i, ni := range all {
-		nr := &nodeRound{ni: ni, force: map[string]*candidate{}, soft: map[string]*candidate{}}
-		for j := range ni.Info.Pods {
-			if c.offerable(&ni.Info.Pods[j], now) {
+		pods := ni.Info.Pods
+		nr := &nodeRound{ni: ni, pods: facts[:len(pods):len(pods)], force: map[string]*candidate{}, soft: map[string]*candidate{}}
+		facts = facts[len(pods):]
+		for j := range pods {
+			f := &nr.pods[j]
+			f.guard = c.skip.protectionOf(&pods[j])
+			if f.guard == 0 && c.available(pods[j].UID, now) {
+				f.offered = true
 				nr.candidates = append(nr.candidates, uint32(j))
 			}
 		}
@@ -318,21 +383,10 @@ func (c *Coordinator) offer(now time.Time) []*nodeRound {
 	return out
 }
 
-func (c *Coordinator) offerable(p *abi.Pod, now time.Time) bool {
-	if p.Critical() || p.Terminating {
-		return false
-	}
-	for _, k := range c.settings.SkipAnnotations {
-		if _, ok := p.Annotations.Get(k); ok {
-			return false
-		}
-	}
-	for _, k := range c.settings.SkipLabels {
-		if _, ok := p.Labels.Get(k); ok {
-			return false
-		}
-	}
-	return !c.killer.Holds(p.UID) && !c.isBlocked(p.UID, now)
+// available reports whether an unprotected pod may be offered now: not
+// being killed, not refused by a budget until later.
+func (c *Coordinator) available(uid string, now time.Time) bool {
+	return !c.killer.Holds(uid) && !c.isBlocked(uid, now)
 }
 
 // observe fills one observation table per distinct annotation-key set of
@@ -395,7 +449,11 @@ func usageIdentity(u Usage) (id uintptr, stable bool) {
 	return 0, false
 }
 
-// observation builds a node's eviction view.
+// observation builds a node's eviction view: the guests' copy, which no
+// host decision reads. Each pod's annotations in it are those of keys
+// (the module's manifest's annotationKeys, sorted, at most
+// MaxAnnotationKeys) the pod carries, with the values of its host record
+// (over convert.MaxAnnotationValue bytes: empty).
 func observation(ni *abi.NodeInfo, keys []string, usage Usage) abi.NodeObservation {
 	o := abi.NodeObservation{Conditions: ni.Node.Conditions, Pods: make([]abi.PodObservation, len(ni.Pods))}
 	if usage != nil {
@@ -414,16 +472,27 @@ func observation(ni *abi.NodeInfo, keys []string, usage Usage) abi.NodeObservati
 		if p.Critical() {
 			po.Flags |= abi.PodCritical
 		}
-		for _, k := range keys {
-			if v, ok := p.Annotations.Get(k); ok {
-				po.Annotations = append(po.Annotations, abi.Label{Key: k, Value: v})
-			}
-		}
+		po.Annotations = annotationsOf(p.Annotations, keys)
 		if usage != nil {
 			po.Usage = usage.Pod(p.Namespace, p.Name)
 		}
 	}
 	return o
+}
+
+// annotationsOf is the guests' copy of a pod's annotations: those of keys
+// (sorted) found in the pod's host record (sorted by key, as
+// host/convert builds it), looked up by binary search so that a pod
+// carrying many annotations costs a policy's few keys no scan of them.
+func annotationsOf(record abi.Labels, keys []string) abi.Labels {
+	var out abi.Labels
+	for _, k := range keys {
+		i := sort.Search(len(record), func(i int) bool { return record[i].Key >= k })
+		if i < len(record) && record[i].Key == k {
+			out = append(out, abi.Label{Key: k, Value: record[i].Value})
+		}
+	}
+	return out
 }
 
 // forgetGone drops threshold state and gauges of nodes and policies no

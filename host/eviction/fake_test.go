@@ -244,8 +244,28 @@ var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T, s Settings, specs []PolicySpec, policies ...*fakePolicy) *env {
 	t.Helper()
-	ctx := context.Background()
 	mod := &fakeModule{policies: policies}
+	if specs == nil {
+		for _, p := range policies {
+			specs = append(specs, PolicySpec{Plugin: p.name})
+		}
+	}
+	set, err := buildFake(t, mod, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(0, nil)
+	e := &env{t: t, cache: c, cluster: &fakeCluster{cache: c}, killer: &fakeKiller{held: map[string]bool{}},
+		clock: clocktesting.NewFakeClock(t0), mod: mod}
+	e.coord = New(Options{Settings: s, Cluster: e.cluster, Killer: e.killer, Clock: e.clock}, set)
+	return e
+}
+
+// buildFake loads mod as the module "fake" and builds specs on it; the
+// registry and the set are closed when the test ends.
+func buildFake(t *testing.T, mod *fakeModule, specs []PolicySpec) (*PolicySet, error) {
+	t.Helper()
+	ctx := context.Background()
 	cfg := config.Default()
 	cfg.Modules = append(cfg.Modules, config.Module{Name: "fake"})
 	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: t.TempDir(), NativeBuiltin: true,
@@ -254,21 +274,12 @@ func newEnv(t *testing.T, s Settings, specs []PolicySpec, policies ...*fakePolic
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close(ctx) })
-	if specs == nil {
-		for _, p := range policies {
-			specs = append(specs, PolicySpec{Plugin: p.name})
-		}
-	}
 	set, err := BuildPolicies(ctx, specs, reg, "eviction.policies")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { set.Close(ctx) })
-	c := cache.New(0, nil)
-	e := &env{t: t, cache: c, cluster: &fakeCluster{cache: c}, killer: &fakeKiller{held: map[string]bool{}},
-		clock: clocktesting.NewFakeClock(t0), mod: mod}
-	e.coord = New(Options{Settings: s, Cluster: e.cluster, Killer: e.killer, Clock: e.clock}, set)
-	return e
+	return set, nil
 }
 
 func (e *env) node(name string, cpu int64) {

@@ -49,13 +49,23 @@ const (
 // period cannot overflow a time.Duration.
 const maxKillTimeout = 365 * 24 * time.Hour
 
+// MaxGracePeriodSeconds is the longest grace period the killer asks the
+// API for (365 days): a longer one, from a policy or from the pod's
+// spec, is cut to it. Grace periods become Durations in the kubelet and
+// here, and one past about 292 years would wrap negative there.
+const MaxGracePeriodSeconds = int64(maxKillTimeout / time.Second)
+
+// MaxKillWorkers bounds KillerOptions.Workers: each is a goroutine.
+const MaxKillWorkers = 1000
+
 // KillRequest asks the killer to kill one pod.
 type KillRequest struct {
 	Pod *abi.Pod
 	// GracePeriodSeconds comes from the policy. nil: the pod's
 	// spec.terminationGracePeriodSeconds (Pod.TerminationGraceSeconds),
 	// else 0. Negative: the request is refused (an EvictFailed Event,
-	// counted failed, never retried).
+	// counted failed, never retried). Over MaxGracePeriodSeconds (either
+	// one): cut to it.
 	GracePeriodSeconds *int64
 	// Policy and Reason say who asked and why; they go into Events,
 	// logs and messages.
@@ -80,7 +90,8 @@ type KillItem struct {
 type KillerOptions struct {
 	// Mode is ModeEviction (default) or ModeDelete.
 	Mode string
-	// Workers is how many pods are killed at once (default 10).
+	// Workers is how many pods are killed at once (default 10, at most
+	// MaxKillWorkers).
 	Workers int
 	// RateLimiter spaces every enqueue, the first included (default
 	// workqueue.DefaultTypedControllerRateLimiter: 5ms..1000s per item,
@@ -158,6 +169,7 @@ func NewKiller(api API, opts KillerOptions) *Killer {
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultKillWorkers
 	}
+	opts.Workers = min(opts.Workers, MaxKillWorkers)
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[KillItem]()
 	}
@@ -259,26 +271,27 @@ func (k *Killer) submit(req KillRequest) {
 }
 
 // gracePeriod resolves a request's grace period: the policy's, else the
-// pod's own, else 0; a negative one from the policy is an error.
+// pod's own, else 0, cut to MaxGracePeriodSeconds; a negative one from
+// the policy is an error.
 func gracePeriod(req *KillRequest) (int64, error) {
 	if g := req.GracePeriodSeconds; g != nil {
 		if *g < 0 {
 			return 0, fmt.Errorf("negative grace period %ds", *g)
 		}
-		return *g, nil
+		return min(*g, MaxGracePeriodSeconds), nil
 	}
 	if g := req.Pod.TerminationGraceSeconds; g != nil && *g > 0 {
-		return *g, nil
+		return min(*g, MaxGracePeriodSeconds), nil
 	}
 	return 0, nil
 }
 
-// killTimeout is max(1.5×grace, floor).
+// killTimeout is max(1.5×grace, floor), at most maxKillTimeout.
 func killTimeout(grace int64, floor time.Duration) time.Duration {
 	if grace >= int64(maxKillTimeout/time.Second) {
 		return maxKillTimeout
 	}
-	return max(time.Duration(grace)*time.Second*3/2, floor)
+	return min(max(Seconds(max(grace, 0))*3/2, floor), maxKillTimeout)
 }
 
 // Holds says whether a pod with this UID is queued or being killed; the

@@ -3,12 +3,20 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/policy"
 )
+
+// MaxAnnotationKeys bounds the annotation keys an eviction module's
+// manifest may ask for (annotationKeys): each is looked up in every pod's
+// record for every observation, and the guest's copy of a pod's
+// annotations holds at most these.
+const MaxAnnotationKeys = 64
 
 // PolicySpec is one configured eviction policy: a plugin some module
 // serves, its args, and how the coordinator treats its answers.
@@ -55,6 +63,9 @@ func (s *PolicySet) Policies() []*Policy { return s.policies }
 // BuildPolicies binds specs to the modules of reg. field names the
 // configuration list in errors (e.g. "eviction.policies").
 func BuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registry, field string) (*PolicySet, error) {
+	if len(specs) > config.MaxEvictionPolicies {
+		return nil, fmt.Errorf("%s: %d policies, more than the limit of %d", field, len(specs), config.MaxEvictionPolicies)
+	}
 	set := &PolicySet{}
 	byModule := map[*modules.Module][]*Policy{}
 	var order []*modules.Module
@@ -69,6 +80,10 @@ func BuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registr
 		if pts == 0 {
 			return nil, fmt.Errorf("%s: plugin %q of module %q is not an eviction policy (it implements %s; an eviction policy implements EvictionThreshold or EvictPods)",
 				f, spec.Plugin, m.Config.Name, m.Manifest.Plugins[idx].Points)
+		}
+		if n := len(m.Manifest.AnnotationKeys); n > MaxAnnotationKeys {
+			return nil, fmt.Errorf("%s: module %q asks for %d annotation keys (annotationKeys), more than the limit of %d",
+				f, m.Config.Name, n, MaxAnnotationKeys)
 		}
 		p := &Policy{PolicySpec: spec, index: idx, points: pts}
 		if _, seen := byModule[m]; !seen {
@@ -99,8 +114,11 @@ func BuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registr
 }
 
 // table returns the index of the observation table for these annotation
-// keys, adding one if no module asked for the same keys yet.
+// keys (sorted and made distinct first: the guests' copy of a pod's
+// annotations is sorted by key), adding one if no module asked for the
+// same keys yet.
 func (s *PolicySet) table(keys []string) int {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
 	for i, k := range s.keys {
 		if strings.Join(k, "\x00") == strings.Join(keys, "\x00") {
 			return i

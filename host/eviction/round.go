@@ -125,15 +125,18 @@ func (c *Coordinator) runPolicy(ctx context.Context, p *Policy, nodes []*nodeRou
 }
 
 func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.NodeEvictPods, now time.Time, round *Round) {
-	for i := range rs {
+	for i := range min(len(rs), len(nodes)) { // the client checked the count; never index past it
 		nr := nodes[i]
 		for _, ep := range rs[i].Pods {
-			scope := ScopeSoft
-			if ep.Force {
-				scope = ScopeForce
+			cand, ok := c.named(p, nr, ep.Pod)
+			if !ok {
+				continue
 			}
-			cand := &candidate{pod: &nr.ni.Info.Pods[ep.Pod], node: nr.ni.Info.Node.Name, scope: scope,
-				policy: p.Plugin, reason: ep.Reason, grace: ep.GracePeriodSeconds, forceDelete: p.Force}
+			cand.scope = ScopeSoft
+			if ep.Force {
+				cand.scope = ScopeForce
+			}
+			cand.reason, cand.grace = ep.Reason, ep.GracePeriodSeconds
 			switch {
 			case p.DryRun:
 				c.dryRun(round, cand)
@@ -152,7 +155,7 @@ func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.Node
 func (c *Coordinator) takeThresholds(ctx context.Context, p *Policy, nodes []*nodeRound, rs []abi.ThresholdResult, now time.Time, round *Round) {
 	top := abi.TopEvictionRequest{Limit: uint32(c.settings.Burst)}
 	var acted []int // node index per top.Nodes entry
-	for i := range rs {
+	for i := range min(len(rs), len(nodes)) {
 		r, nr := &rs[i], nodes[i]
 		name := nr.ni.Info.Node.Name
 		k := thresholdKey{p.Plugin, name}
@@ -195,29 +198,47 @@ func (c *Coordinator) takeThresholds(ctx context.Context, p *Policy, nodes []*no
 		c.fail(round, p, abi.FuncTopEvictionPods.String(), err)
 		return
 	}
-	for j := range trs {
+	for j := range min(len(trs), len(acted)) {
 		i := acted[j]
 		r, nr := &rs[i], nodes[i]
 		for _, idx := range trs[j].Pods {
-			pod := &nr.ni.Info.Pods[idx]
-			cand := &candidate{pod: pod, node: nr.ni.Info.Node.Name, scope: r.Scope, policy: p.Plugin,
-				grace: trs[j].GracePeriodSeconds, forceDelete: p.Force,
-				reason: fmt.Sprintf("plugin %s met threshold in scope %s, target %s, observed %s",
-					p.Plugin, r.Scope, formatFloat(r.ThresholdValue), formatFloat(r.ObservedValue))}
+			cand, ok := c.named(p, nr, idx)
+			if !ok {
+				continue
+			}
+			cand.scope, cand.grace = r.Scope, trs[j].GracePeriodSeconds
+			cand.reason = fmt.Sprintf("plugin %s met threshold in scope %s, target %s, observed %s",
+				p.Plugin, r.Scope, formatFloat(r.ThresholdValue), formatFloat(r.ObservedValue))
 			switch {
 			case p.DryRun:
 				c.dryRun(round, cand)
 			case r.Met == abi.HardMet:
 				mergeForce(nr.force, cand)
 			default:
-				nr.soft[pod.UID] = cand
+				nr.soft[cand.pod.UID] = cand
 			}
 		}
 	}
 }
 
+// named makes the candidate for the pod p named by index on nr, with the
+// policy's attribution, or refuses it (logged) when the pod was not
+// offered: a protected pod never becomes a candidate, whatever a reply
+// says.
+func (c *Coordinator) named(p *Policy, nr *nodeRound, idx uint32) (*candidate, bool) {
+	cand, ok := nr.candidateAt(idx)
+	if !ok {
+		c.log.Error("eviction policy named a pod that was not offered; ignored", "policy", p.Plugin,
+			"node", nr.ni.Info.Node.Name, "pod_index", idx)
+		return nil, false
+	}
+	cand.policy, cand.forceDelete = p.Plugin, p.Force
+	return cand, true
+}
+
 // mergeForce adds a hard threshold's pod to the force set: a pod already
-// there keeps one entry, with the reasons joined and the longer grace
+// there keeps one entry, with the reasons joined (cut to
+// policy.MaxGuestText, as an Event message is) and the longer grace
 // period (when the earlier entry had one); the last policy is named.
 func mergeForce(force map[string]*candidate, cand *candidate) {
 	old := force[cand.pod.UID]
@@ -226,7 +247,7 @@ func mergeForce(force map[string]*candidate, cand *candidate) {
 		return
 	}
 	merged := *cand
-	merged.reason = old.reason + "; " + cand.reason
+	merged.reason = policy.GuestText(old.reason + "; " + cand.reason)
 	merged.grace = old.grace
 	if old.grace != nil && cand.grace != nil && *cand.grace > *old.grace {
 		merged.grace = cand.grace
@@ -289,7 +310,7 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 		if len(nr.soft) > 0 {
 			soft := make([]*candidate, 0, len(nr.soft))
 			for _, cand := range nr.soft {
-				if !cand.pod.Critical() {
+				if cand.guard == 0 {
 					soft = append(soft, cand)
 				}
 			}
@@ -304,7 +325,7 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 		}
 		list := make([]*candidate, 0, len(nr.force))
 		for _, cand := range nr.force {
-			if !cand.pod.Critical() {
+			if cand.guard == 0 {
 				list = append(list, cand)
 			}
 		}

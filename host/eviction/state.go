@@ -1,6 +1,8 @@
 package eviction
 
 import (
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +17,29 @@ import (
 // else should set them.
 const TaintPrefix = "eviction.wasmsched.io/"
 
+// MaxNodeConditions bounds the conditions (each a managed taint, per
+// effect) the coordinator keeps per node: condition names come from
+// guests, and a policy naming a new one every round would otherwise
+// grow a node's taints for a whole transition period. Past the bound the
+// conditions observed longest ago are forgotten first.
+const MaxNodeConditions = 16
+
+// Seconds converts a count of seconds that came from a guest, a
+// configuration or an API answer into a Duration, saturating at the
+// largest (and smallest) Duration instead of wrapping:
+// time.Duration(s)*time.Second overflows past about 292 years, and a
+// grace period wrapped negative would be acted on at once.
+func Seconds(s int64) time.Duration {
+	const limit = int64(math.MaxInt64 / int64(time.Second))
+	switch {
+	case s > limit:
+		return math.MaxInt64
+	case s < -limit:
+		return math.MinInt64
+	}
+	return time.Duration(s) * time.Second
+}
+
 // thresholdKey identifies one policy's threshold on one node.
 type thresholdKey struct{ policy, node string }
 
@@ -24,9 +49,6 @@ type threshold struct {
 	// current run of consecutive met rounds.
 	firstObserved time.Time
 }
-
-// conditionKey identifies a condition on a node.
-type conditionKey struct{ node, name string }
 
 // condition is a node condition some policy reported met.
 type condition struct {
@@ -38,7 +60,9 @@ type condition struct {
 // round goroutine touches it.
 type state struct {
 	thresholds map[thresholdKey]*threshold
-	conditions map[conditionKey]*condition
+	// conditions are by node, then by name, at most MaxNodeConditions
+	// per node.
+	conditions map[string]map[string]*condition
 	// blocked pods (by UID) are not offered to policies before the time
 	// given: the Eviction API refused them (429, a PodDisruptionBudget)
 	// and said when to come back.
@@ -46,12 +70,15 @@ type state struct {
 }
 
 func newState() *state {
-	return &state{thresholds: map[thresholdKey]*threshold{}, conditions: map[conditionKey]*condition{}, blocked: map[string]time.Time{}}
+	return &state{thresholds: map[thresholdKey]*threshold{}, conditions: map[string]map[string]*condition{}, blocked: map[string]time.Time{}}
 }
 
 // observeThreshold updates a policy's threshold on a node from this
 // round's answer and reports whether it is to be acted on: met, and met
-// in consecutive rounds for at least its (current) grace period.
+// in consecutive rounds for at least its (current) grace period. The
+// grace period saturates (Seconds): one too long for a Duration is never
+// over. A negative one (the policy client refuses those) is never acted
+// on.
 func (s *state) observeThreshold(policy, node string, r *abi.ThresholdResult, now time.Time) bool {
 	k := thresholdKey{policy, node}
 	if r.Met == abi.NotMet {
@@ -63,7 +90,10 @@ func (s *state) observeThreshold(policy, node string, r *abi.ThresholdResult, no
 		t = &threshold{firstObserved: now}
 		s.thresholds[k] = t
 	}
-	return now.Sub(t.firstObserved) >= time.Duration(r.GracePeriodSeconds)*time.Second
+	if r.GracePeriodSeconds < 0 {
+		return false
+	}
+	return now.Sub(t.firstObserved) >= Seconds(r.GracePeriodSeconds)
 }
 
 // forgetThresholds drops the state of nodes and policies that are gone.
@@ -76,12 +106,47 @@ func (s *state) forgetThresholds(keep func(thresholdKey) bool) {
 }
 
 // observeCondition records that a node condition was reported met now.
-// The effects are the last report's.
+// The effects are the last report's valid ones, each once (so at most
+// three, whatever the report's length). A new condition on a node that
+// has MaxNodeConditions already replaces the one observed longest ago.
 func (s *state) observeCondition(node string, c *abi.EvictionCondition, now time.Time) {
 	if c == nil || !c.Met || c.Kind != abi.ConditionNodeKind {
 		return
 	}
-	s.conditions[conditionKey{node, c.Name}] = &condition{lastObserved: now, effects: c.Effects}
+	conds := s.conditions[node]
+	if conds == nil {
+		conds = map[string]*condition{}
+		s.conditions[node] = conds
+	}
+	if _, ok := conds[c.Name]; !ok && len(conds) >= MaxNodeConditions {
+		delete(conds, oldestCondition(conds))
+	}
+	conds[c.Name] = &condition{lastObserved: now, effects: distinctEffects(c.Effects)}
+}
+
+// oldestCondition names the condition observed longest ago (of two
+// observed together, the greater name, so the choice is deterministic).
+func oldestCondition(conds map[string]*condition) string {
+	oldest := ""
+	var at time.Time
+	for name, c := range conds {
+		if oldest == "" || c.lastObserved.Before(at) || c.lastObserved.Equal(at) && name > oldest {
+			oldest, at = name, c.lastObserved
+		}
+	}
+	return oldest
+}
+
+// distinctEffects keeps the valid taint effects of es, each once, in
+// their first order.
+func distinctEffects(es []abi.TaintEffect) []abi.TaintEffect {
+	var out []abi.TaintEffect
+	for _, e := range es {
+		if e >= abi.EffectNoSchedule && e <= abi.EffectNoExecute && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // desiredTaints lists, per node, the taints of the conditions observed
@@ -89,23 +154,18 @@ func (s *state) observeCondition(node string, c *abi.EvictionCondition, now time
 // effects; conditions older than that are forgotten.
 func (s *state) desiredTaints(now time.Time, transition time.Duration) map[string][]abi.Taint {
 	out := map[string][]abi.Taint{}
-	for k, c := range s.conditions {
-		if now.Sub(c.lastObserved) > transition {
-			delete(s.conditions, k)
-			continue
-		}
-		for _, e := range c.effects {
-			if e < abi.EffectNoSchedule || e > abi.EffectNoExecute {
+	for node, conds := range s.conditions {
+		for name, c := range conds {
+			if now.Sub(c.lastObserved) > transition {
+				delete(conds, name)
 				continue
 			}
-			t := abi.Taint{Key: TaintPrefix + k.name, Effect: e}
-			dup := false
-			for _, have := range out[k.node] {
-				dup = dup || have == t
+			for _, e := range c.effects { // valid and distinct (observeCondition)
+				out[node] = append(out[node], abi.Taint{Key: TaintPrefix + name, Effect: e})
 			}
-			if !dup {
-				out[k.node] = append(out[k.node], t)
-			}
+		}
+		if len(conds) == 0 {
+			delete(s.conditions, node)
 		}
 	}
 	for _, ts := range out {

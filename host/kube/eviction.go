@@ -110,7 +110,7 @@ func (a EvictionAPI) classify(ctx context.Context, what string, pod *abi.Pod, er
 	case apierrors.IsTooManyRequests(err):
 		e := &eviction.TooManyRequestsError{Err: fmt.Errorf("%s pod %s: %w", what, name, err)}
 		if secs, ok := apierrors.SuggestsClientDelay(err); ok && secs > 0 {
-			e.RetryAfter = time.Duration(secs) * time.Second
+			e.RetryAfter = eviction.Seconds(int64(secs)) // saturates, never wraps
 		}
 		return e
 	case apierrors.IsConflict(err):
