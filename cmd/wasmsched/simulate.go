@@ -341,6 +341,9 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			case p.Compacted:
 				action = "compacted"
 			}
+			if p.Capped {
+				action += fmt.Sprintf(" (capped at maxReplicas; wanted %d)", p.Wanted)
+			}
 			ev := make([]string, len(p.Evictions))
 			for i, e := range p.Evictions {
 				ev[i] = fmt.Sprintf("%s from %s (%d)", e.VPod, e.Pod, e.VReplicas)

@@ -36,6 +36,12 @@ type VPodScheduler struct {
 	// over and the fewest StatefulSet replicas its autoscaler keeps
 	// (Knative HEAD's MinReplicas); only that strategy takes it.
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// MaxReplicas is the most replicas the autoscaler scales the
+	// StatefulSet to (default DefaultVPodMaxReplicas, or minReplicas if
+	// higher; at most MaxVPodMaxReplicas, at least minReplicas): a
+	// backstop against a runaway scale-up. Vreplicas that do not fit stay
+	// pending (logged).
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 	// RefreshPeriod is the time between the autoscaler's scale-down (and
 	// compaction) passes; RetryPeriod the wait before retrying a failed
 	// pass. Defaults: DefaultVPodRefreshPeriod, DefaultVPodRetryPeriod.
@@ -143,10 +149,37 @@ func VPodSchedulerField(i int) string { return fmt.Sprintf("vpod.schedulers[%d]"
 // (capacity × pods, Σ vreplicas) far from overflow and catch a unit
 // mistake before it scales a StatefulSet to thousands of pods.
 const (
-	MaxVPodCapacity      = 1 << 20
-	MaxVPodMinReplicas   = 10000
+	MaxVPodCapacity    = 1 << 20
+	MaxVPodMinReplicas = 10000
+	// MaxVPodMaxReplicas is the highest maxReplicas: the engine keeps
+	// free capacity for ordinals 0..65535 only.
+	MaxVPodMaxReplicas   = 1 << 16
 	MaxVPodRefreshPeriod = 24 * time.Hour
 	MaxVPodRetryPeriod   = time.Hour
+	// MinVPodRefreshPeriod and MinVPodRetryPeriod keep the autoscaler
+	// from running its passes (each reads the scale, may evict) in a
+	// tight loop.
+	MinVPodRefreshPeriod = time.Second
+	MinVPodRetryPeriod   = 100 * time.Millisecond
+)
+
+// Bounds of what a vpod may ask for, checked where vpods are read
+// (simulate's documents, serve's sources, the engine's Schedule) so that
+// an absurd count is refused with its field named instead of attempted.
+const (
+	// MaxVPodVReplicas is the most vreplicas one vpod may want (its
+	// spec.vreplicas, or a duck-typed source's count), and the most its
+	// placements may hold in all: a Kafka topic has at most a few
+	// thousand partitions, so no source has use for more consumers.
+	MaxVPodVReplicas = 100000
+	// MaxVPodPlacements is the most placements one vpod may list: one
+	// per adapter pod, and a StatefulSet has at most MaxVPodMaxReplicas.
+	MaxVPodPlacements = MaxVPodMaxReplicas
+	// MaxVPodSkew and MaxVPodPartitions bound the MaxSkew and
+	// NumPartitions args of Knative's plugins: a spread or a partition
+	// count beyond what any vpod may want means no limit at all.
+	MaxVPodSkew       = MaxVPodVReplicas
+	MaxVPodPartitions = MaxVPodVReplicas
 )
 
 // checkVPod validates the vpod section (nil is fine), reporting through
@@ -179,8 +212,9 @@ func checkVPod(v *VPod, add func(field, format string, a ...any)) {
 			add(f+".podCapacity", "must be at most %d, not %d", MaxVPodCapacity, *c)
 		}
 		checkVPodStrategy(s, f, add)
-		checkDurationRange(s.RefreshPeriod, f+".refreshPeriod", time.Nanosecond, MaxVPodRefreshPeriod, add)
-		checkDurationRange(s.RetryPeriod, f+".retryPeriod", time.Nanosecond, MaxVPodRetryPeriod, add)
+		checkVPodMaxReplicas(s, f, add)
+		checkVPodPeriod(s.RefreshPeriod, f+".refreshPeriod", MinVPodRefreshPeriod, MaxVPodRefreshPeriod, add)
+		checkVPodPeriod(s.RetryPeriod, f+".retryPeriod", MinVPodRetryPeriod, MaxVPodRetryPeriod, add)
 		if s.SchedulerPolicy != nil {
 			checkVPodPolicyConfig(s.SchedulerPolicy, f+".schedulerPolicy", add)
 		}
@@ -268,6 +302,33 @@ func checkVPodStrategy(s *VPodScheduler, f string, add func(string, string, ...a
 	}
 }
 
+// checkVPodMaxReplicas bounds maxReplicas: at least 1 and minReplicas
+// (the autoscaler keeps minReplicas), at most MaxVPodMaxReplicas.
+func checkVPodMaxReplicas(s *VPodScheduler, f string, add func(string, string, ...any)) {
+	m := s.MaxReplicas
+	if m == nil {
+		return // the default is at least minReplicas
+	}
+	switch {
+	case *m < 1:
+		add(f+".maxReplicas", "must be at least 1, not %d", *m)
+	case *m > MaxVPodMaxReplicas:
+		add(f+".maxReplicas", "%d exceeds the limit %d", *m, MaxVPodMaxReplicas)
+	case s.MinReplicas != nil && *s.MinReplicas > *m:
+		add(f+".maxReplicas", "must be at least minReplicas (%d), not %d", *s.MinReplicas, *m)
+	}
+}
+
+// checkVPodPeriod refuses a period outside lo..hi; 0 and below keep the
+// message of every other duration field.
+func checkVPodPeriod(d *Duration, field string, lo, hi time.Duration, add func(string, string, ...any)) {
+	if d != nil && d.Duration > 0 && d.Duration < lo {
+		add(field, "%s is below the minimum %s", d.Duration, lo)
+		return
+	}
+	checkDurationRange(d, field, time.Nanosecond, hi, add)
+}
+
 // effectiveStrategy is the strategy written, else the default.
 func (s *VPodScheduler) effectiveStrategy() VPodStrategy {
 	switch {
@@ -288,9 +349,7 @@ func checkVPodPolicyConfig(p *VPodPolicyConfig, f string, add func(string, strin
 		if e.Weight != nil {
 			add(ef+".weight", "only priorities have weights")
 		}
-		if _, err := knativeArgs(e.Args); err != nil {
-			add(ef+".args", "%v", err)
-		}
+		checkVPodArgs(e, ef, add)
 	}
 	for i, e := range p.Priorities {
 		ef := fmt.Sprintf("%s.priorities[%d]", f, i)
@@ -303,9 +362,20 @@ func checkVPodPolicyConfig(p *VPodPolicyConfig, f string, add func(string, strin
 		case *e.Weight < 0:
 			add(ef+".weight", "must be at least 0, not %d", *e.Weight)
 		}
-		if _, err := knativeArgs(e.Args); err != nil {
-			add(ef+".args", "%v", err)
-		}
+		checkVPodArgs(e, ef, add)
+	}
+}
+
+// checkVPodArgs checks an entry's args: their shape, and the bound of a
+// Knative plugin's sizing arg (MaxSkew, NumPartitions).
+func checkVPodArgs(e VPodPluginConfig, ef string, add func(string, string, ...any)) {
+	args, err := knativeArgs(e.Args)
+	if err != nil {
+		add(ef+".args", "%v", err)
+		return
+	}
+	if arg, msg := checkKnativeArgBound(e.Name, args); msg != "" {
+		add(ef+".args."+arg, "%s", msg)
 	}
 }
 

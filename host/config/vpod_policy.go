@@ -148,7 +148,9 @@ func jsonKind(raw []byte) string {
 // decodes them with) matches them; unknown entry keys are ignored as
 // Knative ignores them, and so is a predicate's Weight. Args are kept as
 // raw JSON (see VPodPolicyEntry). Refused: malformed JSON, an entry
-// without a name, a negative or non-integer weight. The error is an
+// without a name, a negative or non-integer weight, and a MaxSkew or
+// NumPartitions of Knative's plugins above MaxVPodSkew or
+// MaxVPodPartitions (a size no vpod may reach). The error is an
 // *Error naming the key ("data.priorities[1].Weight") and, where it can
 // be told, the line.
 func ParseKnativePolicy(data []byte) (*VPodPolicy, error) {
@@ -391,6 +393,9 @@ func decodeEntries(raw []byte, field string, locate func(int64) int, priorities 
 				return nil, fail(off, ef+".Args", "%v", err)
 			}
 			entry.Args = b.Bytes()
+			if arg, msg := checkKnativeArgBound(entry.Name, entry.Args); msg != "" {
+				return nil, fail(off, ef+".Args."+arg, "%s", msg)
+			}
 		}
 		out = append(out, entry)
 	}
@@ -428,4 +433,69 @@ func knativeWeight(raw json.RawMessage) (int64, error) {
 		return 0, fmt.Errorf("must be at least 0, not %d", w)
 	}
 	return w, nil
+}
+
+// knativeSizeArg is the arg of one of Knative's plugins that sizes
+// something, and its bound.
+type knativeSizeArg struct {
+	field string
+	limit int64
+}
+
+// knativeSizeArgs are the sizing args of Knative's plugins by plugin name
+// (the builtin knative bundle serves them under these names).
+var knativeSizeArgs = map[string]knativeSizeArg{
+	"EvenPodSpread":                      {"MaxSkew", MaxVPodSkew},
+	"AvailabilityNodePriority":           {"MaxSkew", MaxVPodSkew},
+	"AvailabilityZonePriority":           {"MaxSkew", MaxVPodSkew},
+	"RemoveWithEvenPodSpreadPriority":    {"MaxSkew", MaxVPodSkew},
+	"RemoveWithAvailabilityNodePriority": {"MaxSkew", MaxVPodSkew},
+	"RemoveWithAvailabilityZonePriority": {"MaxSkew", MaxVPodSkew},
+	"NoMaxResourceCount":                 {"NumPartitions", MaxVPodPartitions},
+}
+
+// checkKnativeArgBound checks the sizing arg of a Knative plugin entry
+// (args in Knative's encoding: a JSON string holding an object) against
+// its bound, reading the args as the plugin does (keys matched
+// case-insensitively, the last one counting, null ignored). It returns
+// the arg's name and why when the value is above the bound; args that do
+// not decode are left for the plugin to refuse ("invalid arguments").
+func checkKnativeArgBound(plugin string, args json.RawMessage) (field, msg string) {
+	a, ok := knativeSizeArgs[plugin]
+	if !ok || args == nil {
+		return "", ""
+	}
+	var s string
+	if json.Unmarshal(args, &s) != nil {
+		return "", ""
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", ""
+	}
+	var val json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", ""
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return "", ""
+		}
+		if strings.EqualFold(key, a.field) && string(v) != "null" {
+			val = v
+		}
+	}
+	if len(val) == 0 || val[0] == '-' {
+		return "", ""
+	}
+	n, err := strconv.ParseInt(string(val), 10, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && n > a.limit:
+		return a.field, fmt.Sprintf("%s exceeds the limit %d", val, a.limit)
+	}
+	return "", ""
 }

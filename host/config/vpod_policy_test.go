@@ -190,6 +190,10 @@ func TestParseKnativePolicyErrorsNameTheKey(t *testing.T) {
 		{"bare negative weight on its line", "{\"priorities\": [\n  {\"Name\": \"A\", \"Weight\": 1},\n  {\"Name\": \"B\", \"Weight\": -2}\n]}",
 			"line 3: priorities[1].Weight: must be at least 0, not -2"},
 		{"not an object", "[1, 2]", "line 1: want a Knative ConfigMap"},
+		{"MaxSkew above the limit", cm("priorities", `[{"Name": "AvailabilityZonePriority", "Weight": 1, "Args": "{\"MaxSkew\": 2147483647}"}]`),
+			"line 4: data.priorities[0].Args.MaxSkew: 2147483647 exceeds the limit 100000"},
+		{"NumPartitions above the limit, last key counts", cm("predicates", `[{"Name": "NoMaxResourceCount", "Args": "{\"NumPartitions\": 1, \"NUMPARTITIONS\": 100001}"}]`),
+			"data.predicates[0].Args.NumPartitions: 100001 exceeds the limit 100000"},
 		{"empty", " \n", "empty policy"},
 		{"not YAML", "data: [\n", "not valid YAML or JSON"},
 	} {

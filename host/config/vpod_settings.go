@@ -20,6 +20,11 @@ const (
 	// DefaultVPodRetryPeriod is the wait before retrying a failed
 	// autoscaler pass, Knative's 1s.
 	DefaultVPodRetryPeriod = time.Second
+	// DefaultVPodMaxReplicas is the autoscaler's ceiling when maxReplicas
+	// is not written: room for 100 × podCapacity vreplicas, more than
+	// Knative's adapters usually run, while a runaway scale-up stops at
+	// a size a cluster survives.
+	DefaultVPodMaxReplicas = 100
 )
 
 // The VPod custom resource, the default source: spec.vreplicas,
@@ -45,7 +50,10 @@ type VPodSettings struct {
 	Capacity               int32
 	Strategy               VPodStrategy
 	// MinReplicas is 0 unless the strategy is MAXFILLUP_SPREAD.
-	MinReplicas                int32
+	MinReplicas int32
+	// MaxReplicas is the autoscaler's ceiling (DefaultVPodMaxReplicas,
+	// or MinReplicas if higher, unless written).
+	MaxReplicas                int32
 	RefreshPeriod, RetryPeriod time.Duration
 	// SchedPolicy and DeschedPolicy are nil when not configured; Args
 	// are in Knative's encoding (see VPodPolicyEntry).
@@ -104,6 +112,7 @@ func (s *VPodScheduler) defaulted(f string) (VPodSettings, Errors) {
 		Namespace:     s.StatefulSet.Namespace,
 		StatefulSet:   s.StatefulSet.Name,
 		Strategy:      s.effectiveStrategy(),
+		MaxReplicas:   DefaultVPodMaxReplicas,
 		RefreshPeriod: DefaultVPodRefreshPeriod,
 		RetryPeriod:   DefaultVPodRetryPeriod,
 	}
@@ -115,6 +124,10 @@ func (s *VPodScheduler) defaulted(f string) (VPodSettings, Errors) {
 	}
 	if s.MinReplicas != nil {
 		out.MinReplicas = *s.MinReplicas
+	}
+	out.MaxReplicas = max(out.MaxReplicas, out.MinReplicas)
+	if s.MaxReplicas != nil {
+		out.MaxReplicas = *s.MaxReplicas
 	}
 	if s.RefreshPeriod != nil {
 		out.RefreshPeriod = s.RefreshPeriod.Duration

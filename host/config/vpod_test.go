@@ -58,7 +58,7 @@ vpod:
 	got := mustVPodSettings(t, c)
 	want := []VPodSettings{{
 		Name: "kafka-source", Namespace: "knative-eventing", StatefulSet: "kafka-source-dispatcher",
-		Capacity: 20, Strategy: VPodStrategyPolicy, RefreshPeriod: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		Capacity: 20, Strategy: VPodStrategyPolicy, MaxReplicas: DefaultVPodMaxReplicas, RefreshPeriod: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		SchedPolicy: &VPodPolicy{
 			Predicates: []VPodPolicyEntry{
 				{Name: "PodFitsResources"},
@@ -78,7 +78,7 @@ vpod:
 		},
 	}, {
 		Name: "spread", Namespace: "default", StatefulSet: "adapter", Capacity: 5, Strategy: VPodStrategyMaxFillUpSpread, MinReplicas: 3,
-		RefreshPeriod: 30 * time.Second, RetryPeriod: time.Second,
+		MaxReplicas: DefaultVPodMaxReplicas, RefreshPeriod: 30 * time.Second, RetryPeriod: time.Second,
 		Sources: []VPodSource{{Version: "v1", Resource: "configmaps", VReplicasPath: "data.n", PlacementsPath: "data.p"}},
 	}}
 	if !reflect.DeepEqual(got, want) {
@@ -164,7 +164,7 @@ func TestVPodDefaults(t *testing.T) {
 			}
 			s := mustVPodSettings(t, c)[0]
 			if s.Strategy != tc.strategy || s.Namespace != "default" ||
-				s.RefreshPeriod != 30*time.Second || s.RetryPeriod != time.Second || s.MinReplicas != 0 || s.DeschedPolicy != nil ||
+				s.RefreshPeriod != 30*time.Second || s.RetryPeriod != time.Second || s.MinReplicas != 0 || s.MaxReplicas != DefaultVPodMaxReplicas || s.DeschedPolicy != nil ||
 				s.SchedPolicyFile != "" || s.DeschedPolicyFile != "" {
 				t.Fatalf("settings = %+v", s)
 			}
@@ -225,6 +225,17 @@ func TestVPodErrorsNameTheField(t *testing.T) {
 		{"refresh negative", sched(ok + ", refreshPeriod: -5s"), f + ".refreshPeriod: -5s must be positive"},
 		{"refresh not a duration", sched(ok + ", refreshPeriod: 30"), f + `.refreshPeriod: "30" is not a duration`},
 		{"retry zero", sched(ok + ", retryPeriod: 0s"), f + ".retryPeriod: 0s must be positive and at most 1h0m0s"},
+		{"refresh too short", sched(ok + ", refreshPeriod: 10ms"), f + ".refreshPeriod: 10ms is below the minimum 1s"},
+		{"retry too short", sched(ok + ", retryPeriod: 1ns"), f + ".retryPeriod: 1ns is below the minimum 100ms"},
+		{"maxReplicas zero", sched(ok + ", maxReplicas: 0"), f + ".maxReplicas: must be at least 1, not 0"},
+		{"maxReplicas huge", sched(ok + ", maxReplicas: 2147483647"), f + ".maxReplicas: 2147483647 exceeds the limit 65536"},
+		{"maxReplicas below minReplicas", sched(ok + ", strategy: MAXFILLUP_SPREAD, minReplicas: 5, maxReplicas: 3"), f + ".maxReplicas: must be at least minReplicas (5), not 3"},
+		{"MaxSkew huge", sched(ok + ", schedulerPolicy: {predicates: [{name: EvenPodSpread, args: {MaxSkew: 2147483647}}]}"),
+			f + ".schedulerPolicy.predicates[0].args.MaxSkew: 2147483647 exceeds the limit 100000"},
+		{"MaxSkew huge in Knative's string, any case", sched(ok + `, schedulerPolicy: {}, deschedulerPolicy: {priorities: [{name: RemoveWithAvailabilityZonePriority, weight: 1, args: '{"maxskew": 100001}'}]}`),
+			f + ".deschedulerPolicy.priorities[0].args.MaxSkew: 100001 exceeds the limit 100000"},
+		{"NumPartitions beyond int64", sched(ok + ", schedulerPolicy: {predicates: [{name: NoMaxResourceCount, args: {NumPartitions: 99999999999999999999}}]}"),
+			f + ".schedulerPolicy.predicates[0].args.NumPartitions: 100000000000000000000 exceeds the limit 100000"},
 		{"predicate without name", sched(ok + ", schedulerPolicy: {predicates: [{args: {}}]}"), f + ".schedulerPolicy.predicates[0].name: must name a plugin"},
 		{"predicate with weight", sched(ok + ", schedulerPolicy: {predicates: [{name: P, weight: 2}]}"), f + ".schedulerPolicy.predicates[0].weight: only priorities have weights"},
 		{"priority without name", sched(ok + ", schedulerPolicy: {priorities: [{weight: 1}]}"), f + ".schedulerPolicy.priorities[0].name: must name a plugin"},
@@ -264,6 +275,33 @@ func TestVPodErrorsNameTheField(t *testing.T) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Sizing args within their bounds, and those of plugins that are not
+// Knative's, load; maxReplicas defaults to at least minReplicas.
+func TestVPodBoundsAccept(t *testing.T) {
+	c, err := Parse([]byte(header + oneProfile + `vpod:
+  schedulers:
+  - name: a
+    statefulSet: {name: s}
+    podCapacity: 1
+    maxReplicas: 65536
+    refreshPeriod: 1s
+    retryPeriod: 100ms
+    schedulerPolicy:
+      predicates:
+      - {name: EvenPodSpread, args: {MaxSkew: 100000}}
+      - {name: NoMaxResourceCount, args: '{"NumPartitions": 100000, "numpartitions": null}'}
+      - {name: MyPlugin, args: {MaxSkew: 2147483647}}
+  - {name: b, statefulSet: {name: t}, podCapacity: 1, strategy: MAXFILLUP_SPREAD, minReplicas: 300}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustVPodSettings(t, c)
+	if s[0].MaxReplicas != 65536 || s[1].MaxReplicas != 300 {
+		t.Fatalf("maxReplicas %d and %d, want 65536 and 300", s[0].MaxReplicas, s[1].MaxReplicas)
 	}
 }
 

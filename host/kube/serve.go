@@ -119,7 +119,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer evict.close(context.Background())
-	vpods, err := newVPodParts(ctx, o, modOpts, reg, log)
+	vpods, err := newVPodParts(ctx, o, modOpts, reg, rec, log)
 	if err != nil {
 		return err
 	}

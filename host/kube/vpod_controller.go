@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
@@ -72,6 +74,9 @@ type vpodController struct {
 	cluster *VPodCluster
 	queue   workqueue.TypedRateLimitingInterface[vpodItem]
 	log     hclog.Logger
+	// events records Events on vpods (a policy module's failure); nil
+	// records none.
+	events record.EventRecorder
 
 	mu       sync.Mutex
 	snapshot []vpod.VPod // sorted; nil when a source changed
@@ -247,9 +252,16 @@ func (c *vpodController) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(item)
 	after, err := c.reconcile(ctx, item)
+	var pe *vpod.PolicyError
 	switch {
 	case apierrors.IsConflict(err):
 		c.log.Debug("vpod changed while being scheduled; scheduling its newer version", "vpod", item.key.String(), "error", err)
+		c.queue.AddRateLimited(item)
+	case errors.As(err, &pe):
+		// Not the fixed requeue of vreplicas left over: scaling cannot
+		// fix a module, so the vpod is retried with backoff.
+		c.log.Warn("vpod policy module failed; placements left as they are, nothing scaled; retrying with backoff", "vpod", item.key.String(),
+			"policy", pe.Policy, "module", pe.Module, "plugin", pe.Plugin, "reason", pe.Reason, "retries", c.queue.NumRequeues(item), "error", pe.Err)
 		c.queue.AddRateLimited(item)
 	case err != nil:
 		c.log.Warn("vpod not scheduled; retrying", "vpod", item.key.String(),
@@ -285,6 +297,10 @@ func (c *vpodController) reconcile(ctx context.Context, item vpodItem) (time.Dur
 	ps, err := c.engine.Schedule(ctx, v)
 	after, requeue := vpod.IsRequeue(err)
 	if err != nil && !requeue {
+		var pe *vpod.PolicyError
+		if errors.As(err, &pe) && c.events != nil {
+			c.events.Event(eventRef(u), corev1.EventTypeWarning, VPodPolicyFailedReason, pe.Error())
+		}
 		return 0, fmt.Errorf("schedule: %w", err)
 	}
 	if requeue {
@@ -317,6 +333,19 @@ func (c *vpodController) reconcile(ctx context.Context, item vpodItem) (time.Dur
 	c.log.Debug("vpod placements written", "vpod", v.Key.String(), "vreplicas", v.VReplicas, "placements", fmt.Sprint(ps),
 		"were", fmt.Sprint(v.Placements), "resource_version", u.GetResourceVersion(), "new_resource_version", written.GetResourceVersion())
 	return after, nil
+}
+
+// VPodPolicyFailedReason is the reason of the Warning Event on a vpod
+// whose placement or removal step failed in a policy module.
+const VPodPolicyFailedReason = "VPodPolicyFailed"
+
+// VPodComponent is the source component of the Events on vpods.
+const VPodComponent = "wasmsched-vpod"
+
+// eventRef is the Event reference of a vpod object.
+func eventRef(u *unstructured.Unstructured) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
+		UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
 }
 
 // outdated reports whether rv is the version of item that placements

@@ -13,8 +13,10 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/vpod"
 )
@@ -42,7 +44,7 @@ type vpodSpec struct {
 // dynamic client from o.RESTConfig, policies on a module registry of
 // their own sharing reg's compiled modules (as the eviction policies'),
 // then newVPodPartsWith. Without a vpod section it returns empty parts.
-func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, reg *modules.Registry, log hclog.Logger) (*vpodParts, error) {
+func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, reg *modules.Registry, rec *Recorder, log hclog.Logger) (*vpodParts, error) {
 	log = log.Named("vpod")
 	if !o.Config.HasVPod() {
 		return &vpodParts{log: log}, nil
@@ -63,7 +65,12 @@ func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, 
 	if err != nil {
 		return nil, fmt.Errorf("vpod: %w", err)
 	}
-	p, err := newVPodPartsWith(ctx, vpodPartsOptions{Client: o.Client, Dynamic: dyn, Specs: specs, Registry: own, Log: log})
+	var events record.EventRecorder
+	if rec != nil {
+		events = rec.recorderFor(VPodComponent)
+	}
+	p, err := newVPodPartsWith(ctx, vpodPartsOptions{Client: o.Client, Dynamic: dyn, Specs: specs, Registry: own, Log: log,
+		Events: events, Metrics: o.Metrics.VPod()})
 	if err != nil {
 		own.Close(context.Background())
 		return nil, err
@@ -106,6 +113,10 @@ type vpodPartsOptions struct {
 	Specs    []vpodSpec
 	Registry *modules.Registry
 	Log      hclog.Logger
+	// Events records Events on vpods (nil: none); Metrics counts the
+	// engines' policy module failures (nil: none).
+	Events  record.EventRecorder
+	Metrics *metrics.VPod
 	// newEngine replaces vpod.New and vpod.NewPolicies (tests).
 	newEngine func(s vpod.Settings, c vpod.Cluster, ev vpod.Evictor) (vpodEngine, error)
 }
@@ -141,7 +152,7 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 			f = informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(s.Namespace))
 			nsFactories[s.Namespace] = f
 		}
-		c := &vpodController{name: s.Name, queue: newVPodQueue(s.Name), log: log}
+		c := &vpodController{name: s.Name, queue: newVPodQueue(s.Name), log: log, events: o.Events}
 		c.cluster = NewVPodCluster(VPodClusterOptions{Namespace: s.Namespace, StatefulSet: s.StatefulSet,
 			Pods: f.Core().V1().Pods().Lister().Pods(s.Namespace), Nodes: nodes.Lister(),
 			StatefulSets: f.Apps().V1().StatefulSets().Lister().StatefulSets(s.Namespace),
@@ -156,7 +167,7 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 		if o.newEngine != nil {
 			c.engine, err = o.newEngine(s, c.cluster, c.evict)
 		} else {
-			c.engine, err = p.newEngine(ctx, o.Registry, s, c.cluster, c.evict, log)
+			c.engine, err = p.newEngine(ctx, o.Registry, s, c.cluster, c.evict, o.Metrics, log)
 		}
 		if err != nil {
 			return nil, err
@@ -208,13 +219,13 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 
 // newEngine binds a scheduler's policies to the registry and makes its
 // engine; p keeps the policies to close them.
-func (p *vpodParts) newEngine(ctx context.Context, reg *modules.Registry, s vpod.Settings, c vpod.Cluster, ev vpod.Evictor, log hclog.Logger) (vpodEngine, error) {
+func (p *vpodParts) newEngine(ctx context.Context, reg *modules.Registry, s vpod.Settings, c vpod.Cluster, ev vpod.Evictor, m *metrics.VPod, log hclog.Logger) (vpodEngine, error) {
 	pol, err := vpod.NewPolicies(ctx, reg, s.SchedPolicy, s.DeschedPolicy, log)
 	if err != nil {
 		return nil, fmt.Errorf("vpod scheduler %s: policies: %w", s.Name, err)
 	}
 	p.policies = append(p.policies, pol)
-	e, err := vpod.New(s, c, pol, vpod.Options{Log: log, Evictor: ev})
+	e, err := vpod.New(s, c, pol, vpod.Options{Log: log, Evictor: ev, Metrics: m})
 	if err != nil {
 		return nil, fmt.Errorf("vpod scheduler %s: %w", s.Name, err)
 	}

@@ -98,9 +98,10 @@ func (s VPodSource) String() string {
 // vpodFrom reads a vpod from an object of this source. A missing
 // vreplica count is an error (Knative's KafkaSource webhook defaults a
 // missing spec.consumers to 1; serve does not guess), as are a negative
-// or non-integer count and placements that are not a list of
-// {podName: non-empty string, vreplicas: integer ≥ 0} naming each pod
-// once. Missing placements mean none.
+// or non-integer count, a count above vpod.MaxVReplicas, and placements
+// that are not a list of {podName: non-empty string, vreplicas: integer
+// ≥ 0} naming each pod once, at most vpod.MaxPlacements of them holding
+// at most vpod.MaxVReplicas in all. Missing placements mean none.
 func (s VPodSource) vpodFrom(obj *unstructured.Unstructured) (vpod.VPod, error) {
 	v := vpod.VPod{Key: vpod.Key{Namespace: obj.GetNamespace(), Name: obj.GetName()}, ResourceVersion: obj.GetResourceVersion()}
 	raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, s.VReplicas...)
@@ -112,6 +113,9 @@ func (s VPodSource) vpodFrom(obj *unstructured.Unstructured) (vpod.VPod, error) 
 	}
 	if v.VReplicas, err = int32Field(raw); err != nil {
 		return v, fmt.Errorf("%s: %w", strings.Join(s.VReplicas, "."), err)
+	}
+	if v.VReplicas > vpod.MaxVReplicas {
+		return v, fmt.Errorf("%s: %d exceeds the limit %d", strings.Join(s.VReplicas, "."), v.VReplicas, vpod.MaxVReplicas)
 	}
 	if v.Placements, err = s.placementsOf(obj); err != nil {
 		return v, err
@@ -133,6 +137,10 @@ func (s VPodSource) placementsOf(obj *unstructured.Unstructured) ([]vpod.Placeme
 	if !ok {
 		return nil, fmt.Errorf("%s: a %T, not a list", path, raw)
 	}
+	if len(list) > vpod.MaxPlacements {
+		return nil, fmt.Errorf("%s: %d placements exceed the limit %d", path, len(list), vpod.MaxPlacements)
+	}
+	var total int64
 	out := make([]vpod.Placement, 0, len(list))
 	seen := make(map[string]bool, len(list))
 	for i, e := range list {
@@ -153,6 +161,10 @@ func (s VPodSource) placementsOf(obj *unstructured.Unstructured) ([]vpod.Placeme
 			return nil, fmt.Errorf("%s[%d].vreplicas: %w", path, i, err)
 		}
 		out = append(out, vpod.Placement{PodName: name, VReplicas: n})
+		total += int64(n)
+	}
+	if total > vpod.MaxVReplicas {
+		return nil, fmt.Errorf("%s: %d vreplicas in all exceed the limit %d", path, total, vpod.MaxVReplicas)
 	}
 	return out, nil
 }

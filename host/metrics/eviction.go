@@ -31,13 +31,17 @@ const (
 )
 
 // Suggested values of the reason label of
-// wasmsched_eviction_policy_failures_total: why a policy's round was
-// skipped.
+// wasmsched_eviction_policy_failures_total and
+// wasmsched_vpod_policy_failures_total: why a policy's answer was
+// dropped. PolicyFailureMalformedReply is a reply the host could not
+// decode (the instance is lost); PolicyFailureInvalidReply one that
+// decoded but says what the ABI does not allow.
 const (
-	PolicyFailureTrap         = "trap"
-	PolicyFailureTimeout      = "timeout"
-	PolicyFailureInvalidReply = "invalid_reply"
-	PolicyFailureError        = "error"
+	PolicyFailureTrap           = "trap"
+	PolicyFailureTimeout        = "timeout"
+	PolicyFailureInvalidReply   = "invalid_reply"
+	PolicyFailureMalformedReply = "malformed_reply"
+	PolicyFailureError          = "error"
 )
 
 // Eviction are the eviction coordinator's metrics (host/eviction). A nil

@@ -438,6 +438,9 @@ func (o *Objects) readObject(d *document, root *yaml.Node, raw []byte) error {
 		if err := checkVPod(x); err != nil {
 			return d.wrap(err)
 		}
+		if len(o.VPods) >= MaxVPods {
+			return d.wrap(fmt.Errorf("more than %d VPod objects: a simulation takes at most %d", MaxVPods, MaxVPods))
+		}
 		o.VPods = append(o.VPods, x)
 	}
 	if err2 != nil {

@@ -41,17 +41,31 @@ type VPodStatus struct {
 	Placements []vpod.Placement `json:"placements,omitempty"`
 }
 
-// checkVPod refuses what the API server's schema refuses.
+// MaxVPods is the most VPod objects a simulation reads: scheduling one
+// vpod costs O(vpods), so a run costs O(vpods²).
+const MaxVPods = 10000
+
+// checkVPod refuses what the API server's schema refuses, and the sizes
+// the vpod engine does not attempt (vpod.MaxVReplicas vreplicas,
+// vpod.MaxPlacements placements, placements holding more vreplicas in
+// all than a vpod may want).
 func checkVPod(v *VPodObject) error {
 	var errs []string
 	if v.Spec.VReplicas == nil {
 		errs = append(errs, "spec.vreplicas: required")
-	} else if *v.Spec.VReplicas < 0 {
-		errs = append(errs, fmt.Sprintf("spec.vreplicas: must be at least 0, not %d", *v.Spec.VReplicas))
+	} else if n := *v.Spec.VReplicas; n < 0 {
+		errs = append(errs, fmt.Sprintf("spec.vreplicas: must be at least 0, not %d", n))
+	} else if n > vpod.MaxVReplicas {
+		errs = append(errs, fmt.Sprintf("spec.vreplicas: %d exceeds the limit %d", n, vpod.MaxVReplicas))
 	}
 	if v.Spec.StatefulSet == "" {
 		errs = append(errs, "spec.statefulSet: required")
 	}
+	if n := len(v.Status.Placements); n > vpod.MaxPlacements {
+		errs = append(errs, fmt.Sprintf("status.placements: %d placements exceed the limit %d", n, vpod.MaxPlacements))
+		return errors.New(strings.Join(errs, "; "))
+	}
+	var total int64
 	for i, p := range v.Status.Placements {
 		if p.PodName == "" {
 			errs = append(errs, fmt.Sprintf("status.placements[%d].podName: required", i))
@@ -59,6 +73,10 @@ func checkVPod(v *VPodObject) error {
 		if p.VReplicas < 0 {
 			errs = append(errs, fmt.Sprintf("status.placements[%d].vreplicas: must be at least 0, not %d", i, p.VReplicas))
 		}
+		total += int64(max(p.VReplicas, 0))
+	}
+	if total > vpod.MaxVReplicas {
+		errs = append(errs, fmt.Sprintf("status.placements: %d vreplicas in all exceed the limit %d", total, vpod.MaxVReplicas))
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -106,17 +124,33 @@ type VPodResult struct {
 	// Pending is the vreplicas without a placement at the end.
 	Pending int32 `json:"pending"`
 	// Error is the last scheduling error (a requeue after the
-	// autoscaler ran out of options, or a refusal).
+	// autoscaler ran out of options, a policy module's failure, or a
+	// refusal).
 	Error string `json:"error,omitempty"`
+	// PolicyFailure is set when the last scheduling failed in a policy
+	// module: the vpod kept its placements and nothing was scaled for it.
+	PolicyFailure *VPodPolicyFailure `json:"policyFailure,omitempty"`
+}
+
+// VPodPolicyFailure is a vpod step that failed in a policy module.
+type VPodPolicyFailure struct {
+	Module string `json:"module"`
+	Plugin string `json:"plugin"`
+	// Reason is trap, timeout, invalid_reply, malformed_reply or error.
+	Reason string `json:"reason"`
 }
 
 // AutoscalePass is one autoscaler pass: "scale-up" after a vpod was left
 // with vreplicas, "refresh" on a refresh tick (scale down, compaction).
 type AutoscalePass struct {
-	Kind      string          `json:"kind"`
-	Replicas  int32           `json:"replicas"`
-	Target    int32           `json:"target"`
-	Scaled    bool            `json:"scaled"`
+	Kind     string `json:"kind"`
+	Replicas int32  `json:"replicas"`
+	Target   int32  `json:"target"`
+	Scaled   bool   `json:"scaled"`
+	// Capped: the pass wanted Wanted replicas, more than the scheduler's
+	// maxReplicas, and asked for maxReplicas.
+	Capped    bool            `json:"capped,omitempty"`
+	Wanted    int32           `json:"wanted,omitempty"`
 	Compacted bool            `json:"compacted"`
 	Evictions []vpod.Eviction `json:"evictions,omitempty"`
 	Error     string          `json:"error,omitempty"`
@@ -131,7 +165,7 @@ type vpodRun struct {
 	sched    *vpod.Scheduler
 	policies *vpod.Policies
 	order    []vpod.Key
-	errs     map[vpod.Key]string
+	errs     map[vpod.Key]error
 	rep      *VPodSchedulerReport
 }
 
@@ -177,7 +211,7 @@ func (e *Env) ScheduleVPods(ctx context.Context) (*VPodReport, error) {
 }
 
 func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, all []config.VPodSettings, r *VPodSchedulerReport) (*vpodRun, error) {
-	run := &vpodRun{e: e, set: set, rep: r, errs: map[vpod.Key]string{}}
+	run := &vpodRun{e: e, set: set, rep: r, errs: map[vpod.Key]error{}}
 	for _, s := range e.objs.StatefulSets {
 		if s.Namespace == set.Namespace && s.Name == set.StatefulSet {
 			run.sts = s
@@ -209,6 +243,7 @@ func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, all []con
 		Evictor: run.evict,
 		Rand:    func(n int64) int64 { return rng.Int64N(n) },
 		Now:     e.clock.Now,
+		Metrics: e.metrics.VPod(),
 	})
 	if err != nil {
 		pols.Close(ctx)
@@ -324,7 +359,14 @@ func (run *vpodRun) run(ctx context.Context) error {
 	run.rep.ReplicasAfter = r
 	for _, k := range run.order {
 		v, _ := run.cluster.VPod(k)
-		res := VPodResult{VPod: k.String(), VReplicas: v.VReplicas, Placements: v.Placements, Error: run.errs[k]}
+		res := VPodResult{VPod: k.String(), VReplicas: v.VReplicas, Placements: v.Placements}
+		if err := run.errs[k]; err != nil {
+			res.Error = err.Error()
+			var pe *vpod.PolicyError
+			if errors.As(err, &pe) {
+				res.PolicyFailure = &VPodPolicyFailure{Module: pe.Module, Plugin: pe.Plugin, Reason: pe.Reason}
+			}
+		}
 		if placed := vpod.TotalVReplicas(v.Placements); placed < v.VReplicas {
 			res.Pending = v.VReplicas - placed
 		}
@@ -335,7 +377,9 @@ func (run *vpodRun) run(ctx context.Context) error {
 
 // scheduleAll schedules every vpod once, in document order, committing
 // the placements as a source's reconciler writes its status; it reports
-// whether any was left with vreplicas.
+// whether any was left with vreplicas. A vpod whose scheduling failed (a
+// policy module's failure among others) keeps its placements and asks
+// for no pods.
 func (run *vpodRun) scheduleAll(ctx context.Context) (left bool) {
 	for _, k := range run.order {
 		v, ok := run.cluster.VPod(k)
@@ -345,7 +389,7 @@ func (run *vpodRun) scheduleAll(ctx context.Context) (left bool) {
 		ps, err := run.sched.Schedule(ctx, v)
 		delete(run.errs, k)
 		if err != nil {
-			run.errs[k] = err.Error()
+			run.errs[k] = err
 			if _, requeue := vpod.IsRequeue(err); requeue {
 				left = true
 			} else {
@@ -360,7 +404,8 @@ func (run *vpodRun) scheduleAll(ctx context.Context) (left bool) {
 }
 
 func (run *vpodRun) record(kind string, res vpod.AutoscaleResult, err error) {
-	p := AutoscalePass{Kind: kind, Replicas: res.Replicas, Target: res.Target, Scaled: res.Scaled, Compacted: res.Compacted, Evictions: res.Evictions}
+	p := AutoscalePass{Kind: kind, Replicas: res.Replicas, Target: res.Target, Scaled: res.Scaled, Capped: res.Capped, Wanted: res.Wanted,
+		Compacted: res.Compacted, Evictions: res.Evictions}
 	if err != nil {
 		p.Error = err.Error()
 	}

@@ -9,6 +9,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
 // Key names a vpod: the namespace and name of the resource (a source, a
@@ -86,6 +89,22 @@ const (
 	// RequeueAfter is when a vpod with vreplicas left unplaced should be
 	// scheduled again (Knative: 5s).
 	RequeueAfter = 5 * time.Second
+	// DefaultMaxReplicas is the autoscaler's ceiling when
+	// Settings.MaxReplicas is 0 (config.DefaultVPodMaxReplicas).
+	DefaultMaxReplicas = config.DefaultVPodMaxReplicas
+)
+
+// Bounds of what the engine attempts (the configuration's, so a vpod
+// refused at load and one refused by Schedule read the same).
+const (
+	// MaxVReplicas is the most vreplicas one vpod may want; Schedule
+	// refuses more, and the autoscaler counts no demand for such a vpod.
+	MaxVReplicas = config.MaxVPodVReplicas
+	// MaxPlacements is the most placements a vpod may list.
+	MaxPlacements = config.MaxVPodPlacements
+	// MaxMaxReplicas is the highest Settings.MaxReplicas: the engine
+	// keeps free capacity for ordinals 0..65535 only.
+	MaxMaxReplicas = config.MaxVPodMaxReplicas
 )
 
 // Settings configure one scheduler: one adapter StatefulSet, its pod
@@ -102,6 +121,12 @@ type Settings struct {
 	// MinReplicas is the number of pods a vpod spreads over at least
 	// (MAXFILLUP_SPREAD only).
 	MinReplicas int32
+	// MaxReplicas is the most replicas the autoscaler scales the
+	// StatefulSet to (1..MaxMaxReplicas, at least MinReplicas);
+	// 0 → DefaultMaxReplicas, or MinReplicas if higher. A StatefulSet
+	// already above it is not grown further. Vreplicas that do not fit
+	// stay pending, and the autoscaler says so (AutoscaleResult.Capped).
+	MaxReplicas int32
 	// SchedPolicy and DeschedPolicy are the configured policies (Policy
 	// strategy); the engine reads their priorities to pick the
 	// autoscaler's scale factor. The modules serving them are bound in
@@ -152,6 +177,9 @@ type Options struct {
 	Rand func(n int64) int64
 	// Now is the clock of the compaction period; nil → time.Now.
 	Now func() time.Time
+	// Metrics counts policy module failures
+	// (wasmsched_vpod_policy_failures_total); nil records nothing.
+	Metrics *metrics.VPod
 }
 
 // RequeueError says a vpod could not be placed whole: Left vreplicas
@@ -181,12 +209,55 @@ func IsRequeue(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// PolicyError says a placement or removal step of a vpod failed in a
+// policy module: the module trapped, ran past its call deadline, or
+// answered what the ABI does not allow. A module failure is not a lack of
+// pods, so nothing about the vpod changed: Schedule returns no
+// placements (keep the committed ones; write nothing), its reservations
+// are as before the call, the autoscaler is not triggered and does not
+// count the vpod's pending vreplicas as demand until a Schedule of it
+// gets past the module again. Callers test for it with errors.As and
+// retry the vpod with backoff.
+type PolicyError struct {
+	// Scheduler is the vpod scheduler's name.
+	Scheduler string
+	// VPod is the vpod being placed.
+	VPod Key
+	// Policy is "scheduler" (placement) or "descheduler" (removal).
+	Policy string
+	// Module is the module that failed.
+	Module string
+	// Plugin names the plugins the module serves in that policy
+	// (comma-separated), or the one entry a bad reply was about.
+	Plugin string
+	// Reason is metrics.PolicyFailureTrap, PolicyFailureTimeout,
+	// PolicyFailureInvalidReply, PolicyFailureMalformedReply or
+	// PolicyFailureError.
+	Reason string
+	// Err is the module's error.
+	Err error
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("vpod %s: %s policy: module %q (plugin %q) failed: %s: %v; placements left as they are, nothing scaled",
+		e.VPod, e.Policy, e.Module, e.Plugin, e.Reason, e.Err)
+}
+
+// Unwrap is the module's error.
+func (e *PolicyError) Unwrap() error { return e.Err }
+
 // AutoscaleResult says what one autoscaler pass did.
 type AutoscaleResult struct {
 	// Replicas is the StatefulSet's scale when the pass started.
 	Replicas int32
-	// Target is the replicas the pass computed.
+	// Target is the replicas the pass computed, capped at
+	// Settings.MaxReplicas.
 	Target int32
+	// Capped: the pass wanted Wanted replicas, more than
+	// Settings.MaxReplicas allows; the vreplicas that do not fit stay
+	// pending.
+	Capped bool
+	Wanted int32
 	// ScaleFactor is the step replicas move by (zones, nodes or 1).
 	ScaleFactor int32
 	// Scaled: the pass changed the StatefulSet's scale to Target.

@@ -8,7 +8,7 @@ import "github.com/wasmsched/wasmsched/host/config"
 func SettingsFrom(s config.VPodSettings) Settings {
 	return Settings{
 		Name: s.Name, Namespace: s.Namespace, StatefulSet: s.StatefulSet, Capacity: s.Capacity,
-		Strategy: Strategy(s.Strategy), MinReplicas: s.MinReplicas,
+		Strategy: Strategy(s.Strategy), MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
 		SchedPolicy: PolicyFrom(s.SchedPolicy), DeschedPolicy: PolicyFrom(s.DeschedPolicy),
 		RefreshPeriod: s.RefreshPeriod, RetryPeriod: s.RetryPeriod,
 	}

@@ -21,7 +21,9 @@ func (s *Scheduler) Autoscale(ctx context.Context, scaleDown bool) (AutoscaleRes
 	return s.autoscale116(ctx, scaleDown)
 }
 
-// autoscale116 is Knative v1.16.0's doautoscale.
+// autoscale116 is Knative v1.16.0's doautoscale, with the target capped
+// at MaxReplicas and no demand counted for vpods whose last Schedule
+// failed in a policy module.
 func (s *Scheduler) autoscale116(ctx context.Context, scaleDown bool) (AutoscaleResult, error) {
 	var res AutoscaleResult
 	vw, err := readView(ctx, s.c, s.set.StatefulSet, true)
@@ -30,8 +32,10 @@ func (s *Scheduler) autoscale116(ctx context.Context, scaleDown bool) (Autoscale
 	}
 	s.resMu.Lock()
 	reserved := copyReserved(s.reserved)
+	failed := s.copyFailed()
 	s.resMu.Unlock()
 	s.asCC.refresh(vw.vpods)
+	pending, expected := s.demand(failed)
 	st := tally(vw.topo, s.asCC, s.set.Capacity, reserved, nil, nil)
 	replicas := vw.topo.replicas
 	res.Replicas = replicas
@@ -47,34 +51,78 @@ func (s *Scheduler) autoscale116(ctx context.Context, scaleDown bool) (Autoscale
 	}
 	res.ScaleFactor = f
 
-	target := st.last + 1
+	// In int64: a demand beyond int32 is capped below, not wrapped.
+	target := int64(st.last) + 1
 	if s.set.Strategy == StrategyMaxFillUp {
-		target = ceilDiv(s.asCC.expected, int64(s.set.Capacity))
+		target = ceilDiv64(expected, int64(s.set.Capacity))
 	} else {
-		if pending := s.asCC.pending; pending > 0 {
+		if pending > 0 {
 			per := s.set.Capacity
 			if sp != nil && hasEntry(sp.Predicates, "EvenPodSpread") && len(st.free) > 0 {
 				per = minNonZero(st.free, s.set.Capacity)
 			}
-			minPods := ceilDiv(pending, int64(per))
+			minPods := ceilDiv64(pending, int64(per))
 			if f > 0 {
-				target += ceilDiv(int64(minPods), int64(f)) * f
+				target += ceilDiv64(minPods, int64(f)) * int64(f)
 			}
 		}
-		if target <= st.last {
-			target = st.last + f
+		if target <= int64(st.last) {
+			target = int64(st.last) + int64(f)
 		}
 	}
-	if !scaleDown && target < replicas {
-		target = replicas
+	if !scaleDown && target < int64(replicas) {
+		target = int64(replicas)
 	}
-	if scaled, err := s.scaleTo(ctx, &res, replicas, target); scaled || err != nil {
+	if scaled, err := s.scaleTo(ctx, &res, replicas, s.capTarget(&res, replicas, target, pending)); scaled || err != nil {
 		return res, err
 	}
 	if scaleDown {
 		return s.mayCompact116(ctx, st, vw, f, res)
 	}
 	return res, nil
+}
+
+// copyFailed copies the vpods that failed in a module; s.resMu is held.
+func (s *Scheduler) copyFailed() map[Key]struct{} {
+	out := make(map[Key]struct{}, len(s.failed))
+	for k := range s.failed {
+		out[k] = struct{}{}
+	}
+	return out
+}
+
+// demand is the autoscaler's pending and expected vreplicas over the
+// listed vpods, without the pending vreplicas of those whose last
+// Schedule failed in a policy module: more pods cannot fix a module, and
+// counting them would scale up on every pass while it keeps failing.
+func (s *Scheduler) demand(failed map[Key]struct{}) (pending, expected int64) {
+	pending, expected = s.asCC.pending, s.asCC.expected
+	for k := range failed {
+		if e := s.asCC.entries[k]; e != nil {
+			pending -= int64(e.pendingOf())
+			expected -= int64(e.pendingOf())
+		}
+	}
+	return pending, expected
+}
+
+// capTarget caps the computed target at MaxReplicas (or the replicas
+// now, when already above it: the cap never grows nor, by itself,
+// shrinks the StatefulSet), recording and logging a cap once per new
+// uncapped target. s.asMu is held.
+func (s *Scheduler) capTarget(res *AutoscaleResult, replicas int32, target, pending int64) int32 {
+	limit := max(int64(s.set.MaxReplicas), int64(replicas))
+	if target <= limit {
+		s.lastCapped = 0
+		return int32(max(target, 0))
+	}
+	res.Capped, res.Wanted = true, int32(min(target, math.MaxInt32))
+	if res.Wanted != s.lastCapped {
+		s.log.Warn("autoscaler target capped at maxReplicas; vreplicas that do not fit stay pending",
+			"wanted", res.Wanted, "max_replicas", s.set.MaxReplicas, "replicas", replicas, "pending", pending)
+	}
+	s.lastCapped = res.Wanted
+	return int32(limit)
 }
 
 // mayCompact116 evicts the vreplicas of the last f pods when the other
@@ -87,17 +135,18 @@ func (s *Scheduler) mayCompact116(ctx context.Context, st *state, vw *view, f in
 	if st.last < 1 || len(vw.topo.ordinals) <= int(f) {
 		return res, nil
 	}
+	// In int64: capacity × pods may exceed an int32.
 	compact := false
 	if s.set.Strategy == StrategyMaxFillUp {
-		free := st.freeCapacity() - st.Free(st.last)
-		used := s.set.Capacity - st.Free(st.last)
+		free := st.freeCapacity() - int64(st.Free(st.last))
+		used := int64(s.set.Capacity) - int64(st.Free(st.last))
 		compact = free >= used
 	} else if s.schedPolicy() != nil {
 		free := st.freeCapacity()
-		used := s.set.Capacity * f
+		used := int64(s.set.Capacity) * int64(f)
 		for i := int32(0); i < f && st.last-i >= 0; i++ {
-			free -= st.Free(st.last - i)
-			used -= st.Free(st.last - i)
+			free -= int64(st.Free(st.last - i))
+			used -= int64(st.Free(st.last - i))
 		}
 		compact = free >= used && vw.topo.replicas-f >= f
 	}
@@ -134,15 +183,19 @@ func (s *Scheduler) autoscaleSpread(ctx context.Context, scaleDown bool) (Autosc
 	if err != nil {
 		return res, fmt.Errorf("autoscaler: %w", err)
 	}
+	s.resMu.Lock()
+	failed := s.copyFailed()
+	s.resMu.Unlock()
 	s.asCC.refresh(vw.vpods)
+	pending, expected := s.demand(failed)
 	st := tally(vw.topo, s.asCC, s.set.Capacity, nil, nil, nil)
 	replicas := vw.topo.replicas
 	res.Replicas, res.ScaleFactor = replicas, 1
-	target := max(ceilDiv(s.asCC.expected, int64(s.set.Capacity)), s.set.MinReplicas)
-	if !scaleDown && target < replicas {
-		target = replicas
+	target := max(ceilDiv64(expected, int64(s.set.Capacity)), int64(s.set.MinReplicas))
+	if !scaleDown && target < int64(replicas) {
+		target = int64(replicas)
 	}
-	if scaled, err := s.scaleTo(ctx, &res, replicas, target); scaled || err != nil {
+	if scaled, err := s.scaleTo(ctx, &res, replicas, s.capTarget(&res, replicas, target, pending)); scaled || err != nil {
 		return res, err
 	}
 	if !scaleDown {
@@ -243,8 +296,8 @@ func hasEntry(es []PolicyEntry, name string) bool {
 	return false
 }
 
-// ceilDiv is ⌈a/b⌉ for b > 0, clamped to int32.
-func ceilDiv(a, b int64) int32 {
+// ceilDiv64 is ⌈a/b⌉ for b > 0 (0 otherwise).
+func ceilDiv64(a, b int64) int64 {
 	if b <= 0 {
 		return 0
 	}
@@ -252,10 +305,7 @@ func ceilDiv(a, b int64) int32 {
 	if a%b != 0 && a > 0 {
 		q++
 	}
-	if q > math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int32(q)
+	return q
 }
 
 // minNonZero is the least positive value of xs below capacity, else

@@ -2,6 +2,7 @@ package vpod
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,8 +84,9 @@ func TestScheduleBadInput(t *testing.T) {
 	})
 }
 
-// TestModuleFailure: a module that traps fails the step; nothing is
-// placed, the old placements come back with a requeue, no panic.
+// TestModuleFailure: a module that fails a step fails the Schedule with a
+// *PolicyError: nothing is placed or removed (no placements come back:
+// the committed ones stay), no requeue, no panic.
 func TestModuleFailure(t *testing.T) {
 	m := newFakeModule("knative")
 	p, err := fakePolicies(lowestOrdinal, highestOrdinalOut, m)
@@ -95,17 +97,23 @@ func TestModuleFailure(t *testing.T) {
 	c := zonedCluster(3, 1, 1, vp("v", 4, pl(1, 2)))
 	s := newSched(t, Settings{Capacity: 10, Strategy: StrategyPolicy, SchedPolicy: lowestOrdinal, DeschedPolicy: highestOrdinalOut}, c, p, Options{})
 	got, err := s.Schedule(bg, vp("v", 4, pl(1, 2)))
-	var rq *RequeueError
-	if !asRequeue(err, &rq) || rq.Left != 4 || !reflect.DeepEqual(got, []Placement{pl(1, 2)}) {
+	var pe *PolicyError
+	if !errors.As(err, &pe) || pe.Module != "knative" || pe.Policy != "scheduler" || got != nil {
 		t.Fatalf("%v %v", got, err)
+	}
+	if _, requeue := IsRequeue(err); requeue {
+		t.Errorf("a module failure reads as a requeue: %v", err)
 	}
 	if m.steps != 1 {
 		t.Errorf("%d steps after a failure, want 1", m.steps)
 	}
 	// Scale down with the failing descheduler: nothing removed.
 	got, err = s.Schedule(bg, vp("v", 1, pl(1, 2), pl(2, 1)))
-	if err != nil || !reflect.DeepEqual(got, []Placement{pl(1, 2), pl(2, 1)}) {
+	if !errors.As(err, &pe) || pe.Policy != "descheduler" || got != nil {
 		t.Fatalf("scale down: %v %v", got, err)
+	}
+	if len(s.Reserved()) != 0 {
+		t.Errorf("failed steps reserved %v", s.Reserved())
 	}
 }
 

@@ -1,5 +1,7 @@
 package vpod
 
+import "math"
+
 // committedCache keeps the committed placements of every listed vpod,
 // parsed, and their totals per ordinal. It is refreshed from each listing
 // and only re-parses vpods whose ResourceVersion changed (or that have
@@ -23,10 +25,14 @@ type committedCache struct {
 type committedVPod struct {
 	rv        string
 	vreplicas int32
-	ps        []cplace
-	total     int32
-	seen      uint64
-	names     map[string]int // pod name → number of placements naming it; built on demand
+	// refused: the vpod wants more than MaxVReplicas, which Schedule
+	// refuses; its placements still take capacity, but its wish is no
+	// demand (pending 0, expected what it has placed).
+	refused bool
+	ps      []cplace
+	total   int32
+	seen    uint64
+	names   map[string]int // pod name → number of placements naming it; built on demand
 }
 
 // cplace is a parsed committed placement; ord is -1 when the pod name has
@@ -41,8 +47,11 @@ func newCommittedCache() *committedCache {
 	return &committedCache{entries: map[Key]*committedVPod{}}
 }
 
-// pendingOf is Knative's pendingFromVPod.
+// pendingOf is Knative's pendingFromVPod (0 for a refused vpod).
 func (c *committedVPod) pendingOf() int32 {
+	if c.refused {
+		return 0
+	}
 	if p := c.vreplicas - c.total; p > 0 {
 		return p
 	}
@@ -83,14 +92,14 @@ func (cc *committedCache) refresh(vpods []VPod) {
 		if e != nil {
 			cc.remove(e)
 		}
-		e = &committedVPod{rv: v.ResourceVersion, vreplicas: v.VReplicas, seen: cc.round, ps: make([]cplace, len(v.Placements))}
+		e = &committedVPod{rv: v.ResourceVersion, vreplicas: v.VReplicas, refused: v.VReplicas > MaxVReplicas, seen: cc.round, ps: make([]cplace, len(v.Placements))}
 		for j, p := range v.Placements {
 			o := usableOrdinal(p.PodName)
 			if o < 0 && cc.bad != nil {
 				cc.bad(v.Key, p.PodName)
 			}
 			e.ps[j] = cplace{pod: p.PodName, ord: o, vr: p.VReplicas}
-			e.total += p.VReplicas
+			e.total = addSat32(e.total, p.VReplicas)
 		}
 		cc.add(e)
 		cc.entries[v.Key] = e
@@ -116,7 +125,29 @@ func (cc *committedCache) add(e *committedVPod) {
 		cc.cntOrd[p.ord]++
 	}
 	cc.pending += int64(e.pendingOf())
-	cc.expected += int64(e.vreplicas)
+	cc.expected += e.expectedOf()
+}
+
+// expectedOf is what the vpod adds to the expected vreplicas: its count,
+// or what it has placed when it is refused.
+func (c *committedVPod) expectedOf() int64 {
+	if c.refused {
+		return int64(c.total)
+	}
+	return int64(c.vreplicas)
+}
+
+// addSat32 is int32 addition that saturates: placements listing more
+// than an int32 holds count as MaxInt32 rather than wrapping negative.
+func addSat32(a, b int32) int32 {
+	s := int64(a) + int64(b)
+	switch {
+	case s > math.MaxInt32:
+		return math.MaxInt32
+	case s < math.MinInt32:
+		return math.MinInt32
+	}
+	return int32(s)
 }
 
 func (cc *committedCache) remove(e *committedVPod) {
@@ -128,7 +159,7 @@ func (cc *committedCache) remove(e *committedVPod) {
 		cc.cntOrd[p.ord]--
 	}
 	cc.pending -= int64(e.pendingOf())
-	cc.expected -= int64(e.vreplicas)
+	cc.expected -= e.expectedOf()
 }
 
 // maxOrd is the highest ordinal any committed placement names, or -1.

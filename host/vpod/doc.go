@@ -73,10 +73,13 @@
 // vpod counts it.
 //
 //	ps, err := s.Schedule(ctx, v)
-//	if after, ok := vpod.IsRequeue(err); ok {
-//		// some vreplicas are left over: commit ps, retry after `after`
+//	var pe *vpod.PolicyError
+//	if errors.As(err, &pe) {
+//		// a policy module failed: commit nothing, retry with backoff
+//	} else if _, ok := vpod.IsRequeue(err); ok || err == nil {
+//		// (ok: some vreplicas are left over; schedule it again later)
+//		c.Commit(v.Key, ps)
 //	}
-//	c.Commit(v.Key, ps)
 //
 // A vpod is scheduled as Cluster.VPods lists it (its spread comes from
 // there); the VPod passed in gives the wanted vreplicas and the current
@@ -126,11 +129,24 @@
 //     and such a pod is reserved at 0, so every asked removal happens.
 //
 // Inputs Knative cannot handle are refused or contained rather than
-// crashing: a capacity below 1 (New fails), negative vreplicas (Schedule
-// fails for that vpod), placements naming pods without a usable ordinal
-// or above 65535 (left out of the capacity tally, logged), a module that
-// traps or answers badly (the step fails: nothing is placed, as when
-// Knative's scoring fails; the instance is replaced). Placements on pods
+// crashing: a capacity below 1 or above 1048576 and a maxReplicas
+// outside 1..65536 (New fails), negative vreplicas or more than
+// MaxVReplicas, more than MaxPlacements placements (Schedule fails for
+// that vpod; the autoscaler counts no demand for a vpod listed with more
+// than MaxVReplicas), placements naming pods without a usable ordinal or
+// above 65535 (left out of the capacity tally, logged). The autoscaler
+// never asks for more than Settings.MaxReplicas (AutoscaleResult.Capped
+// says when it wanted more; the rest stays pending).
+//
+// A module that traps, runs past its call deadline or answers what the
+// ABI does not allow is a module failure, not a lack of pods (Knative
+// would read its failed step as vreplicas left and scale up on every
+// requeue): Schedule fails with a *PolicyError naming the module, plugin
+// and reason and returns no placements, the vpod's reservations are as
+// before, the autoscaler is not triggered and counts none of the vpod's
+// pending vreplicas until a Schedule of it gets past the modules again
+// (Failed lists those vpods); the failure is logged and counted
+// (Options.Metrics), and the instance is replaced. Placements on pods
 // that are not <statefulset>-<ordinal> count toward capacity by their
 // ordinal, as in Knative, but not toward a vpod's spread (modules see the
 // StatefulSet's pods only). Where HEAD leaves an order to map iteration

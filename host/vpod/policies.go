@@ -3,6 +3,7 @@ package vpod
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
@@ -310,6 +311,21 @@ func (bp *boundPolicy) entry(ms *moduleShare, local int) *boundEntry {
 		return &bp.preds[ms.global[local]]
 	}
 	return &bp.prios[ms.global[local]]
+}
+
+// plugins names the plugins module ms serves in the policy, in policy
+// order, each once, comma-separated: a module-wide step failure cannot be
+// told apart between them.
+func (bp *boundPolicy) plugins(ms *moduleShare) string {
+	var names []string
+	seen := map[string]bool{}
+	for local := range ms.kinds {
+		if n := bp.entry(ms, local).name; !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ",")
 }
 
 // Sched is the scheduling policy as configured (nil if none).

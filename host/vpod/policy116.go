@@ -31,8 +31,9 @@ func (s *Scheduler) stepState(ss *stepState, topo *topology, k Key) *stepState {
 // rebalance re-places every vreplica of the vpod from scratch (v1.16.0
 // rebalanceReplicasWithPolicy): its current placements are reserved at 0
 // so that the state ignores them, then vreplicas go one at a time to the
-// best feasible pod.
-func (s *Scheduler) rebalance(ctx context.Context, log hclog.Logger, vw *view, bp *boundPolicy, v *VPod, pruned []Placement) ([]Placement, int32) {
+// best feasible pod. A step that fails in a module ends it with the
+// error (a *PolicyError): the caller undoes the reservations.
+func (s *Scheduler) rebalance(ctx context.Context, log hclog.Logger, vw *view, bp *boundPolicy, v *VPod, pruned []Placement) ([]Placement, int32, error) {
 	zero := make([]Placement, len(pruned))
 	for i, p := range pruned {
 		zero[i] = Placement{PodName: p.PodName}
@@ -62,10 +63,7 @@ func (s *Scheduler) rebalance(ctx context.Context, log hclog.Logger, vw *view, b
 		}
 		vd, err := sp.evaluate(ctx, bp, ss, v, cands)
 		if err != nil {
-			log.Error("placement step failed; nothing placed", "error", err)
-			s.reserveAll(ss, placements)
-			diff = num - i
-			break
+			return nil, 0, err
 		}
 		ids, totals = ids[:0], totals[:0]
 		for c, ok := range vd.feasible {
@@ -96,7 +94,7 @@ func (s *Scheduler) rebalance(ctx context.Context, log hclog.Logger, vw *view, b
 		}
 		diff--
 	}
-	return placements, diff
+	return placements, diff, nil
 }
 
 // addSelection adds one vreplica on the pod of ordinal o (to every
@@ -135,8 +133,10 @@ func (s *Scheduler) reserveAll(ss *stepState, ps []Placement) {
 // Deliberate fix: the candidates are the current working placements (not
 // the committed ones), and a pod that loses its last vreplica is reserved
 // at 0, so no step picks a pod with nothing left to remove and every
-// asked removal happens.
-func (s *Scheduler) removeWithPolicy(ctx context.Context, log hclog.Logger, vw *view, bp *boundPolicy, v *VPod, diff int32, placements []Placement) []Placement {
+// asked removal happens. A step that fails in a module ends it with the
+// error (a *PolicyError): nothing is removed, the caller undoes the
+// reservations.
+func (s *Scheduler) removeWithPolicy(ctx context.Context, log hclog.Logger, vw *view, bp *boundPolicy, v *VPod, diff int32, placements []Placement) ([]Placement, error) {
 	sp := newStepper(s, s.moduleTopology(vw.topo))
 	defer sp.release(ctx)
 	topo := vw.topo
@@ -154,9 +154,7 @@ func (s *Scheduler) removeWithPolicy(ctx context.Context, log hclog.Logger, vw *
 		}
 		vd, err := sp.evaluate(ctx, bp, ss, v, cands)
 		if err != nil {
-			log.Error("removal step failed; nothing removed", "error", err)
-			s.reserveAll(ss, placements)
-			break
+			return nil, err
 		}
 		ids, totals = ids[:0], totals[:0]
 		for _, p := range placements {
@@ -186,7 +184,7 @@ func (s *Scheduler) removeWithPolicy(ctx context.Context, log hclog.Logger, vw *
 		}
 		placements = s.removeSelection(ss, s.selectPod(ids, totals), placements)
 	}
-	return placements
+	return placements, nil
 }
 
 // removeSelection takes one vreplica off every placement on ordinal o,

@@ -2,6 +2,9 @@ package vpod
 
 import (
 	"context"
+	"errors"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // scheduleVPod is Knative v1.16.0's scheduleVPod for the Policy and
@@ -57,11 +60,21 @@ func (s *Scheduler) scheduleVPod(ctx context.Context, v *VPod) ([]Placement, err
 		}
 		placements, left = s.addReplicas(st, v.VReplicas-tr, placements)
 	} else {
+		undo := s.keepReserved(v.Key)
 		if tr > v.VReplicas && desched != nil {
-			return s.removeWithPolicy(ctx, log, vw, desched, v, tr-v.VReplicas, placements), nil
+			ps, err := s.removeWithPolicy(ctx, log, vw, desched, v, tr-v.VReplicas, placements)
+			if err != nil {
+				undo()
+				return nil, s.stepFailed(log, err)
+			}
+			return ps, nil
 		}
 		if sched != nil {
-			placements, left = s.rebalance(ctx, log, vw, sched, v, placements)
+			var err error
+			if placements, left, err = s.rebalance(ctx, log, vw, sched, v, placements); err != nil {
+				undo()
+				return nil, s.stepFailed(log, err)
+			}
 		}
 	}
 	if left > 0 {
@@ -77,10 +90,47 @@ func (s *Scheduler) scheduleVPod(ctx context.Context, v *VPod) ([]Placement, err
 	return placements, nil
 }
 
+// keepReserved saves the vpod's reservations; the function returned puts
+// them back (a step failed: the call must leave no trace).
+func (s *Scheduler) keepReserved(k Key) func() {
+	m, ok := s.reserved[k]
+	saved := make(map[string]int32, len(m))
+	for pod, n := range m {
+		saved[pod] = n
+	}
+	return func() {
+		if ok {
+			s.reserved[k] = saved
+		} else {
+			delete(s.reserved, k)
+		}
+	}
+}
+
+// stepFailed reports a failed placement or removal step: a module failure
+// (*PolicyError) is logged and counted; any error is returned as is, with
+// nothing placed and the autoscaler left alone.
+func (s *Scheduler) stepFailed(log hclog.Logger, err error) error {
+	var pe *PolicyError
+	if errors.As(err, &pe) {
+		log.Error("vpod policy module failed; placements left as they are, nothing scaled", "policy", pe.Policy,
+			"module", pe.Module, "plugin", pe.Plugin, "reason", pe.Reason, "error", pe.Err)
+		s.metrics.PolicyFailure(s.set.Name, pe.Plugin, pe.Reason)
+		return err
+	}
+	log.Debug("vpod step stopped; nothing placed", "error", err)
+	return err
+}
+
 // cleanupReserved drops the reservations of vpods no longer listed and
 // empties those of vpods with nothing pending (their placements are
-// committed).
+// committed); it forgets the module failures of vpods no longer listed.
 func (s *Scheduler) cleanupReserved() {
+	for k := range s.failed {
+		if s.cc.entries[k] == nil {
+			delete(s.failed, k)
+		}
+	}
 	for k, m := range s.reserved {
 		e := s.cc.entries[k]
 		switch {

@@ -13,18 +13,21 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
 // Scheduler places the vreplicas of vpods onto the pods of one adapter
 // StatefulSet, Knative Eventing style. Schedule calls run one at a time;
 // Autoscale may run alongside them. Safe for concurrent use.
 type Scheduler struct {
-	set   Settings
-	c     Cluster
-	log   hclog.Logger
-	evict Evictor
-	rand  func(int64) int64
-	now   func() time.Time
+	set     Settings
+	c       Cluster
+	log     hclog.Logger
+	evict   Evictor
+	rand    func(int64) int64
+	now     func() time.Time
+	metrics *metrics.VPod
 
 	pols atomic.Pointer[Policies]
 
@@ -33,13 +36,21 @@ type Scheduler struct {
 	// topo is the last module topology sent, with its generation.
 	topo *abi.VPodTopology
 
-	resMu sync.Mutex // guards reserved
+	resMu sync.Mutex // guards reserved and failed
 	// reserved holds placements computed but not yet seen committed.
 	reserved map[Key]map[string]int32
+	// failed holds the vpods whose last Schedule failed in a policy
+	// module: the autoscaler counts no demand for their pending
+	// vreplicas (scaling up cannot fix a module).
+	failed map[Key]struct{}
 
-	asMu        sync.Mutex // one autoscaler pass at a time; guards asCC and lastCompact
+	asMu        sync.Mutex // one autoscaler pass at a time; guards asCC, lastCompact and lastCapped
 	asCC        *committedCache
 	lastCompact time.Time
+	// lastCapped is the uncapped target of the last pass that hit
+	// MaxReplicas (0: the last pass did not), so the cap is logged once
+	// per change rather than on every pass.
+	lastCapped int32
 
 	trigger chan struct{}
 	leader  atomic.Bool
@@ -59,8 +70,22 @@ func New(s Settings, c Cluster, p *Policies, o Options) (*Scheduler, error) {
 	if s.Capacity < 1 {
 		return nil, fmt.Errorf("vpod scheduler %q: pod capacity %d: must be at least 1 (a pod must hold a vreplica)", s.Name, s.Capacity)
 	}
+	if s.Capacity > config.MaxVPodCapacity {
+		return nil, fmt.Errorf("vpod scheduler %q: pod capacity %d exceeds the limit %d", s.Name, s.Capacity, config.MaxVPodCapacity)
+	}
 	if s.MinReplicas < 0 {
 		return nil, fmt.Errorf("vpod scheduler %q: minReplicas %d is negative", s.Name, s.MinReplicas)
+	}
+	if s.MaxReplicas == 0 {
+		s.MaxReplicas = max(DefaultMaxReplicas, s.MinReplicas)
+	}
+	switch {
+	case s.MaxReplicas < 1:
+		return nil, fmt.Errorf("vpod scheduler %q: maxReplicas %d is negative", s.Name, s.MaxReplicas)
+	case s.MaxReplicas > MaxMaxReplicas:
+		return nil, fmt.Errorf("vpod scheduler %q: maxReplicas %d exceeds the limit %d", s.Name, s.MaxReplicas, MaxMaxReplicas)
+	case s.MinReplicas > s.MaxReplicas:
+		return nil, fmt.Errorf("vpod scheduler %q: minReplicas %d is above maxReplicas %d", s.Name, s.MinReplicas, s.MaxReplicas)
 	}
 	switch s.Strategy {
 	case StrategyPolicy:
@@ -95,6 +120,8 @@ func New(s Settings, c Cluster, p *Policies, o Options) (*Scheduler, error) {
 		evict:    o.Evictor,
 		rand:     o.Rand,
 		now:      o.Now,
+		metrics:  o.Metrics,
+		failed:   map[Key]struct{}{},
 		cc:       newCommittedCache(),
 		asCC:     newCommittedCache(),
 		reserved: map[Key]map[string]int32{},
@@ -214,9 +241,15 @@ func (s *Scheduler) Promote(ctx context.Context) error {
 // error wrapping *RequeueError means some vreplicas could not be placed
 // (the autoscaler was asked for more pods); the placements returned
 // then are what to commit meanwhile.
+//
+// An error wrapping *PolicyError means a policy module failed: no
+// placements are returned (keep the committed ones), nothing was
+// reserved or scaled; retry the vpod with backoff. A vpod wanting more
+// than MaxVReplicas, or listing more than MaxPlacements placements, is
+// refused without being attempted.
 func (s *Scheduler) Schedule(ctx context.Context, v VPod) ([]Placement, error) {
-	if v.VReplicas < 0 {
-		return nil, fmt.Errorf("vpod %s: vreplicas %d is negative", v.Key, v.VReplicas)
+	if err := checkVPod(v); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,12 +264,54 @@ func (s *Scheduler) Schedule(ctx context.Context, v VPod) ([]Placement, error) {
 		return ps, err
 	}
 	ps, err = s.scheduleVPod(ctx, &v)
+	s.noteFailure(v.Key, err)
 	if ps == nil {
 		return nil, err
 	}
 	sortPlacements(ps)
 	s.reservePlacements(v.Key, ps)
 	return ps, err
+}
+
+// checkVPod refuses what the engine does not attempt: a negative count,
+// more than MaxVReplicas, more than MaxPlacements placements.
+func checkVPod(v VPod) error {
+	switch {
+	case v.VReplicas < 0:
+		return fmt.Errorf("vpod %s: vreplicas %d is negative", v.Key, v.VReplicas)
+	case v.VReplicas > MaxVReplicas:
+		return fmt.Errorf("vpod %s: vreplicas %d exceeds the limit %d", v.Key, v.VReplicas, MaxVReplicas)
+	case len(v.Placements) > MaxPlacements:
+		return fmt.Errorf("vpod %s: %d placements exceed the limit %d", v.Key, len(v.Placements), MaxPlacements)
+	}
+	return nil
+}
+
+// noteFailure records whether the vpod's Schedule failed in a policy
+// module (the autoscaler then counts none of its pending vreplicas), and
+// forgets it once a Schedule got past the modules; s.resMu is held.
+func (s *Scheduler) noteFailure(k Key, err error) {
+	var pe *PolicyError
+	_, requeue := IsRequeue(err)
+	switch {
+	case errors.As(err, &pe):
+		s.failed[k] = struct{}{}
+	case err == nil || requeue:
+		delete(s.failed, k)
+	}
+}
+
+// Failed lists the vpods whose last Schedule failed in a policy module
+// (not yet scheduled past the modules since), sorted.
+func (s *Scheduler) Failed() []Key {
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	out := make([]Key, 0, len(s.failed))
+	for k := range s.failed {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return keyLess(out[i], out[j]) })
+	return out
 }
 
 // sortPlacements orders placements by ordinal, keeping equal ones in place.

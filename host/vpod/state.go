@@ -30,11 +30,12 @@ func (s *state) SetFree(o, v int32) {
 	s.free[o] = v
 }
 
-// freeCapacity is Σ Free over the schedulable pods.
-func (s *state) freeCapacity() int32 {
-	var t int32
+// freeCapacity is Σ Free over the schedulable pods, in int64 (capacity
+// × pods may exceed an int32).
+func (s *state) freeCapacity() int64 {
+	var t int64
 	for _, o := range s.topo.ordinals {
-		t += s.Free(o)
+		t += int64(s.Free(o))
 	}
 	return t
 }

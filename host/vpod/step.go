@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/policy"
 )
 
 // topologyGen numbers module topologies process-wide, so that no two
@@ -67,12 +69,41 @@ type verdicts struct {
 	scoreErr error
 }
 
-// errModule marks a step that failed in a module (trap, deadline, bad
-// reply): nothing may be placed on anything.
-var errModule = errors.New("vpod policy module failed")
+// fail is the error of a step that failed in module ms: a *PolicyError
+// (plugin "" names every plugin the module serves in the policy), or,
+// when ctx ended meanwhile, the context's error (the caller is going
+// away; no module is to blame).
+func (sp *stepper) fail(ctx context.Context, bp *boundPolicy, ms *moduleShare, v *VPod, plugin, reason string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("vpod %s: %s policy step stopped: %w", v.Key, bp.name, ctx.Err())
+	}
+	if plugin == "" {
+		plugin = bp.plugins(ms)
+	}
+	return &PolicyError{Scheduler: sp.s.set.Name, VPod: v.Key, Policy: bp.name, Module: ms.pool.name(), Plugin: plugin, Reason: reason, Err: err}
+}
+
+// failureReason classifies a failed module call as the eviction
+// coordinator does, for PolicyError.Reason and the metric's label.
+func failureReason(err error) string {
+	var ce *policy.CallError
+	switch {
+	case errors.Is(err, policy.ErrDeadlineExceeded):
+		return metrics.PolicyFailureTimeout
+	case errors.Is(err, policy.ErrGuestTrap):
+		return metrics.PolicyFailureTrap
+	case errors.Is(err, policy.ErrInvalidReply):
+		return metrics.PolicyFailureInvalidReply
+	case errors.As(err, &ce) && ce.Broken:
+		return metrics.PolicyFailureMalformedReply
+	}
+	return metrics.PolicyFailureError
+}
 
 // evaluate runs one step of bp for the vpod over the candidates (topology
-// pod indexes, ascending): one call per module.
+// pod indexes, ascending): one call per module. A module that fails the
+// call or answers what does not match the step fails the whole step (a
+// *PolicyError): nothing may be placed on anything.
 func (sp *stepper) evaluate(ctx context.Context, bp *boundPolicy, ss *stepState, v *VPod, cands []uint32) (*verdicts, error) {
 	out := &verdicts{feasible: make([]bool, len(cands)), totals: make([]int64, len(cands))}
 	for i := range out.feasible {
@@ -94,10 +125,11 @@ func (sp *stepper) evaluate(ctx context.Context, bp *boundPolicy, ss *stepState,
 		r, err := sp.call(ctx, bp, ms)
 		if err != nil {
 			sp.drop(ctx, ms.pool)
-			return nil, fmt.Errorf("%w: %s policy, module %q: %w", errModule, bp.name, ms.pool.name(), err)
+			return nil, sp.fail(ctx, bp, ms, v, "", failureReason(err), err)
 		}
 		if len(r.Verdicts) != len(cands) {
-			return nil, fmt.Errorf("%w: %s policy, module %q: %d verdicts for %d candidates", errModule, bp.name, ms.pool.name(), len(r.Verdicts), len(cands))
+			return nil, sp.fail(ctx, bp, ms, v, "", metrics.PolicyFailureInvalidReply,
+				fmt.Errorf("%d verdicts for %d candidates", len(r.Verdicts), len(cands)))
 		}
 		for i, vd := range r.Verdicts {
 			if vd.Entry != 0 {
@@ -138,7 +170,12 @@ func (sp *stepper) evaluate(ctx context.Context, bp *boundPolicy, ss *stepState,
 		}
 		for _, sc := range r.Scores {
 			if int(sc.Entry) >= len(ms.kinds) || ms.kinds[sc.Entry] != abi.VPodPriority || len(sc.Scores) != len(cands) {
-				return nil, fmt.Errorf("%w: %s policy, module %q: scores for entry %d do not match the step", errModule, bp.name, ms.pool.name(), sc.Entry)
+				plugin := ""
+				if int(sc.Entry) < len(ms.kinds) {
+					plugin = bp.entry(ms, int(sc.Entry)).name
+				}
+				return nil, sp.fail(ctx, bp, ms, v, plugin, metrics.PolicyFailureInvalidReply,
+					fmt.Errorf("scores for entry %d do not match the step (%d scores for %d candidates)", sc.Entry, len(sc.Scores), len(cands)))
 			}
 			e := &bp.prios[ms.global[sc.Entry]]
 			if !e.summed {

@@ -2,7 +2,7 @@ package vpod
 
 import (
 	"context"
-	"reflect"
+	"errors"
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -23,9 +23,9 @@ func (boom) NewVPodFilter([]byte) (plugin.VPodFilter, error) {
 }
 
 // TestTrappingModule runs a policy whose module traps at every step,
-// through the real policy client: the step fails, nothing is placed, the
-// old placements come back with a requeue, the instance is replaced, and
-// nothing panics.
+// through the real policy client: the step fails with a *PolicyError
+// naming the module, the plugin and the trap, nothing is placed (no
+// placements come back), the instance is replaced, and nothing panics.
 func TestTrappingModule(t *testing.T) {
 	ctx := context.Background()
 	cfg := config.Default()
@@ -47,8 +47,8 @@ func TestTrappingModule(t *testing.T) {
 	s := newSched(t, Settings{Capacity: 10, Strategy: StrategyPolicy, SchedPolicy: pol}, c, p, Options{})
 	for i := 0; i < 2; i++ {
 		got, err := s.Schedule(ctx, vp("v", 2, pl(1, 1)))
-		var rq *RequeueError
-		if !asRequeue(err, &rq) || rq.Left != 2 || !reflect.DeepEqual(got, []Placement{pl(1, 1)}) {
+		var pe *PolicyError
+		if !errors.As(err, &pe) || pe.Module != "boom" || pe.Plugin != "Boom" || pe.Reason != "trap" || got != nil {
 			t.Fatalf("call %d: %v %v", i, got, err)
 		}
 	}
