@@ -3,6 +3,8 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -67,9 +69,14 @@ func benchCluster(nodes, podsPerNode int) (*cache.Cache, *mapUsage) {
 // instances (everything sent). Every round, the first included, must
 // drop no policy's answer and find as many victims as the native twin's
 // first round: a cold round that loses an answer (a sync cut by the call
-// timeout, say) fails the benchmark.
+// timeout, say) fails the benchmark. WASMSCHED_BENCH_NODES sets another
+// number of nodes (of 10 pods each).
 func BenchmarkEvictionRound(b *testing.B) {
-	c, u := benchCluster(5000, 10)
+	nodes := 5000
+	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_NODES")); err == nil && v > 0 {
+		nodes = v
+	}
+	c, u := benchCluster(nodes, 10)
 	cfg := config.Default()
 	cfg.Eviction = &config.Eviction{Policies: []config.EvictionPolicy{
 		{Plugin: "ResourceOvercommit"}, {Plugin: "NodePressure"}, {Plugin: "UsageThreshold"}}}
