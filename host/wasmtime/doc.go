@@ -22,9 +22,10 @@
 // capped at wasm.MaxTableElements elements, and a bounded Wasm stack
 // (MaxWasmStack). Each call, _initialize included, runs under a deadline
 // (the call timeout, plus an allowance in proportion to its size for a
-// push of the host's state: policy.Pushable); host imports check it too. A trap, deadline or cap reached fails the
-// call in one line (quoting a guest's panic message) and marks it with
-// policy.GuestFault, so the pool discards the instance.
+// push of the host's state: policy.Pushable); host imports check it too.
+// A trap, deadline or cap reached fails the call in one line (quoting a
+// guest's panic message) and marks it with policy.GuestFault, so the pool
+// discards the instance.
 //
 // Deadlines: epoch interruption — one ticker per Runtime advances the
 // engine's epoch every EpochTick (10 ms), Cranelift's code checks it at

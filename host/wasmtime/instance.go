@@ -29,11 +29,13 @@ type instance struct {
 	out     guestout.Output
 	state   atomic.Int32 // stateIdle, stateBusy, …
 
-	// The epochs a call may run past the current one: the call
-	// timeout's, plus the push allowance while the host pushes state
-	// (push, see AllowPush).
-	epochs uint64
-	push   time.Duration
+	// How a call is bounded: the epochs it may run past the current one
+	// and its fuel, the call timeout's plus the push allowance while the
+	// host pushes state (push, see AllowPush); rearm says the call block
+	// does not have them yet.
+	epochs, fuel uint64
+	push         time.Duration
+	rearm        bool
 
 	// Per call: the epoch past which host imports abort it, and why it
 	// stopped when a host import ended it.
@@ -91,6 +93,10 @@ func (i *instance) invoke(fn int, what string) error {
 	if !i.state.CompareAndSwap(stateIdle, stateBusy) {
 		return fmt.Errorf("%s: instance closed or already in a call", what)
 	}
+	if i.rearm {
+		i.calls.arm(i.backend.runtime.interrupt, i.epochs, i.fuel)
+		i.rearm = false
+	}
 	i.out.StartCall()
 	i.expired, i.exited = false, false
 	i.deadline = i.backend.runtime.epoch.Load() + i.epochs
@@ -110,7 +116,9 @@ func (i *instance) invoke(fn int, what string) error {
 
 // AllowPush implements policy.Pushable: the calls that follow, until
 // AllowPush(0), run under the call timeout plus extra, in epochs and (under
-// InterruptFuel) in fuel.
+// InterruptFuel) in fuel. The call block takes the new bounds when the
+// next call starts, in invoke, where a Close from another goroutine
+// cannot free it meanwhile.
 func (i *instance) AllowPush(extra time.Duration) {
 	if extra < 0 {
 		extra = 0
@@ -119,12 +127,11 @@ func (i *instance) AllowPush(extra time.Duration) {
 		return
 	}
 	i.push = extra
-	epochs, fuel := i.backend.epochs, i.backend.fuel
+	i.epochs, i.fuel = i.backend.epochs, i.backend.fuel
 	if extra > 0 {
-		epochs, fuel = budget(i.backend.limits.CallTimeout + extra)
+		i.epochs, i.fuel = budget(i.backend.limits.CallTimeout + extra)
 	}
-	i.epochs = epochs
-	i.calls.arm(i.backend.runtime.interrupt, epochs, fuel)
+	i.rearm = true
 }
 
 // failed describes the last call's failure in one line.

@@ -215,7 +215,7 @@ func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 		inst.Close(ctx)
 		return nil, fmt.Errorf("module %q: %w", b.name, err)
 	}
-	inst.epochs = b.epochs
+	inst.epochs, inst.fuel = b.epochs, b.fuel
 	inst.calls.arm(b.runtime.interrupt, b.epochs, b.fuel)
 	if fns[fnInitialize] != nil {
 		if err := inst.invoke(fnInitialize, modshape.Initialize.Name); err != nil {
