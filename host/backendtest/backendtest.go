@@ -30,6 +30,14 @@
 //     ErrDeadlineExceeded saying "deadline of <timeout> exceeded"; a Go
 //     garbage collection can stop the world while such a guest runs; a
 //     reactor whose _initialize never returns fails Load the same way.
+//     Instances implement policy.Pushable: under a 10 ms call timeout, a
+//     sync that takes far longer is cut without an allowance and answers
+//     with one (through the pool too: a fresh instance's first sync of a
+//     5000-node cluster answers), and a sync that never returns is
+//     stopped no sooner than the call timeout plus its allowance and
+//     within a second after, saying "deadline of <timeout + allowance>
+//     exceeded (the call timeout <timeout> and <allowance> allowed for
+//     the state the host pushed)"; the allowance ends with the push.
 //   - Memory and tables ("limits"): memory.grow reaches Limits.MemoryBytes
 //     exactly and then returns -1 (no trap), also for one huge step; a
 //     module whose initial memory is over the cap, or that declares a
@@ -143,7 +151,7 @@ type nativeCase struct {
 // Go builds start compiling in the background; the pool's cases, which
 // bound a call's time too, run last, once those compiles are done.
 var (
-	timedCases = concat(trapCases, deadlineCases)
+	timedCases = concat(trapCases, deadlineCases, pushCases)
 	otherCases = concat(limitCases, replyCases, outputCases, abiCases, twinCases, poolCases)
 )
 

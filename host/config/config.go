@@ -107,7 +107,10 @@ type Module struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// MemoryLimit caps each instance's memory, as a quantity ("64Mi").
 	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
-	// CallTimeout is each call's deadline, as a duration ("250ms").
+	// CallTimeout is each call's deadline, as a duration ("250ms"). The
+	// host's pushes of its state (sync, observe, vpod_topology) get
+	// policy.PushAllowance of their size on top: moving the cluster into
+	// an instance is the host's work, not the policy's.
 	CallTimeout Duration `json:"callTimeout,omitempty"`
 	// FailurePolicy: Fail (default) or Ignore; the default of the
 	// module's plugins.

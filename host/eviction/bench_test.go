@@ -3,6 +3,8 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -64,53 +66,91 @@ func benchCluster(nodes, podsPerNode int) (*cache.Cache, *mapUsage) {
 // native twin. Victims go to a recording killer, so every round finds the
 // same work. "steady" rounds follow a first one (mirrors and
 // observations synced; nothing changed); "cold" rounds start from fresh
-// instances (everything sent).
+// instances (everything sent). Every round, the first included, must
+// drop no policy's answer and find as many victims as the native twin's
+// first round: a cold round that loses an answer (a sync cut by the call
+// timeout, say) fails the benchmark. WASMSCHED_BENCH_NODES sets another
+// number of nodes (of 10 pods each).
 func BenchmarkEvictionRound(b *testing.B) {
-	c, u := benchCluster(5000, 10)
+	nodes := 5000
+	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_NODES")); err == nil && v > 0 {
+		nodes = v
+	}
+	c, u := benchCluster(nodes, 10)
 	cfg := config.Default()
 	cfg.Eviction = &config.Eviction{Policies: []config.EvictionPolicy{
 		{Plugin: "ResourceOvercommit"}, {Plugin: "NodePressure"}, {Plugin: "UsageThreshold"}}}
+	ctx := context.Background()
+	want := referenceVictims(b, cfg, c, u)
 	for _, backend := range []string{"wasm", "native"} {
 		for _, mode := range []string{"steady", "cold"} {
 			b.Run(fmt.Sprintf("backend=%s/%s", backend, mode), func(b *testing.B) {
-				ctx := context.Background()
 				reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: b.TempDir(), NativeBuiltin: backend == "native"})
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer reg.Close(ctx)
-				newCoord := func() *Coordinator {
-					set, err := PoliciesFrom(ctx, cfg, reg)
-					if err != nil {
-						b.Fatal(err)
-					}
-					// No cluster-wide throttle: every round does the same work.
-					return New(Options{Settings: Settings{Rate: 1e9, RateBurst: 1 << 30}, Cluster: &fakeCluster{cache: c}, Killer: &fakeKiller{}, Usage: u,
-						Clock: clocktesting.NewFakeClock(t0)}, set)
-				}
-				coord := newCoord()
-				r := coord.RunRound(ctx)
-				if len(r.Failures) > 0 || len(r.Victims) == 0 {
-					b.Fatalf("first round: %d victims, failures %+v", len(r.Victims), r.Failures)
-				}
-				victims := len(r.Victims)
+				coord := benchCoordinator(b, cfg, reg, c, u)
+				checkRound(b, "first round", coord.RunRound(ctx), want)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if mode == "cold" {
 						b.StopTimer()
 						coord.Close(ctx)
-						coord = newCoord()
+						coord = benchCoordinator(b, cfg, reg, c, u)
 						b.StartTimer()
 					}
-					r = coord.RunRound(ctx)
-					if len(r.Victims) != victims {
-						b.Fatalf("%d victims, want %d", len(r.Victims), victims)
-					}
+					r := coord.RunRound(ctx)
+					b.StopTimer()
+					checkRound(b, fmt.Sprintf("round %d", i+1), r, want)
+					b.StartTimer()
 				}
 				b.StopTimer()
 				coord.Close(ctx)
-				b.ReportMetric(float64(victims), "victims/round")
+				b.ReportMetric(float64(want), "victims/round")
 			})
 		}
+	}
+}
+
+// referenceVictims is how many victims the native twin's first round
+// finds: what every round of every backend must find.
+func referenceVictims(b *testing.B, cfg *config.Configuration, c *cache.Cache, u *mapUsage) int {
+	ctx := context.Background()
+	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: b.TempDir(), NativeBuiltin: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close(ctx)
+	coord := benchCoordinator(b, cfg, reg, c, u)
+	defer coord.Close(ctx)
+	r := coord.RunRound(ctx)
+	if len(r.Failures) > 0 || len(r.Victims) == 0 {
+		b.Fatalf("native reference round: %d victims, failures %+v", len(r.Victims), r.Failures)
+	}
+	return len(r.Victims)
+}
+
+// benchCoordinator is a coordinator of the policies over fresh instances
+// of reg's modules, with no cluster-wide throttle, so every round does the
+// same work.
+func benchCoordinator(b *testing.B, cfg *config.Configuration, reg *modules.Registry, c *cache.Cache, u *mapUsage) *Coordinator {
+	set, err := PoliciesFrom(context.Background(), cfg, reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return New(Options{Settings: Settings{Rate: 1e9, RateBurst: 1 << 30}, Cluster: &fakeCluster{cache: c}, Killer: &fakeKiller{}, Usage: u,
+		Clock: clocktesting.NewFakeClock(t0)}, set)
+}
+
+// checkRound fails the benchmark when a round dropped a policy's answer
+// or found other than want victims.
+func checkRound(b *testing.B, which string, r *Round, want int) {
+	b.Helper()
+	if len(r.Failures) > 0 {
+		b.Fatalf("%s dropped %d policy answers (%d victims, want %d): %+v", which, len(r.Failures), len(r.Victims), want, r.Failures)
+	}
+	if len(r.Victims) != want {
+		b.Fatalf("%s: %d victims, want %d (the native twin's)", which, len(r.Victims), want)
 	}
 }

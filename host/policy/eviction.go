@@ -29,7 +29,7 @@ func (c *Client) Observe(ctx context.Context, obs *snapshot.Observations) error 
 	}
 	c.enc.Reset()
 	obs.EncodeSince(&c.enc, since)
-	if _, err := c.run(ctx, abi.FuncObserve, moduleWide, c.enc.B); err != nil {
+	if _, err := c.push(ctx, abi.FuncObserve, c.enc.B); err != nil {
 		c.obs, c.obsSynced = nil, 0
 		return err
 	}

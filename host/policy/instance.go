@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
 )
@@ -42,6 +43,23 @@ type LinearMemory interface {
 	MemoryBytes() (size, limit uint64)
 }
 
+// Pushable is implemented by instances whose call deadline the host can
+// lengthen for a push: a call that hands the guest state the host holds
+// (the cluster mirror, the eviction view, a vpod topology). A push costs
+// time in proportion to the cluster, and moving the cluster into a fresh
+// instance is the host's work, not a policy's, so the policy's call
+// timeout alone must not cut it (at 5000 nodes and 50 000 pods a first
+// sync takes a few hundred milliseconds on an idle machine, seconds on a
+// busy one). The guest still runs the push, so its deadline stays finite:
+// the call timeout plus an allowance in proportion to the bytes pushed
+// (see PushAllowance). The Wasm backends implement it; a native twin,
+// which has no deadline, does not need to.
+type Pushable interface {
+	// AllowPush gives the Input and Call calls that follow extra time on
+	// top of the module's call timeout, until AllowPush(0).
+	AllowPush(extra time.Duration)
+}
+
 // Backend makes instances of one module.
 type Backend interface {
 	// NewInstance returns a fresh, uninitialised instance.
@@ -66,6 +84,17 @@ var (
 	// was stopped.
 	ErrDeadlineExceeded = errors.New("guest call deadline exceeded")
 )
+
+// DeadlineExceeded is the error a backend returns when a call's deadline
+// stopped the guest in what (the export it ran), so every backend says it
+// in the same words: the deadline, and for a push how it was made up.
+func DeadlineExceeded(what string, timeout, extra time.Duration) error {
+	if extra <= 0 {
+		return GuestFault(ErrDeadlineExceeded, fmt.Errorf("%s: deadline of %s exceeded", what, timeout))
+	}
+	return GuestFault(ErrDeadlineExceeded, fmt.Errorf("%s: deadline of %s exceeded (the call timeout %s and %s allowed for the state the host pushed)",
+		what, timeout+extra, timeout, extra))
+}
 
 // GuestFault marks err as a guest failure of the given kind
 // (ErrGuestTrap or ErrDeadlineExceeded): errors.Is(result, kind) holds,

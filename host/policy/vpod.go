@@ -93,7 +93,7 @@ func (c *Client) VPodTopology(ctx context.Context, t *abi.VPodTopology) error {
 	c.vpodTopoSent = false
 	c.enc.Reset()
 	c.enc.VPodTopology(t)
-	if _, err := c.run(ctx, abi.FuncVPodTopology, moduleWide, c.enc.B); err != nil {
+	if _, err := c.push(ctx, abi.FuncVPodTopology, c.enc.B); err != nil {
 		return err
 	}
 	c.vpodTopo, c.vpodTopoSent = t.Generation, true

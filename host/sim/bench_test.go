@@ -3,17 +3,22 @@ package sim
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
 // schedulingBasic builds scheduler_perf's SchedulingBasic shape: nodes of
@@ -53,10 +58,17 @@ func schedulingBasic(nodes, placed, measured int) *Objects {
 // snapshot, mirror sync, every default filter and score plugin, assume
 // and in-memory binding, for the default profile on the Wasm bundle and
 // on its native twin. Run with -benchtime 1x: one op schedules all the
-// measured pods.
+// measured pods, from fresh instances (the first cycle syncs the whole
+// cluster into each). WASMSCHED_BENCH_NODES runs one other cluster size
+// (15000: the cold start at scale). A guest call that trapped or ran into
+// its deadline fails the benchmark.
 func BenchmarkSchedulingBasic(b *testing.B) {
 	const placed, measured = 1000, 10000
-	for _, nodes := range []int{500, 5000} {
+	sizes := []int{500, 5000}
+	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_NODES")); err == nil && v > 0 {
+		sizes = []int{v}
+	}
+	for _, nodes := range sizes {
 		objs := schedulingBasic(nodes, placed, measured)
 		for _, backend := range benchBackends() {
 			b.Run(fmt.Sprintf("nodes=%d/backend=%s", nodes, backend), func(b *testing.B) {
@@ -64,7 +76,9 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 				cacheDir := b.TempDir()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					env, err := Start(ctx, objs, benchOptions(backend, cacheDir))
+					opts := benchOptions(backend, cacheDir)
+					faults := watchGuestFaults(b, &opts)
+					env, err := Start(ctx, objs, opts)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -77,6 +91,7 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 					if rep.Cycles != measured {
 						b.Fatalf("%d cycles for %d pods", rep.Cycles, measured)
 					}
+					faults.check()
 					env.Close(ctx)
 					b.StartTimer()
 				}
@@ -118,7 +133,9 @@ func BenchmarkSchedulingBasicWithEviction(b *testing.B) {
 			rounds := 0
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				env, err := Start(ctx, objs, Options{Config: cfg, CacheDir: cacheDir, Seed: 1})
+				opts := Options{Config: cfg, CacheDir: cacheDir, Seed: 1}
+				faults := watchGuestFaults(b, &opts)
+				env, err := Start(ctx, objs, opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -154,12 +171,44 @@ func BenchmarkSchedulingBasicWithEviction(b *testing.B) {
 				if rep.Cycles != measured {
 					b.Fatalf("%d cycles for %d pods", rep.Cycles, measured)
 				}
+				faults.check()
 				env.Close(ctx)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(measured)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
 		})
+	}
+}
+
+// guestFaults counts a run's guest traps and deadlines (the metrics
+// Start is given), so a benchmark fails when a call lost its instance
+// rather than report the speed of a run that dropped work.
+type guestFaults struct {
+	b   *testing.B
+	reg *prometheus.Registry
+}
+
+// watchGuestFaults gives opts metrics of their own to count guest faults
+// in.
+func watchGuestFaults(b *testing.B, opts *Options) *guestFaults {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Metrics = m
+	return &guestFaults{b: b, reg: reg}
+}
+
+// check fails the benchmark if any guest call trapped or ran into its
+// deadline.
+func (g *guestFaults) check() {
+	g.b.Helper()
+	traps := testmetrics.Value(g.b, g.reg, "wasmsched_guest_traps_total", nil)
+	deadlines := testmetrics.Value(g.b, g.reg, "wasmsched_guest_deadline_exceeded_total", nil)
+	if traps+deadlines > 0 {
+		g.b.Fatalf("guest calls failed: %v traps, %v deadlines exceeded", traps, deadlines)
 	}
 }
 

@@ -90,8 +90,9 @@ profiles:
 			var podsPerS, preempted, arrived float64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				env, err := Start(ctx, objs, onBackend(run.backend, cfg,
-					Options{CacheDir: cacheDir, Seed: 1, APILatency: 50 * time.Millisecond}))
+				opts := onBackend(run.backend, cfg, Options{CacheDir: cacheDir, Seed: 1, APILatency: 50 * time.Millisecond})
+				faults := watchGuestFaults(b, &opts)
+				env, err := Start(ctx, objs, opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -105,6 +106,7 @@ profiles:
 				if err != nil {
 					b.Logf("%s/%s: timed out after %s with %d of %d measured pods bound", run.mode, run.backend, res.Elapsed, res.Bound, measured)
 				}
+				faults.check()
 				podsPerS += res.PodsPerS
 				preempted += float64(res.Preempted)
 				arrived += float64(res.Arrived)
@@ -135,13 +137,15 @@ func BenchmarkPreemptionCycle(b *testing.B) {
 	for _, backend := range benchBackends() {
 		b.Run("backend="+backend, func(b *testing.B) {
 			ctx := context.Background()
-			env, err := Start(ctx, objs, onBackend(backend, nil, Options{CacheDir: b.TempDir(), Seed: 1,
+			opts := onBackend(backend, nil, Options{CacheDir: b.TempDir(), Seed: 1,
 				APIFailures: func(op memapi.Op, _ *abi.Pod) error {
 					if op == memapi.OpMark {
 						return memapi.ErrInternal
 					}
 					return nil
-				}}))
+				}})
+			faults := watchGuestFaults(b, &opts)
+			env, err := Start(ctx, objs, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -158,6 +162,7 @@ func BenchmarkPreemptionCycle(b *testing.B) {
 				}
 				b.StopTimer()
 				env.Preemption.Wait()
+				faults.check()
 				b.StartTimer()
 			}
 		})

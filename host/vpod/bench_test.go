@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
+	"slices"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +95,60 @@ func BenchmarkPlaceAll(b *testing.B) {
 				placed += total
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(placed), "ns/vreplica")
+		})
+	}
+}
+
+// BenchmarkColdPlacement is the vpod engine's cold start at scale: each
+// op places one vpod of 100 vreplicas from zero with fresh instances (new
+// Policies, so the first step pushes the whole topology: 5000 adapter
+// pods on 5000 nodes in 3 zones; WASMSCHED_BENCH_NODES sets another size
+// for both), with the README policy on the knative bundle in Wasm and on
+// its native twin. A step that fails, or placements other than the
+// native twin's, fail the benchmark.
+func BenchmarkColdPlacement(b *testing.B) {
+	ctx := context.Background()
+	size := 5000
+	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_NODES")); err == nil && v > 0 {
+		size = v
+	}
+	v := VPod{Key: Key{Namespace: "bench", Name: "cold"}, VReplicas: 100}
+	cluster := func() *StaticCluster {
+		var nodes []*corev1.Node
+		for i := 0; i < size; i++ {
+			nodes = append(nodes, mkNode(fmt.Sprintf("node-%05d", i), fmt.Sprintf("zone-%d", i%3)))
+		}
+		var pods []*corev1.Pod
+		for i := 0; i < size; i++ {
+			pods = append(pods, mkPod(i, fmt.Sprintf("node-%05d", i)))
+		}
+		return NewStaticCluster(testNS, testSTS, int32(size), pods, nodes, []VPod{v})
+	}
+	place := func(b *testing.B, backend string) []Placement {
+		p, err := NewPolicies(ctx, knativeRegistry(b, backend), benchPolicy, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close(ctx)
+		s, err := New(Settings{Name: "bench", Namespace: testNS, StatefulSet: testSTS, Capacity: benchCapacity, Strategy: StrategyPolicy, SchedPolicy: benchPolicy},
+			cluster(), p, Options{Rand: rand.New(rand.NewSource(1)).Int63n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps, err := s.Schedule(ctx, v)
+		if err != nil {
+			b.Fatalf("%s: first placement over %d pods on %d nodes: %v", backend, size, size, err)
+		}
+		return ps
+	}
+	want := place(b, "native")
+	for _, backend := range []string{"wasm", "native"} {
+		b.Run(fmt.Sprintf("pods=%d/backend=%s", size, backend), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if got := place(b, backend); !slices.Equal(got, want) {
+					b.Fatalf("placed %v, want the native twin's %v", got, want)
+				}
+			}
 		})
 	}
 }

@@ -187,6 +187,18 @@ type instance struct {
 	stack   []uint64
 	guard   deadline
 	out     output
+	// push is the time calls get on top of the call timeout while the
+	// host pushes state into the guest (policy.Pushable).
+	push time.Duration
+}
+
+// AllowPush implements policy.Pushable: the calls that follow, until
+// AllowPush(0), run under the call timeout plus extra.
+func (i *instance) AllowPush(extra time.Duration) {
+	if extra < 0 {
+		extra = 0
+	}
+	i.push = extra
 }
 
 // errCallAborted is the panic a host function raises to end a call whose
@@ -204,14 +216,15 @@ func (i *instance) abortIfExpired() {
 	}
 }
 
-// invoke runs one guest function under the call deadline. Its errors are
+// invoke runs one guest function under the call deadline (lengthened
+// while the host pushes state, see AllowPush). Its errors are
 // marked for the pool's counters: policy.ErrDeadlineExceeded when the
 // deadline stopped the guest, policy.ErrGuestTrap for any other failure
 // of guest code (a trap, a panic, an exit, the stack budget or
 // out-of-memory).
 func (i *instance) invoke(ctx context.Context, fn api.Function, what string) error {
 	i.out.startCall()
-	i.guard.arm(i.backend.limits.CallTimeout)
+	i.guard.arm(i.backend.limits.CallTimeout + i.push)
 	err := fn.CallWithStack(ctx, i.stack)
 	fired := i.guard.disarm()
 	i.out.endCall()
@@ -219,8 +232,7 @@ func (i *instance) invoke(ctx context.Context, fn api.Function, what string) err
 		return nil
 	}
 	if fired {
-		return policy.GuestFault(policy.ErrDeadlineExceeded,
-			fmt.Errorf("%s: deadline of %s exceeded", what, i.backend.limits.CallTimeout))
+		return policy.DeadlineExceeded(what, i.backend.limits.CallTimeout, i.push)
 	}
 	return policy.GuestFault(policy.ErrGuestTrap, &guestError{msg: what + ": " + i.describe(err), err: err})
 }

@@ -8,7 +8,9 @@
 // source; its stdout/stderr and its log calls go to the host's logger
 // tagged with the module, within bounds (output.go). Each call runs under
 // a deadline that loops, calls, bulk memory instructions and host imports
-// all observe, with a bounded call stack and capped tables
+// all observe (the call timeout, plus an allowance in proportion to its
+// size for a push of the host's state: policy.Pushable), with a bounded
+// call stack and capped tables
 // (interrupt.go), and the module's memory is capped; a trap, a deadline
 // or a cap reached fails the call in one line (quoting a guest's panic
 // message) and the instance is discarded by the pool (see
@@ -158,6 +160,8 @@ type Limits struct {
 	// Rounded up to whole 64 KiB pages.
 	MemoryBytes uint64
 	// CallTimeout is the deadline of each call into the guest; 0 means 1s.
+	// A push of the host's state (policy.Pushable) gets more: its
+	// allowance on top.
 	CallTimeout time.Duration
 }
 

@@ -20,10 +20,12 @@
 // tables, locals, start sections, unknown instructions). Each instance has
 // its own store with its memory capped (wasm.Limits.MemoryBytes), tables
 // capped at wasm.MaxTableElements elements, and a bounded Wasm stack
-// (MaxWasmStack). Each call, _initialize included, runs under a deadline;
-// host imports check it too. A trap, deadline or cap reached fails the
-// call in one line (quoting a guest's panic message) and marks it with
-// policy.GuestFault, so the pool discards the instance.
+// (MaxWasmStack). Each call, _initialize included, runs under a deadline
+// (the call timeout, plus an allowance in proportion to its size for a
+// push of the host's state: policy.Pushable); host imports check it too.
+// A trap, deadline or cap reached fails the call in one line (quoting a
+// guest's panic message) and marks it with policy.GuestFault, so the pool
+// discards the instance.
 //
 // Deadlines: epoch interruption — one ticker per Runtime advances the
 // engine's epoch every EpochTick (10 ms), Cranelift's code checks it at

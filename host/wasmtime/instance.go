@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v44"
 
@@ -27,6 +28,14 @@ type instance struct {
 	calls   callBlock
 	out     guestout.Output
 	state   atomic.Int32 // stateIdle, stateBusy, …
+
+	// How a call is bounded: the epochs it may run past the current one
+	// and its fuel, the call timeout's plus the push allowance while the
+	// host pushes state (push, see AllowPush); rearm says the call block
+	// does not have them yet.
+	epochs, fuel uint64
+	push         time.Duration
+	rearm        bool
 
 	// Per call: the epoch past which host imports abort it, and why it
 	// stopped when a host import ended it.
@@ -84,9 +93,13 @@ func (i *instance) invoke(fn int, what string) error {
 	if !i.state.CompareAndSwap(stateIdle, stateBusy) {
 		return fmt.Errorf("%s: instance closed or already in a call", what)
 	}
+	if i.rearm {
+		i.calls.arm(i.backend.runtime.interrupt, i.epochs, i.fuel)
+		i.rearm = false
+	}
 	i.out.StartCall()
 	i.expired, i.exited = false, false
-	i.deadline = i.backend.runtime.epoch.Load() + i.backend.epochs
+	i.deadline = i.backend.runtime.epoch.Load() + i.epochs
 	ok := i.calls.call(fn)
 	i.out.EndCall()
 	var err error
@@ -101,14 +114,33 @@ func (i *instance) invoke(fn int, what string) error {
 	return err
 }
 
+// AllowPush implements policy.Pushable: the calls that follow, until
+// AllowPush(0), run under the call timeout plus extra, in epochs and (under
+// InterruptFuel) in fuel. The call block takes the new bounds when the
+// next call starts, in invoke, where a Close from another goroutine
+// cannot free it meanwhile.
+func (i *instance) AllowPush(extra time.Duration) {
+	if extra < 0 {
+		extra = 0
+	}
+	if extra == i.push {
+		return
+	}
+	i.push = extra
+	i.epochs, i.fuel = i.backend.epochs, i.backend.fuel
+	if extra > 0 {
+		i.epochs, i.fuel = budget(i.backend.limits.CallTimeout + extra)
+	}
+	i.rearm = true
+}
+
 // failed describes the last call's failure in one line.
 func (i *instance) failed(what string) error {
 	code, msg := i.calls.failure()
 	lim := i.backend.limits
 	switch {
 	case i.expired || code == trapInterrupt || code == trapOutOfFuel:
-		return policy.GuestFault(policy.ErrDeadlineExceeded,
-			fmt.Errorf("%s: deadline of %s exceeded", what, lim.CallTimeout))
+		return policy.DeadlineExceeded(what, lim.CallTimeout, i.push)
 	case i.exited:
 		return policy.GuestFault(policy.ErrGuestTrap,
 			&guestError{msg: what + ": " + i.out.DescribeExit(i.exitCode, lim.MemoryBytes), err: errors.New(msg)})

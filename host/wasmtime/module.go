@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v44"
 	"github.com/hashicorp/go-hclog"
@@ -60,14 +61,20 @@ func (r *Runtime) Compile(ctx context.Context, name string, bin []byte, lim wasm
 		runtime: r,
 		module:  m,
 		log:     r.log.With("module", name),
-		epochs:  epochsFor(lim.CallTimeout),
-		fuel:    uint64(lim.CallTimeout.Seconds() * FuelPerSecond),
 		cached:  cached,
 	}
-	if b.fuel == 0 {
-		b.fuel = 1
-	}
+	b.epochs, b.fuel = budget(lim.CallTimeout)
 	return b, nil
+}
+
+// budget is how a call of the given timeout is bounded: the epochs it
+// may run past the current one, and its fuel under InterruptFuel.
+func budget(timeout time.Duration) (epochs, fuel uint64) {
+	fuel = uint64(timeout.Seconds() * FuelPerSecond)
+	if fuel == 0 {
+		fuel = 1
+	}
+	return epochsFor(timeout), fuel
 }
 
 // withDefaults fills wasm.Limits' zero fields as package wasm does.
@@ -208,6 +215,7 @@ func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 		inst.Close(ctx)
 		return nil, fmt.Errorf("module %q: %w", b.name, err)
 	}
+	inst.epochs, inst.fuel = b.epochs, b.fuel
 	inst.calls.arm(b.runtime.interrupt, b.epochs, b.fuel)
 	if fns[fnInitialize] != nil {
 		if err := inst.invoke(fnInitialize, modshape.Initialize.Name); err != nil {

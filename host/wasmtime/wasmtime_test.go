@@ -266,6 +266,36 @@ func TestFuelStopsAnEndlessLoop(t *testing.T) {
 	}
 }
 
+// TestFuelFollowsThePushAllowance: under InterruptFuel a push gets fuel
+// for its allowance as well as epochs, so a sync that needs far more fuel
+// than the call timeout's answers, and the next call has the call
+// timeout's fuel again.
+func TestFuelFollowsThePushAllowance(t *testing.T) {
+	rts := both(t, wasmtime.Options{Interrupt: wasmtime.InterruptFuel})
+	const timeout, n = 10 * time.Millisecond, 4 << 20
+	inst := instanceOf(t, rts[1], "slowpush", backendtest.Guest(t, "slowpush"), wasm.Limits{CallTimeout: timeout})
+	ctx := context.Background()
+	sync := func(allow time.Duration) error {
+		p := inst.(policy.Pushable)
+		p.AllowPush(allow)
+		defer p.AllowPush(0)
+		if _, err := inst.Input(ctx, n); err != nil {
+			return err
+		}
+		_, err := inst.Call(ctx, abi.FuncSync, 0, n)
+		return err
+	}
+	// 4 MiB hashed 32 rounds a byte: over 10^9 instructions, where 10 ms
+	// of fuel is 1.6·10^8.
+	if err := sync(policy.PushAllowance(n)); err != nil {
+		t.Fatalf("a sync of %d bytes with its allowance: %v", n, err)
+	}
+	err := sync(0)
+	if !errors.Is(err, policy.ErrDeadlineExceeded) || err.Error() != "wasmsched_call: deadline of 10ms exceeded" {
+		t.Fatalf("the same sync without an allowance: err = %v, want the deadline exceeded", err)
+	}
+}
+
 // recorder wraps a backend and records every reply its instances give,
 // in order, so that two runtimes' answers can be compared byte for byte.
 type recorder struct {
