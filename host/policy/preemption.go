@@ -19,7 +19,7 @@ func (c *Client) SelectVictims(ctx context.Context, plugin int, nodes []abi.Node
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	c.victims = c.dec.SelectVictimsReply(c.victims)
+	c.victims = c.dec.SelectVictimsReply(c.victims, nodes)
 	if err := c.replyErr(abi.FuncSelectVictims, plugin); err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (c *Client) RankCandidates(ctx context.Context, plugin int, cands []abi.Can
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	c.rank = c.dec.RankCandidatesReply(c.rank)
+	c.rank = c.dec.RankCandidatesReply(c.rank, len(cands))
 	if err := c.replyErr(abi.FuncRankCandidates, plugin); err != nil {
 		return nil, err
 	}

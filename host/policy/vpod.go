@@ -46,7 +46,7 @@ func (c *Client) EnsureVPodPolicy(ctx context.Context, p *abi.VPodPolicy) (*abi.
 	}
 	c.dec.Reset(body, false)
 	reply := &abi.VPodPolicyReply{}
-	c.dec.VPodPolicyReply(reply)
+	c.dec.VPodPolicyReply(reply, len(p.Entries))
 	if err := c.replyErr(abi.FuncVPodPolicy, moduleWide); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (c *Client) VPodStep(ctx context.Context, p *abi.VPodPolicy, s *abi.VPodSte
 	}
 	c.dec.Reset(body, false)
 	r := &abi.VPodStepReply{}
-	c.dec.VPodStepReply(r)
+	c.dec.VPodStepReply(r, len(p.Entries), len(s.Candidates))
 	if err := c.replyErr(abi.FuncVPodStep, moduleWide); err != nil {
 		return nil, err
 	}
