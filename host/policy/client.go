@@ -175,7 +175,7 @@ func (c *Client) status(ctx context.Context, fn abi.Func, plugin int, slots []ui
 	if err := c.replyErr(fn, plugin); err != nil {
 		return st, err
 	}
-	guestTexts(st.Reasons)
+	guestTexts(st.Reasons, noReasonText)
 	if err := checkStatusCode(fn, st.Code, st.Reasons); err != nil {
 		return st, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Err: err}
 	}
@@ -263,7 +263,7 @@ func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.F
 	}
 	for i := range c.filter.Entries {
 		e := &c.filter.Entries[i]
-		guestTexts(e.Reasons)
+		guestTexts(e.Reasons, noReasonText)
 		switch e.Code {
 		case abi.Error, abi.Unschedulable, abi.UnschedulableAndUnresolvable:
 		default:

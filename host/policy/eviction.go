@@ -62,7 +62,7 @@ func (c *Client) EvictPods(ctx context.Context, plugin int, req *abi.EvictionReq
 		picked := make([]uint32, len(rs[i].Pods))
 		for j := range rs[i].Pods {
 			p := &rs[i].Pods[j]
-			p.Reason = GuestText(p.Reason)
+			p.Reason = decisionText(p.Reason, noReasonText)
 			picked[j] = p.Pod
 			if err := checkGrace(p.GracePeriodSeconds); err != nil {
 				return nil, c.invalid(abi.FuncEvictPods, plugin, n.Slot, err)

@@ -27,7 +27,7 @@ func (c *Client) SelectVictims(ctx context.Context, plugin int, nodes []abi.Node
 		return nil, c.brokenReply(abi.FuncSelectVictims, plugin, fmt.Errorf("%d answers for %d nodes", len(c.victims), len(nodes)))
 	}
 	for i := range c.victims {
-		guestTexts(c.victims[i].Reasons)
+		guestTexts(c.victims[i].Reasons, noReasonText)
 		if code := c.victims[i].Code; code != abi.Success && code != abi.Unschedulable && code != abi.UnschedulableAndUnresolvable {
 			return nil, &CallError{Module: c.module.name, Func: abi.FuncSelectVictims, Plugin: c.pluginName(plugin),
 				Err: fmt.Errorf("node slot %d: %w", nodes[i].Slot, checkStatusCode(abi.FuncSelectVictims, code, c.victims[i].Reasons))}

@@ -53,7 +53,9 @@ func (c *Client) EnsureVPodPolicy(ctx context.Context, p *abi.VPodPolicy) (*abi.
 	if len(reply.Invalid) != len(p.Entries) {
 		return nil, c.invalidVPod(abi.FuncVPodPolicy, true, fmt.Errorf("%d answers for %d policy entries", len(reply.Invalid), len(p.Entries)))
 	}
-	guestTexts(reply.Invalid)
+	// An entry's answer decides: "" accepts its args, anything else
+	// refuses them, even text that cleans to nothing.
+	guestTexts(reply.Invalid, noRefusalText)
 	if c.vpodPolicies == nil {
 		c.vpodPolicies = map[uint32]vpodPolicy{}
 	}
@@ -150,7 +152,7 @@ func (c *Client) checkVPodStepReply(p *abi.VPodPolicy, s *abi.VPodStep, r *abi.V
 		if v.Entry == 0 {
 			continue
 		}
-		v.Reason = GuestText(v.Reason)
+		v.Reason = decisionText(v.Reason, noReasonText)
 		e := int(v.Entry) - 1
 		if e >= len(p.Entries) || p.Entries[e].Kind != abi.VPodPredicate {
 			return c.invalidVPod(abi.FuncVPodStep, false, fmt.Errorf("candidate %d: verdict names entry %d, which is no predicate of the policy", i, e))
@@ -183,7 +185,7 @@ func (c *Client) checkVPodStepReply(p *abi.VPodPolicy, s *abi.VPodStep, r *abi.V
 	}
 	for k := range r.Errors {
 		x := &r.Errors[k]
-		x.Message = GuestText(x.Message)
+		x.Message = decisionText(x.Message, noErrorText)
 		if int(x.Entry) >= len(p.Entries) || p.Entries[x.Entry].Kind != abi.VPodPriority {
 			return c.invalidVPod(abi.FuncVPodStep, false, fmt.Errorf("score error %d names entry %d, which is no priority of the policy", k, x.Entry))
 		}
