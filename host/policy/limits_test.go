@@ -276,3 +276,68 @@ func TestHugeManifestIsRefusedBeforeAllocating(t *testing.T) {
 		t.Errorf("reading a %d-byte manifest allocated %d bytes; want at most %d", hugeWire, n, limit)
 	}
 }
+
+// FuzzEvictionReplyValidation feeds arbitrary reply bodies to the three
+// eviction calls, seeded with replies at and past their limits: none may
+// panic, and what is accepted names at most the pods the request allows,
+// each among its node's candidates and once.
+func FuzzEvictionReplyValidation(f *testing.F) {
+	f.Add(uint8(0), okBody(func(e *abi.Encoder) {
+		e.EvictPodsReply([]abi.NodeEvictPods{{Pods: []abi.EvictPod{{Pod: 0}, {Pod: 1}}}})
+	})[1:])
+	f.Add(uint8(0), okBody(func(e *abi.Encoder) {
+		e.EvictPodsReply([]abi.NodeEvictPods{{Pods: []abi.EvictPod{{Pod: 0}, {Pod: 1}, {Pod: 2}}}})
+	})[1:])
+	f.Add(uint8(1), okBody(func(e *abi.Encoder) {
+		e.ThresholdMetReply([]abi.ThresholdResult{{Met: abi.HardMet, Candidates: []uint32{0, 1, 2}}})
+	})[1:])
+	f.Add(uint8(1), okBody(func(e *abi.Encoder) {
+		e.ThresholdMetReply([]abi.ThresholdResult{{Met: abi.HardMet, Candidates: []uint32{0, 1, 2, 3}}})
+	})[1:])
+	f.Add(uint8(2), okBody(func(e *abi.Encoder) { e.TopEvictionReply([]abi.TopEvictionPods{{Pods: []uint32{1}}}) })[1:])
+	f.Add(uint8(2), okBody(func(e *abi.Encoder) { e.TopEvictionReply([]abi.TopEvictionPods{{Pods: []uint32{1, 0}}}) })[1:])
+	f.Add(uint8(2), []byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		fr := &fixedReplies{replies: map[abi.Func][]byte{}}
+		c := fixedClient(t, fr)
+		reply := append([]byte{abi.ReplyOK}, body...)
+		offered := func(picked []uint32, cands []uint32, most int) {
+			if len(picked) > most {
+				t.Fatalf("accepted %d pods, limit %d", len(picked), most)
+			}
+			seen := map[uint32]bool{}
+			for _, p := range picked {
+				ok := false
+				for _, c := range cands {
+					ok = ok || c == p
+				}
+				if !ok || seen[p] {
+					t.Fatalf("accepted pod %d (candidates %v, seen %v)", p, cands, seen)
+				}
+				seen[p] = true
+			}
+		}
+		switch which % 3 {
+		case 0:
+			fr.replies[abi.FuncEvictPods] = reply
+			if rs, err := c.EvictPods(ctx, 0, evictReq); err == nil {
+				var picked []uint32
+				for _, p := range rs[0].Pods {
+					picked = append(picked, p.Pod)
+				}
+				offered(picked, evictReq.Nodes[0].Candidates, int(evictReq.Limit))
+			}
+		case 1:
+			fr.replies[abi.FuncThresholdMet] = reply
+			if rs, err := c.ThresholdMet(ctx, 0, evictReq); err == nil {
+				offered(rs[0].Candidates, evictReq.Nodes[0].Candidates, len(evictReq.Nodes[0].Candidates))
+			}
+		case 2:
+			fr.replies[abi.FuncTopEvictionPods] = reply
+			if rs, err := c.TopEvictionPods(ctx, 0, topReq); err == nil {
+				offered(rs[0].Pods, topReq.Nodes[0].Candidates, int(topReq.Nodes[0].TopN))
+			}
+		}
+	})
+}
