@@ -146,14 +146,15 @@ func (e *Encoder) FilterReply(r *FilterReply) {
 	}
 }
 
-// FilterReply reads a filter reply body into r, reusing its slices, and
-// checks that every index refers to an entry.
-func (d *Decoder) FilterReply(r *FilterReply) {
-	n := int(d.U32())
-	if n > d.Remaining()/2 {
-		d.failf("filter reply count exceeds input")
-		return
-	}
+// filterReply names the reply in a LimitError.
+const filterReply = "filter reply"
+
+// FilterReply reads a filter reply body to a call over nodes nodes into
+// r, reusing its slices, and checks that every index refers to an entry.
+// It holds at most one verdict and one entry per node sent, and each
+// entry at most MaxReasons reasons (see LimitError).
+func (d *Decoder) FilterReply(r *FilterReply, nodes int) {
+	n := d.u32CountUpTo(2, top(nodes, filterReply, "verdicts", "nodes sent"))
 	r.Indexes = r.Indexes[:0]
 	maxIx := uint16(0)
 	for i := 0; i < n; i++ {
@@ -161,12 +162,12 @@ func (d *Decoder) FilterReply(r *FilterReply) {
 		maxIx = max(maxIx, ix)
 		r.Indexes = append(r.Indexes, ix)
 	}
-	m := d.Count(2)
+	m := d.countUpTo(2, top(nodes, filterReply, "entries", "nodes sent"))
 	r.Entries = r.Entries[:0]
 	for i := 0; i < m; i++ {
 		var en FilterEntry
 		en.Code = Code(d.U8())
-		en.Reasons = d.Strings()
+		en.Reasons = d.reasons(filterReply, "entry", int64(i+1))
 		r.Entries = append(r.Entries, en)
 	}
 	if d.Err() == nil && int(maxIx) > len(r.Entries) {
@@ -174,13 +175,11 @@ func (d *Decoder) FilterReply(r *FilterReply) {
 	}
 }
 
-// ScoreReply reads a score reply body into dst (reusing its storage).
-func (d *Decoder) ScoreReply(dst []int64) []int64 {
-	n := int(d.U32())
-	if n > d.Remaining()/8 {
-		d.failf("score reply count exceeds input")
-		return dst[:0]
-	}
+// ScoreReply reads a score reply body to a call over nodes nodes into
+// dst (reusing its storage): at most one score per node sent (see
+// LimitError).
+func (d *Decoder) ScoreReply(dst []int64, nodes int) []int64 {
+	n := d.u32CountUpTo(8, top(nodes, "score reply", "scores", "nodes sent"))
 	dst = dst[:0]
 	for i := 0; i < n; i++ {
 		dst = append(dst, int64(d.U64()))

@@ -260,7 +260,9 @@ func (e *Encoder) evictionCondition(c *EvictionCondition) {
 	e.Bool(c.Met)
 }
 
-func (d *Decoder) evictionCondition() *EvictionCondition {
+// evictionCondition reads the optional condition of reply's answer for
+// node slot, with at most MaxConditionEffects effects.
+func (d *Decoder) evictionCondition(reply string, slot uint32) *EvictionCondition {
 	if !d.Optional() {
 		return nil
 	}
@@ -269,7 +271,8 @@ func (d *Decoder) evictionCondition() *EvictionCondition {
 		d.failf("condition kind out of range")
 	}
 	c.Name = d.String()
-	if n := d.Count(1); n > 0 {
+	b := top(MaxConditionEffects, reply, "condition effects", "allowed (abi.MaxConditionEffects)").in("node slot", int64(slot))
+	if n := d.countUpTo(1, b); n > 0 {
 		c.Effects = make([]TaintEffect, n)
 		for i := range c.Effects {
 			c.Effects[i] = TaintEffect(d.U8())
@@ -318,6 +321,47 @@ func (d *Decoder) indexes() []uint32 {
 		xs[i] = uint32(v)
 	}
 	return xs
+}
+
+// indexesUpTo reads a reply's list of pod indexes, at most b.limit.
+func (d *Decoder) indexesUpTo(b bound) []uint32 {
+	n := d.countUpTo(1, b)
+	if n == 0 {
+		return nil
+	}
+	xs := make([]uint32, n)
+	for i := range xs {
+		xs[i] = d.podIndex()
+	}
+	if d.err != nil {
+		return nil
+	}
+	return xs
+}
+
+// podIndex reads a pod index of a reply, below 2^31.
+func (d *Decoder) podIndex() uint32 {
+	v := d.Uvarint()
+	if v >= 1<<31 {
+		d.failf("pod index out of range")
+		return 0
+	}
+	return uint32(v)
+}
+
+// podBound is the most pods a reply may name for one node: the
+// candidates offered there (naming more would repeat one or name one not
+// offered), and no more than the request's limit and topN when set
+// (0: none).
+func podBound(reply string, slot uint32, limit, topN uint32, offered int) bound {
+	b := top(offered, reply, "pods", "offered").in("node slot", int64(slot))
+	if limit > 0 && int64(limit) < int64(b.limit) {
+		b.limit, b.of = int(limit), "allowed (the limit per node)"
+	}
+	if topN > 0 && int64(topN) < int64(b.limit) {
+		b.limit, b.of = int(topN), "allowed (topN)"
+	}
+	return b
 }
 
 // EvictionRequest appends the input of FuncThresholdMet or FuncEvictPods.
@@ -380,15 +424,24 @@ func (e *Encoder) ThresholdMetReply(rs []ThresholdResult) {
 	}
 }
 
-// ThresholdMetReply reads the reply body of FuncThresholdMet.
-func (d *Decoder) ThresholdMetReply() []ThresholdResult {
-	n := d.Count(22)
+// Names of the eviction replies in a LimitError.
+const (
+	thresholdReply = "eviction threshold reply"
+	topPodsReply   = "eviction top-pods reply"
+	evictPodsReply = "eviction evict-pods reply"
+)
+
+// ThresholdMetReply reads the reply body of FuncThresholdMet to req: at
+// most one result per node sent, each naming at most the candidates
+// offered on its node (see LimitError).
+func (d *Decoder) ThresholdMetReply(req *EvictionRequest) []ThresholdResult {
+	n := d.countUpTo(22, top(len(req.Nodes), thresholdReply, "results", "nodes sent"))
 	if n == 0 {
 		return nil
 	}
 	rs := make([]ThresholdResult, n)
 	for i := range rs {
-		r := &rs[i]
+		r, node := &rs[i], &req.Nodes[i]
 		r.Met = MetType(d.U8())
 		if r.Met > HardMet {
 			d.failf("threshold met type out of range")
@@ -398,8 +451,8 @@ func (d *Decoder) ThresholdMetReply() []ThresholdResult {
 		r.Operator = d.String()
 		r.Scope = d.String()
 		r.GracePeriodSeconds = d.Varint()
-		r.Condition = d.evictionCondition()
-		r.Candidates = d.indexes()
+		r.Condition = d.evictionCondition(thresholdReply, node.Slot)
+		r.Candidates = d.indexesUpTo(top(len(node.Candidates), thresholdReply, "candidates", "offered").in("node slot", int64(node.Slot)))
 		if d.Err() != nil {
 			return nil
 		}
@@ -486,15 +539,18 @@ func (e *Encoder) TopEvictionReply(rs []TopEvictionPods) {
 	}
 }
 
-// TopEvictionReply reads the reply body of FuncTopEvictionPods.
-func (d *Decoder) TopEvictionReply() []TopEvictionPods {
-	n := d.Count(2)
+// TopEvictionReply reads the reply body of FuncTopEvictionPods to req:
+// at most one answer per node sent, each naming at most the pods
+// podBound allows on its node (see LimitError).
+func (d *Decoder) TopEvictionReply(req *TopEvictionRequest) []TopEvictionPods {
+	n := d.countUpTo(2, top(len(req.Nodes), topPodsReply, "answers", "nodes sent"))
 	if n == 0 {
 		return nil
 	}
 	rs := make([]TopEvictionPods, n)
 	for i := range rs {
-		rs[i].Pods = d.indexes()
+		node := &req.Nodes[i]
+		rs[i].Pods = d.indexesUpTo(podBound(topPodsReply, node.Slot, req.Limit, node.TopN, len(node.Candidates)))
 		rs[i].GracePeriodSeconds = d.optVarint()
 		if d.Err() != nil {
 			return nil
@@ -536,30 +592,28 @@ func (e *Encoder) EvictPodsReply(rs []NodeEvictPods) {
 	}
 }
 
-// EvictPodsReply reads the reply body of FuncEvictPods.
-func (d *Decoder) EvictPodsReply() []NodeEvictPods {
-	n := d.Count(2)
+// EvictPodsReply reads the reply body of FuncEvictPods to req: at most
+// one answer per node sent, each naming at most the pods podBound allows
+// on its node (see LimitError).
+func (d *Decoder) EvictPodsReply(req *EvictionRequest) []NodeEvictPods {
+	n := d.countUpTo(2, top(len(req.Nodes), evictPodsReply, "answers", "nodes sent"))
 	if n == 0 {
 		return nil
 	}
 	rs := make([]NodeEvictPods, n)
 	for i := range rs {
-		if m := d.Count(4); m > 0 {
+		node := &req.Nodes[i]
+		if m := d.countUpTo(4, podBound(evictPodsReply, node.Slot, req.Limit, 0, len(node.Candidates))); m > 0 {
 			rs[i].Pods = make([]EvictPod, m)
 			for j := range rs[i].Pods {
 				p := &rs[i].Pods[j]
-				v := d.Uvarint()
-				if v >= 1<<31 {
-					d.failf("pod index out of range")
-					return nil
-				}
-				p.Pod = uint32(v)
+				p.Pod = d.podIndex()
 				p.Reason = d.String()
 				p.Force = d.Bool()
 				p.GracePeriodSeconds = d.optVarint()
 			}
 		}
-		rs[i].Condition = d.evictionCondition()
+		rs[i].Condition = d.evictionCondition(evictPodsReply, node.Slot)
 		if d.Err() != nil {
 			return nil
 		}

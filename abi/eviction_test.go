@@ -56,7 +56,8 @@ func TestEvictionMessagesRoundTrip(t *testing.T) {
 	e.Reset()
 	e.ThresholdMetReply(th)
 	d = NewDecoder(e.B)
-	if th2 := d.ThresholdMetReply(); d.Err() != nil || !reflect.DeepEqual(th, th2) {
+	thReq := EvictionRequest{Nodes: []EvictionNode{{Slot: 1, Candidates: []uint32{1}}, {Slot: 2}}}
+	if th2 := d.ThresholdMetReply(&thReq); d.Err() != nil || !reflect.DeepEqual(th, th2) {
 		t.Fatalf("threshold reply: %v %+v", d.Err(), th2)
 	}
 
@@ -74,7 +75,8 @@ func TestEvictionMessagesRoundTrip(t *testing.T) {
 	e.Reset()
 	e.TopEvictionReply(tr)
 	d = NewDecoder(e.B)
-	if tr2 := d.TopEvictionReply(); d.Err() != nil || !reflect.DeepEqual(tr, tr2) {
+	top.Nodes = append(top.Nodes, TopEvictionNode{Slot: 5})
+	if tr2 := d.TopEvictionReply(&top); d.Err() != nil || !reflect.DeepEqual(tr, tr2) {
 		t.Fatalf("top reply: %v %+v", d.Err(), tr2)
 	}
 
@@ -82,7 +84,8 @@ func TestEvictionMessagesRoundTrip(t *testing.T) {
 	e.Reset()
 	e.EvictPodsReply(ep)
 	d = NewDecoder(e.B)
-	if ep2 := d.EvictPodsReply(); d.Err() != nil || !reflect.DeepEqual(ep, ep2) {
+	epReq := EvictionRequest{Limit: 2, Nodes: []EvictionNode{{Slot: 1, Candidates: []uint32{0, 2}}, {Slot: 2}}}
+	if ep2 := d.EvictPodsReply(&epReq); d.Err() != nil || !reflect.DeepEqual(ep, ep2) {
 		t.Fatalf("evict pods reply: %v %+v", d.Err(), ep2)
 	}
 }
@@ -117,16 +120,37 @@ func TestEvictionDecodersRefuseOutOfRange(t *testing.T) {
 		d := NewDecoder(b)
 		switch name {
 		case "met type 3":
-			d.ThresholdMetReply()
+			d.ThresholdMetReply(fuzzEvictionRequest())
 		case "index ≥ 2^31":
-			d.TopEvictionReply()
+			d.TopEvictionReply(fuzzTopEvictionRequest())
 		default:
-			d.EvictPodsReply()
+			d.EvictPodsReply(fuzzEvictionRequest())
 		}
 		if d.Err() == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// fuzzEvictionRequest and fuzzTopEvictionRequest are the requests the
+// eviction message fuzzers decode replies to: four nodes offering eight
+// candidates each, with no limit and no topN, so the reply shapes the
+// fuzzer explores are bounded only by those (FuzzEvictionReplyLimits
+// explores the limits).
+func fuzzEvictionRequest() *EvictionRequest {
+	r := &EvictionRequest{}
+	for slot := range uint32(4) {
+		r.Nodes = append(r.Nodes, EvictionNode{Slot: slot, Candidates: []uint32{0, 1, 2, 3, 4, 5, 6, 7}})
+	}
+	return r
+}
+
+func fuzzTopEvictionRequest() *TopEvictionRequest {
+	r := &TopEvictionRequest{}
+	for _, n := range fuzzEvictionRequest().Nodes {
+		r.Nodes = append(r.Nodes, TopEvictionNode{Slot: n.Slot, Candidates: n.Candidates})
+	}
+	return r
 }
 
 // reencode decodes b with dec and, when it is accepted, checks that
@@ -177,11 +201,11 @@ func FuzzEvictionMessages(f *testing.F) {
 			reencode(t, b, func(d *Decoder) *NodeObservation { var o NodeObservation; d.NodeObservation(&o); return &o },
 				func(e *Encoder, o *NodeObservation) { e.NodeObservation(o) })
 		case 1:
-			reencode(t, b, (*Decoder).ThresholdMetReply, (*Encoder).ThresholdMetReply)
+			reencode(t, b, func(d *Decoder) []ThresholdResult { return d.ThresholdMetReply(fuzzEvictionRequest()) }, (*Encoder).ThresholdMetReply)
 		case 2:
-			reencode(t, b, (*Decoder).EvictPodsReply, (*Encoder).EvictPodsReply)
+			reencode(t, b, func(d *Decoder) []NodeEvictPods { return d.EvictPodsReply(fuzzEvictionRequest()) }, (*Encoder).EvictPodsReply)
 		case 3:
-			reencode(t, b, (*Decoder).TopEvictionReply, (*Encoder).TopEvictionReply)
+			reencode(t, b, func(d *Decoder) []TopEvictionPods { return d.TopEvictionReply(fuzzTopEvictionRequest()) }, (*Encoder).TopEvictionReply)
 		case 4:
 			reencode(t, b, func(d *Decoder) *EvictionRequest { var r EvictionRequest; d.EvictionRequest(&r); return &r },
 				func(e *Encoder, r *EvictionRequest) { e.EvictionRequest(r) })

@@ -55,13 +55,14 @@ func (e *Encoder) Manifest(m *Manifest) {
 	}
 }
 
-// Manifest reads a manifest.
+// Manifest reads a manifest: at most MaxPlugins plugins and
+// MaxAnnotationKeys annotation keys (see LimitError).
 func (d *Decoder) Manifest(m *Manifest) {
 	m.VersionMajor = d.U16()
 	m.VersionMinor = d.U16()
 	m.Flags = uint32(d.Uvarint())
 	m.Plugins = nil
-	if n := d.Count(2); n > 0 {
+	if n := d.countUpTo(2, top(MaxPlugins, "manifest", "plugins", "allowed (abi.MaxPlugins)")); n > 0 {
 		m.Plugins = make([]PluginInfo, n)
 		for i := range m.Plugins {
 			m.Plugins[i].Name = d.String()
@@ -70,7 +71,7 @@ func (d *Decoder) Manifest(m *Manifest) {
 	}
 	m.AnnotationKeys = nil
 	if m.VersionMajor == 1 && m.VersionMinor >= 2 {
-		m.AnnotationKeys = d.Strings()
+		m.AnnotationKeys = d.stringsUpTo(top(MaxAnnotationKeys, "manifest", "annotation keys", "allowed (abi.MaxAnnotationKeys)"))
 	}
 }
 
@@ -235,14 +236,15 @@ func (e *Encoder) PluginStatus(s *PluginStatus) {
 }
 
 // PluginStatus reads a plugin status, from a module of any v1 minor
-// version.
+// version: at most MaxReasons reasons and MaxNarrowedNodes node names
+// (see LimitError).
 func (d *Decoder) PluginStatus(s *PluginStatus) {
 	s.Code = Code(d.U8())
-	s.Reasons = d.Strings()
+	s.Reasons = d.reasons("plugin status", "", -1)
 	s.Narrowed, s.Nodes = false, nil
 	if d.Remaining() > 0 {
 		if s.Narrowed = d.Bool(); s.Narrowed {
-			s.Nodes = d.Strings()
+			s.Nodes = d.stringsUpTo(top(MaxNarrowedNodes, "plugin status", "node names", "allowed (abi.MaxNarrowedNodes)"))
 		}
 	}
 }

@@ -145,16 +145,22 @@ func (e *Encoder) SelectVictimsReply(rs []NodeVictims) {
 	}
 }
 
-// SelectVictimsReply reads the reply body of FuncSelectVictims into dst
-// (reusing its storage).
-func (d *Decoder) SelectVictimsReply(dst []NodeVictims) []NodeVictims {
-	n := d.Count(3)
+// selectVictimsReply names the reply in a LimitError.
+const selectVictimsReply = "select victims reply"
+
+// SelectVictimsReply reads the reply body of FuncSelectVictims to the
+// request nodes into dst (reusing its storage): at most one answer per
+// node sent, each with at most MaxReasons reasons and at most one victim
+// per pod offered on its node (see LimitError).
+func (d *Decoder) SelectVictimsReply(dst []NodeVictims, nodes []NodeCandidates) []NodeVictims {
+	n := d.countUpTo(3, top(len(nodes), selectVictimsReply, "answers", "nodes sent"))
 	dst = dst[:0]
 	for i := 0; i < n; i++ {
+		slot := int64(nodes[i].Slot)
 		var nv NodeVictims
 		nv.Code = Code(d.U8())
-		nv.Reasons = d.Strings()
-		if m := d.Count(2); m > 0 {
+		nv.Reasons = d.reasons(selectVictimsReply, "node slot", slot)
+		if m := d.countUpTo(2, top(len(nodes[i].Pods), selectVictimsReply, "victims", "pods offered").in("node slot", slot)); m > 0 {
 			nv.Victims = make([]VictimChoice, m)
 			for j := range nv.Victims {
 				idx := d.Uvarint()
@@ -163,6 +169,9 @@ func (d *Decoder) SelectVictimsReply(dst []NodeVictims) []NodeVictims {
 				}
 				nv.Victims[j] = VictimChoice{Index: uint32(idx), Violating: d.Bool()}
 			}
+		}
+		if d.err != nil {
+			return dst[:0]
 		}
 		dst = append(dst, nv)
 	}
@@ -204,9 +213,11 @@ func (e *Encoder) RankCandidatesReply(order []int) {
 	}
 }
 
-// RankCandidatesReply reads the reply body of FuncRankCandidates into dst.
-func (d *Decoder) RankCandidatesReply(dst []int) []int {
-	n := d.Count(1)
+// RankCandidatesReply reads the reply body of FuncRankCandidates to a
+// request of candidates candidates into dst: at most one index per
+// candidate sent (see LimitError).
+func (d *Decoder) RankCandidatesReply(dst []int, candidates int) []int {
+	n := d.countUpTo(1, top(candidates, "rank candidates reply", "indexes", "candidates sent"))
 	dst = dst[:0]
 	for i := 0; i < n; i++ {
 		v := d.Uvarint()

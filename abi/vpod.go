@@ -219,8 +219,11 @@ func (d *Decoder) VPodPolicy(p *VPodPolicy) {
 // VPodPolicyReply appends the reply body of FuncVPodPolicy.
 func (e *Encoder) VPodPolicyReply(r *VPodPolicyReply) { e.Strings(r.Invalid) }
 
-// VPodPolicyReply reads the reply body of FuncVPodPolicy.
-func (d *Decoder) VPodPolicyReply(r *VPodPolicyReply) { r.Invalid = d.Strings() }
+// VPodPolicyReply reads the reply body of FuncVPodPolicy to a policy of
+// entries entries: at most one answer per entry (see LimitError).
+func (d *Decoder) VPodPolicyReply(r *VPodPolicyReply, entries int) {
+	r.Invalid = d.stringsUpTo(top(entries, "vpod policy reply", "answers", "policy entries"))
+}
 
 // VPodTopology appends a FuncVPodTopology input.
 func (e *Encoder) VPodTopology(t *VPodTopology) {
@@ -385,11 +388,18 @@ func (e *Encoder) VPodStepReply(r *VPodStepReply) {
 	}
 }
 
-// VPodStepReply reads the reply body of FuncVPodStep. Entry and candidate
-// indexes are range-checked by the host against its request.
-func (d *Decoder) VPodStepReply(r *VPodStepReply) {
+// vpodStepReply names the step reply in a LimitError.
+const vpodStepReply = "vpod step reply"
+
+// VPodStepReply reads the reply body of FuncVPodStep to a step over
+// candidates candidates of a policy of entries entries (those this
+// module serves): at most a verdict per candidate, a score list per
+// entry with a score per candidate, and a score error per entry and
+// candidate (see LimitError). Entry and candidate indexes are
+// range-checked by the host against its request.
+func (d *Decoder) VPodStepReply(r *VPodStepReply, entries, candidates int) {
 	*r = VPodStepReply{}
-	if n := d.Count(1); n > 0 {
+	if n := d.countUpTo(1, top(candidates, vpodStepReply, "verdicts", "candidates")); n > 0 {
 		r.Verdicts = make([]VPodVerdict, n)
 		for i := range r.Verdicts {
 			v := &r.Verdicts[i]
@@ -404,12 +414,12 @@ func (d *Decoder) VPodStepReply(r *VPodStepReply) {
 			}
 		}
 	}
-	if n := d.Count(2); n > 0 {
+	if n := d.countUpTo(2, top(entries, vpodStepReply, "score lists", "policy entries")); n > 0 {
 		r.Scores = make([]VPodScores, n)
 		for i := range r.Scores {
 			s := &r.Scores[i]
 			s.Entry = d.u32varint("entry index")
-			if m := d.Count(1); m > 0 {
+			if m := d.countUpTo(1, top(candidates, vpodStepReply, "scores", "candidates").in("score list", int64(i))); m > 0 {
 				s.Scores = make([]int64, m)
 				for j := range s.Scores {
 					s.Scores[j] = d.Varint()
@@ -421,7 +431,8 @@ func (d *Decoder) VPodStepReply(r *VPodStepReply) {
 			}
 		}
 	}
-	if n := d.Count(3); n > 0 {
+	pairs := top(entries*candidates, vpodStepReply, "score errors", "entry and candidate pairs")
+	if n := d.countUpTo(3, pairs); n > 0 {
 		r.Errors = make([]VPodScoreError, n)
 		for i := range r.Errors {
 			x := &r.Errors[i]

@@ -62,7 +62,7 @@ func TestVPodMessagesRoundTrip(t *testing.T) {
 	e.VPodPolicyReply(&pr)
 	var pr2 VPodPolicyReply
 	d = NewDecoder(e.B)
-	d.VPodPolicyReply(&pr2)
+	d.VPodPolicyReply(&pr2, len(pr.Invalid))
 	if d.Err() != nil || d.Remaining() != 0 || !reflect.DeepEqual(pr, pr2) {
 		t.Fatalf("policy reply: %v %+v", d.Err(), pr2)
 	}
@@ -92,7 +92,7 @@ func TestVPodMessagesRoundTrip(t *testing.T) {
 	e.VPodStepReply(&r)
 	var r2 VPodStepReply
 	d = NewDecoder(e.B)
-	d.VPodStepReply(&r2)
+	d.VPodStepReply(&r2, 3, 3)
 	if d.Err() != nil || d.Remaining() != 0 || !reflect.DeepEqual(r, r2) {
 		t.Fatalf("step reply: %v\n got %+v\nwant %+v", d.Err(), r2, r)
 	}
@@ -161,9 +161,9 @@ func TestVPodDecodersRefuseOutOfRange(t *testing.T) {
 			e.Bool(false)
 			e.Uvarint(1000)
 		}), func(d *Decoder) { d.VPodStep(&VPodStep{}) }},
-		{"verdict entry ≥ 2^31", enc(func(e *Encoder) { e.Uvarint(1); e.Uvarint(big) }), func(d *Decoder) { d.VPodStepReply(&VPodStepReply{}) }},
+		{"verdict entry ≥ 2^31", enc(func(e *Encoder) { e.Uvarint(1); e.Uvarint(big) }), func(d *Decoder) { d.VPodStepReply(&VPodStepReply{}, 4, 4) }},
 		{"reply truncated", enc(func(e *Encoder) { r := sampleVPodStepReply(); e.VPodStepReply(&r); e.B = e.B[:len(e.B)-3] }),
-			func(d *Decoder) { d.VPodStepReply(&VPodStepReply{}) }},
+			func(d *Decoder) { d.VPodStepReply(&VPodStepReply{}, 4, 4) }},
 	} {
 		d := NewDecoder(tc.b)
 		tc.dec(d)
@@ -202,7 +202,11 @@ func FuzzVPodMessages(f *testing.F) {
 			reencodeEqual(t, b, func(d *Decoder) *VPodPolicy { var p VPodPolicy; d.VPodPolicy(&p); return &p },
 				func(e *Encoder, p *VPodPolicy) { e.VPodPolicy(p) })
 		case 1:
-			reencodeEqual(t, b, func(d *Decoder) *VPodPolicyReply { var p VPodPolicyReply; d.VPodPolicyReply(&p); return &p },
+			reencodeEqual(t, b, func(d *Decoder) *VPodPolicyReply {
+				var p VPodPolicyReply
+				d.VPodPolicyReply(&p, fuzzVPodEntries)
+				return &p
+			},
 				func(e *Encoder, p *VPodPolicyReply) { e.VPodPolicyReply(p) })
 		case 2:
 			reencodeEqual(t, b, func(d *Decoder) *VPodTopology { var p VPodTopology; d.VPodTopology(&p); return &p },
@@ -211,7 +215,11 @@ func FuzzVPodMessages(f *testing.F) {
 			reencodeEqual(t, b, func(d *Decoder) *VPodStep { var p VPodStep; d.VPodStep(&p); return &p },
 				func(e *Encoder, p *VPodStep) { e.VPodStep(p) })
 		case 4:
-			reencodeEqual(t, b, func(d *Decoder) *VPodStepReply { var p VPodStepReply; d.VPodStepReply(&p); return &p },
+			reencodeEqual(t, b, func(d *Decoder) *VPodStepReply {
+				var p VPodStepReply
+				d.VPodStepReply(&p, fuzzVPodEntries, fuzzVPodCandidates)
+				return &p
+			},
 				func(e *Encoder, p *VPodStepReply) { e.VPodStepReply(p) })
 		}
 		// Every decoder on the same bytes, aliasing too: none panics.
@@ -220,16 +228,20 @@ func FuzzVPodMessages(f *testing.F) {
 			d.Reset(b, alias)
 			d.VPodPolicy(&VPodPolicy{})
 			d.Reset(b, alias)
-			d.VPodPolicyReply(&VPodPolicyReply{})
+			d.VPodPolicyReply(&VPodPolicyReply{}, fuzzVPodEntries)
 			d.Reset(b, alias)
 			d.VPodTopology(&VPodTopology{})
 			d.Reset(b, alias)
 			d.VPodStep(&VPodStep{})
 			d.Reset(b, alias)
-			d.VPodStepReply(&VPodStepReply{})
+			d.VPodStepReply(&VPodStepReply{}, fuzzVPodEntries, fuzzVPodCandidates)
 		}
 	})
 }
+
+// fuzzVPodEntries and fuzzVPodCandidates are the request FuzzVPodMessages
+// decodes replies to (FuzzVPodReplyLimits explores others).
+const fuzzVPodEntries, fuzzVPodCandidates = 8, 8
 
 // reencodeEqual is reencode (eviction_test.go) with a value comparison
 // too: vpod messages carry no floats.

@@ -143,7 +143,7 @@ func evictionReq(limit uint32, nodes ...abi.EvictionNode) []byte {
 func thresholdMet(t *testing.T, g *Guest, nodes ...abi.EvictionNode) []abi.ThresholdResult {
 	t.Helper()
 	d := abi.NewDecoder(call(t, g, abi.FuncThresholdMet, 1, evictionReq(0, nodes...)))
-	rs := d.ThresholdMetReply()
+	rs := d.ThresholdMetReply(&abi.EvictionRequest{Nodes: nodes})
 	if d.Err() != nil || d.Remaining() != 0 {
 		t.Fatalf("threshold reply: %v", d.Err())
 	}
@@ -273,9 +273,10 @@ func TestTopEvictionPodsTruncatesToLimitAndTopN(t *testing.T) {
 	g := evictionGuest(t, pol)
 	top := func(limit uint32, nodes ...abi.TopEvictionNode) []abi.TopEvictionPods {
 		var e abi.Encoder
-		e.TopEvictionRequest(&abi.TopEvictionRequest{Limit: limit, Nodes: nodes})
+		req := &abi.TopEvictionRequest{Limit: limit, Nodes: nodes}
+		e.TopEvictionRequest(req)
 		d := abi.NewDecoder(call(t, g, abi.FuncTopEvictionPods, 1, e.B))
-		rs := d.TopEvictionReply()
+		rs := d.TopEvictionReply(req)
 		if d.Err() != nil {
 			t.Fatal(d.Err())
 		}
@@ -311,9 +312,9 @@ func TestTopEvictionPodsTruncatesToLimitAndTopN(t *testing.T) {
 func TestEvictPodsTruncatesAndKeepsOrder(t *testing.T) {
 	pol := &testPolicy{name: "Policy", answer: []uint32{1, 2, 0}}
 	g := evictionGuest(t, pol)
-	d := abi.NewDecoder(call(t, g, abi.FuncEvictPods, 1, evictionReq(2,
-		abi.EvictionNode{Slot: 0, Candidates: []uint32{0, 1, 2}}, abi.EvictionNode{Slot: 5})))
-	rs := d.EvictPodsReply()
+	req := &abi.EvictionRequest{Limit: 2, Nodes: []abi.EvictionNode{{Slot: 0, Candidates: []uint32{0, 1, 2}}, {Slot: 5}}}
+	d := abi.NewDecoder(call(t, g, abi.FuncEvictPods, 1, evictionReq(req.Limit, req.Nodes...)))
+	rs := d.EvictPodsReply(req)
 	if d.Err() != nil || len(rs) != 2 {
 		t.Fatalf("reply %+v (%v)", rs, d.Err())
 	}

@@ -120,7 +120,7 @@ func TestFilterBatchSharesEntriesPerDistinctReason(t *testing.T) {
 	g := startedGuest(t)
 	var r abi.FilterReply
 	d := abi.NewDecoder(call(t, g, abi.FuncFilter, 0, slots(0, 1, 2, 3, 4, 5)))
-	d.FilterReply(&r)
+	d.FilterReply(&r, 6)
 	if d.Err() != nil {
 		t.Fatal(d.Err())
 	}
@@ -139,7 +139,7 @@ func TestFilterBatchSharesEntriesPerDistinctReason(t *testing.T) {
 func TestScoreNormalisesOverTheBatch(t *testing.T) {
 	g := startedGuest(t)
 	d := abi.NewDecoder(call(t, g, abi.FuncScore, 0, slots(0, 5)))
-	got := d.ScoreReply(nil)
+	got := d.ScoreReply(nil, 2)
 	if d.Err() != nil || len(got) != 2 || got[0] != 25 || got[1] != 100 {
 		t.Fatalf("scores = %v (err %v), want [25 100]", got, d.Err())
 	}

@@ -122,12 +122,16 @@ func encStep(s *abi.VPodStep) []byte {
 	return e.B
 }
 
+// maxTestEntries bounds the entries of the policies these tests register
+// (runStep decodes replies to any of them).
+const maxTestEntries = 16
+
 func runStep(t *testing.T, g *Guest, s *abi.VPodStep) abi.VPodStepReply {
 	t.Helper()
 	body := call(t, g, abi.FuncVPodStep, 0, encStep(s))
 	var r abi.VPodStepReply
 	d := abi.NewDecoder(body)
-	d.VPodStepReply(&r)
+	d.VPodStepReply(&r, maxTestEntries, len(s.Candidates))
 	if d.Err() != nil || d.Remaining() != 0 {
 		t.Fatalf("step reply: %v, %d left", d.Err(), d.Remaining())
 	}
@@ -163,7 +167,7 @@ func TestVPodStepRunsPredicatesThenPriorities(t *testing.T) {
 	}}
 	var pr abi.VPodPolicyReply
 	d := abi.NewDecoder(call(t, g, abi.FuncVPodPolicy, 0, encPolicy(pol)))
-	d.VPodPolicyReply(&pr)
+	d.VPodPolicyReply(&pr, len(pol.Entries))
 	if len(pr.Invalid) != 7 || pr.Invalid[0] != "" || pr.Invalid[4] != "invalid arguments" || !strings.Contains(pr.Invalid[6], "want") {
 		t.Fatalf("policy reply %q", pr.Invalid)
 	}
@@ -363,7 +367,7 @@ func TestVPodStepRandomNeverPanics(t *testing.T) {
 		if reply[0] == abi.ReplyOK {
 			var r abi.VPodStepReply
 			d := abi.NewDecoder(reply[1:])
-			d.VPodStepReply(&r)
+			d.VPodStepReply(&r, 2, len(s.Candidates))
 			if d.Err() != nil || len(r.Verdicts) != len(s.Candidates) || len(r.Scores) != 1 || len(r.Scores[0].Scores) != len(s.Candidates) {
 				t.Fatalf("step %+v: reply %+v (%v)", s, r, d.Err())
 			}

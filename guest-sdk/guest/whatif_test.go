@@ -59,7 +59,7 @@ func filterVerdicts(t *testing.T, g *Guest) []uint16 {
 	t.Helper()
 	var r abi.FilterReply
 	d := abi.NewDecoder(call(t, g, abi.FuncFilter, 0, slots(0, 1)))
-	d.FilterReply(&r)
+	d.FilterReply(&r, 2)
 	return r.Indexes
 }
 
@@ -164,7 +164,7 @@ func TestRepeatedBatchSeesSyncsViewsAndNoReordering(t *testing.T) {
 	}
 	scores := func() []int64 {
 		d := abi.NewDecoder(call(t, g, abi.FuncScore, 0, slots(0, 1, 2)))
-		return d.ScoreReply(nil)
+		return d.ScoreReply(nil, 3)
 	}
 	cycle()
 	if got := scores(); !slices.Equal(got, []int64{1, 2, 3}) {

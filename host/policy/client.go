@@ -204,7 +204,7 @@ func (c *Client) status(ctx context.Context, fn abi.Func, plugin int, slots []ui
 	if err := c.replyErr(fn, plugin); err != nil {
 		return st, err
 	}
-	guestTexts(st.Reasons)
+	guestTexts(st.Reasons, noReasonText)
 	if err := checkStatusCode(fn, st.Code, st.Reasons); err != nil {
 		return st, &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin), Err: err}
 	}
@@ -283,7 +283,7 @@ func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.F
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	c.dec.FilterReply(&c.filter)
+	c.dec.FilterReply(&c.filter, len(slots))
 	if err := c.replyErr(abi.FuncFilter, plugin); err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.F
 	}
 	for i := range c.filter.Entries {
 		e := &c.filter.Entries[i]
-		guestTexts(e.Reasons)
+		guestTexts(e.Reasons, noReasonText)
 		switch e.Code {
 		case abi.Error, abi.Unschedulable, abi.UnschedulableAndUnresolvable:
 		default:
@@ -311,7 +311,7 @@ func (c *Client) Score(ctx context.Context, plugin int, slots []uint32) ([]int64
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	c.scores = c.dec.ScoreReply(c.scores)
+	c.scores = c.dec.ScoreReply(c.scores, len(slots))
 	if err := c.replyErr(abi.FuncScore, plugin); err != nil {
 		return nil, err
 	}
@@ -386,11 +386,18 @@ func (c *Client) call(ctx context.Context, fn abi.Func, plugin int, n int) ([]by
 	return body, nil
 }
 
+// replyErr is the error for a reply the decoder refused, which loses the
+// instance: a list longer than the request allows (an *abi.LimitError)
+// is an ErrInvalidReply, anything else a malformed reply.
 func (c *Client) replyErr(fn abi.Func, plugin int) error {
-	if c.dec.Err() != nil {
-		return c.brokenReply(fn, plugin, fmt.Errorf("malformed reply: %w", c.dec.Err()))
+	err := c.dec.Err()
+	if err == nil {
+		return nil
 	}
-	return nil
+	if le := (*abi.LimitError)(nil); errors.As(err, &le) {
+		return c.brokenReply(fn, plugin, fmt.Errorf("%w: %w", ErrInvalidReply, err))
+	}
+	return c.brokenReply(fn, plugin, fmt.Errorf("malformed reply: %w", err))
 }
 
 func (c *Client) brokenReply(fn abi.Func, plugin int, err error) error {

@@ -14,7 +14,10 @@ import (
 // (and topN), grace periods not negative, conditions well formed. A reply
 // that fails a check is an ErrInvalidReply error for the whole call, so
 // the coordinator skips the policy's round rather than acting on part of
-// an answer it cannot trust.
+// an answer it cannot trust. The counts (answers, pods per node within
+// the limit and topN, candidates) are bounded by the decoder itself,
+// before it allocates (abi.LimitError): a reply over them also loses the
+// instance.
 
 // Observe brings the guest's eviction view up to date with obs, sending
 // only the records newer than what this instance has (all of them the
@@ -47,7 +50,7 @@ func (c *Client) EvictPods(ctx context.Context, plugin int, req *abi.EvictionReq
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	rs := c.dec.EvictPodsReply()
+	rs := c.dec.EvictPodsReply(req)
 	if err := c.replyErr(abi.FuncEvictPods, plugin); err != nil {
 		return nil, err
 	}
@@ -56,13 +59,10 @@ func (c *Client) EvictPods(ctx context.Context, plugin int, req *abi.EvictionReq
 	}
 	for i := range rs {
 		n := &req.Nodes[i]
-		if err := checkCount(len(rs[i].Pods), req.Limit, 0); err != nil {
-			return nil, c.invalid(abi.FuncEvictPods, plugin, n.Slot, err)
-		}
 		picked := make([]uint32, len(rs[i].Pods))
 		for j := range rs[i].Pods {
 			p := &rs[i].Pods[j]
-			p.Reason = GuestText(p.Reason)
+			p.Reason = decisionText(p.Reason, noReasonText)
 			picked[j] = p.Pod
 			if err := checkGrace(p.GracePeriodSeconds); err != nil {
 				return nil, c.invalid(abi.FuncEvictPods, plugin, n.Slot, err)
@@ -88,7 +88,7 @@ func (c *Client) ThresholdMet(ctx context.Context, plugin int, req *abi.Eviction
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	rs := c.dec.ThresholdMetReply()
+	rs := c.dec.ThresholdMetReply(req)
 	if err := c.replyErr(abi.FuncThresholdMet, plugin); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (c *Client) TopEvictionPods(ctx context.Context, plugin int, req *abi.TopEv
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	rs := c.dec.TopEvictionReply()
+	rs := c.dec.TopEvictionReply(req)
 	if err := c.replyErr(abi.FuncTopEvictionPods, plugin); err != nil {
 		return nil, err
 	}
@@ -130,9 +130,6 @@ func (c *Client) TopEvictionPods(ctx context.Context, plugin int, req *abi.TopEv
 	}
 	for i := range rs {
 		n := &req.Nodes[i]
-		if err := checkCount(len(rs[i].Pods), req.Limit, n.TopN); err != nil {
-			return nil, c.invalid(abi.FuncTopEvictionPods, plugin, n.Slot, err)
-		}
 		if err := checkPicked(rs[i].Pods, n.Candidates); err != nil {
 			return nil, c.invalid(abi.FuncTopEvictionPods, plugin, n.Slot, err)
 		}
@@ -148,17 +145,6 @@ func (c *Client) TopEvictionPods(ctx context.Context, plugin int, req *abi.TopEv
 func (c *Client) invalid(fn abi.Func, plugin int, slot uint32, err error) error {
 	return &CallError{Module: c.module.name, Func: fn, Plugin: c.pluginName(plugin),
 		Err: &wrapped{msg: fmt.Sprintf("%v: node slot %d: %v", ErrInvalidReply, slot, err), err: ErrInvalidReply}}
-}
-
-// checkCount refuses more pods than the limit (0: none) or than topN (0: none).
-func checkCount(n int, limit, topN uint32) error {
-	if limit > 0 && n > int(limit) {
-		return fmt.Errorf("names %d pods, more than the limit of %d per node", n, limit)
-	}
-	if topN > 0 && n > int(topN) {
-		return fmt.Errorf("names %d pods, more than the %d asked for", n, topN)
-	}
-	return nil
 }
 
 // checkPicked refuses a pod index that is not among the offered

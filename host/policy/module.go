@@ -331,7 +331,7 @@ func (m *Module) call(ctx context.Context, inst Instance, fn abi.Func, arg uint3
 		if d.Err() != nil {
 			return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Broken: true, Err: errors.New("malformed error reply")}
 		}
-		return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Err: errors.New(GuestText(msg))}
+		return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Err: errors.New(errorReplyText(msg))}
 	}
 	return nil, &CallError{Module: m.name, Func: fn, Plugin: m.pluginName(plugin), Broken: true, Err: fmt.Errorf("reply header %d is neither OK nor error", reply[0])}
 }
@@ -358,4 +358,14 @@ func (m *Module) TryGet(ctx context.Context) *Client {
 	default:
 		return nil
 	}
+}
+
+// errorReplyText is the message of an error reply, cleaned: the reply's
+// header is what makes it an error, so one without printable text (none
+// at all, or only control characters) still reads as one.
+func errorReplyText(msg string) string {
+	if t := GuestText(msg); t != "" {
+		return t
+	}
+	return noErrorText
 }

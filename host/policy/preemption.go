@@ -19,7 +19,7 @@ func (c *Client) SelectVictims(ctx context.Context, plugin int, nodes []abi.Node
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	c.victims = c.dec.SelectVictimsReply(c.victims)
+	c.victims = c.dec.SelectVictimsReply(c.victims, nodes)
 	if err := c.replyErr(abi.FuncSelectVictims, plugin); err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (c *Client) SelectVictims(ctx context.Context, plugin int, nodes []abi.Node
 		return nil, c.brokenReply(abi.FuncSelectVictims, plugin, fmt.Errorf("%d answers for %d nodes", len(c.victims), len(nodes)))
 	}
 	for i := range c.victims {
-		guestTexts(c.victims[i].Reasons)
+		guestTexts(c.victims[i].Reasons, noReasonText)
 		if code := c.victims[i].Code; code != abi.Success && code != abi.Unschedulable && code != abi.UnschedulableAndUnresolvable {
 			return nil, &CallError{Module: c.module.name, Func: abi.FuncSelectVictims, Plugin: c.pluginName(plugin),
 				Err: fmt.Errorf("node slot %d: %w", nodes[i].Slot, checkStatusCode(abi.FuncSelectVictims, code, c.victims[i].Reasons))}
@@ -55,7 +55,7 @@ func (c *Client) RankCandidates(ctx context.Context, plugin int, cands []abi.Can
 		return nil, err
 	}
 	c.dec.Reset(body, false)
-	c.rank = c.dec.RankCandidatesReply(c.rank)
+	c.rank = c.dec.RankCandidatesReply(c.rank, len(cands))
 	if err := c.replyErr(abi.FuncRankCandidates, plugin); err != nil {
 		return nil, err
 	}

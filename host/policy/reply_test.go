@@ -118,6 +118,14 @@ func FuzzReplyValidation(f *testing.F) {
 					t.Fatalf("%s accepted code %d", fn, st.Code)
 				}
 				clean(st.Reasons)
+				// Cleaning never empties a reason the guest gave.
+				var raw abi.PluginStatus
+				abi.NewDecoder(body).PluginStatus(&raw)
+				for i, r := range st.Reasons {
+					if (r == "") != (raw.Reasons[i] == "") {
+						t.Fatalf("reason %q read as %q", raw.Reasons[i], r)
+					}
+				}
 			}
 		}
 		if r, err := c.Filter(ctx, 0, []uint32{0, 1}); err == nil {

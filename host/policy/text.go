@@ -150,9 +150,36 @@ func oscLen(s string) int {
 	return len(s)
 }
 
-// guestTexts applies GuestText to each string of ss in place.
-func guestTexts(ss []string) {
+// Placeholders for guest text that carries a decision but has nothing
+// printable in it (see decisionText).
+const (
+	// noRefusalText: a refusal, as of a vpod policy entry's args.
+	noRefusalText = "(refusal with no printable text)"
+	// noReasonText: a reason of a status or of an eviction.
+	noReasonText = "(reason with no printable text)"
+	// noErrorText: an error reply or a score error's message.
+	noErrorText = "(error with no printable text)"
+)
+
+// decisionText is GuestText for text whose presence is, or is part of, a
+// decision: a refusal (non-empty means refused), a reason, an error
+// message. Cleaning removes control characters, so text made only of
+// them would come out empty and read as no refusal, no reason, no
+// message: the decision is the raw text's, so a non-empty s that cleans
+// to nothing becomes placeholder. An empty s stays empty.
+func decisionText(s, placeholder string) string {
+	if s == "" {
+		return ""
+	}
+	if t := GuestText(s); t != "" {
+		return t
+	}
+	return placeholder
+}
+
+// guestTexts applies decisionText to each string of ss in place.
+func guestTexts(ss []string, placeholder string) {
 	for i, s := range ss {
-		ss[i] = GuestText(s)
+		ss[i] = decisionText(s, placeholder)
 	}
 }

@@ -46,14 +46,16 @@ func (c *Client) EnsureVPodPolicy(ctx context.Context, p *abi.VPodPolicy) (*abi.
 	}
 	c.dec.Reset(body, false)
 	reply := &abi.VPodPolicyReply{}
-	c.dec.VPodPolicyReply(reply)
+	c.dec.VPodPolicyReply(reply, len(p.Entries))
 	if err := c.replyErr(abi.FuncVPodPolicy, moduleWide); err != nil {
 		return nil, err
 	}
 	if len(reply.Invalid) != len(p.Entries) {
 		return nil, c.invalidVPod(abi.FuncVPodPolicy, true, fmt.Errorf("%d answers for %d policy entries", len(reply.Invalid), len(p.Entries)))
 	}
-	guestTexts(reply.Invalid)
+	// An entry's answer decides: "" accepts its args, anything else
+	// refuses them, even text that cleans to nothing.
+	guestTexts(reply.Invalid, noRefusalText)
 	if c.vpodPolicies == nil {
 		c.vpodPolicies = map[uint32]vpodPolicy{}
 	}
@@ -129,7 +131,7 @@ func (c *Client) VPodStep(ctx context.Context, p *abi.VPodPolicy, s *abi.VPodSte
 	}
 	c.dec.Reset(body, false)
 	r := &abi.VPodStepReply{}
-	c.dec.VPodStepReply(r)
+	c.dec.VPodStepReply(r, len(p.Entries), len(s.Candidates))
 	if err := c.replyErr(abi.FuncVPodStep, moduleWide); err != nil {
 		return nil, err
 	}
@@ -150,7 +152,7 @@ func (c *Client) checkVPodStepReply(p *abi.VPodPolicy, s *abi.VPodStep, r *abi.V
 		if v.Entry == 0 {
 			continue
 		}
-		v.Reason = GuestText(v.Reason)
+		v.Reason = decisionText(v.Reason, noReasonText)
 		e := int(v.Entry) - 1
 		if e >= len(p.Entries) || p.Entries[e].Kind != abi.VPodPredicate {
 			return c.invalidVPod(abi.FuncVPodStep, false, fmt.Errorf("candidate %d: verdict names entry %d, which is no predicate of the policy", i, e))
@@ -183,7 +185,7 @@ func (c *Client) checkVPodStepReply(p *abi.VPodPolicy, s *abi.VPodStep, r *abi.V
 	}
 	for k := range r.Errors {
 		x := &r.Errors[k]
-		x.Message = GuestText(x.Message)
+		x.Message = decisionText(x.Message, noErrorText)
 		if int(x.Entry) >= len(p.Entries) || p.Entries[x.Entry].Kind != abi.VPodPriority {
 			return c.invalidVPod(abi.FuncVPodStep, false, fmt.Errorf("score error %d names entry %d, which is no priority of the policy", k, x.Entry))
 		}

@@ -48,11 +48,11 @@ func TestPluginsRunNatively(t *testing.T) {
 	e.Reset()
 	e.AppendSlots([]uint32{0, 1})
 	var fr abi.FilterReply
-	abi.NewDecoder(g.Call(abi.FuncFilter, 0, copyIn(g, e.B))[1:]).FilterReply(&fr)
+	abi.NewDecoder(g.Call(abi.FuncFilter, 0, copyIn(g, e.B))[1:]).FilterReply(&fr, 2)
 	if len(fr.Indexes) != 2 || fr.Indexes[0] != 0 || fr.Indexes[1] == 0 {
 		t.Fatalf("filter verdicts %v, want the pool node only", fr.Indexes)
 	}
-	scores := abi.NewDecoder(g.Call(abi.FuncScore, 1, copyIn(g, e.B))[1:]).ScoreReply(nil)
+	scores := abi.NewDecoder(g.Call(abi.FuncScore, 1, copyIn(g, e.B))[1:]).ScoreReply(nil, 2)
 	if len(scores) != 2 || scores[0] != 8 || scores[1] != abi.MaxScore {
 		t.Fatalf("scores %v, want [8 %d]", scores, abi.MaxScore)
 	}
