@@ -115,7 +115,9 @@ func TestKillerGraceSaturates(t *testing.T) {
 func TestNodeConditionsAreBounded(t *testing.T) {
 	round := 0
 	p := &fakePolicy{name: "P", points: abi.PointEvictPods, evictPods: func(v *view) abi.NodeEvictPods {
-		effects := make([]abi.TaintEffect, 1000)
+		// As many effects as a reply may carry (abi.MaxConditionEffects),
+		// all the same: they count once.
+		effects := make([]abi.TaintEffect, abi.MaxConditionEffects)
 		for i := range effects {
 			effects[i] = abi.EffectNoSchedule
 		}
