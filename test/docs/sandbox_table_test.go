@@ -99,6 +99,9 @@ func TestSandboxTableNamesExistingTests(t *testing.T) {
 	}
 	rows := regexp.MustCompile("`((?:deadlines|traps|limits|output|replies|abi|pool|twins)/[^`]*)`").FindAllStringSubmatch(table, -1)
 	for _, m := range rows {
+		if !strings.HasSuffix(m[1], "*") && !strings.Contains(m[1], " ") {
+			continue // a path such as abi/limits.go, not a row
+		}
 		row := strings.TrimSuffix(m[1], "*")
 		if !conformanceHas(conformance, row) {
 			t.Errorf("docs/ARCHITECTURE.md sandbox table cites conformance row %q, which host/backendtest does not have", m[1])
