@@ -116,6 +116,7 @@ type Metrics struct {
 	preemption *PreemptionMetrics
 	reload     *reloadMetrics
 	eviction   *Eviction
+	apiBlocked *prometheus.CounterVec
 	// shadowSource feeds /debug/shadow (SetShadowSource).
 	shadowSource atomic.Pointer[func() any]
 
@@ -199,8 +200,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		preemption:    newPreemptionMetrics(),
 		reload:        newReloadMetrics(),
 		eviction:      newEvictionMetrics(),
+		apiBlocked:    newEvictionAPIBlocked(),
 		samplePercent: DefaultPluginSamplePercent,
 	}
+	m.wireEvictionAPIBlocked()
 	for _, o := range opts {
 		o(m)
 	}
@@ -208,7 +211,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances, m.recycled, m.ignored}, append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...)...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.recycled, m.ignored, m.apiBlocked}, append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}
