@@ -37,12 +37,18 @@ var ErrNotFound = errors.New("not found (404)")
 // server's Retry-After (0: none given).
 type TooManyRequestsError struct {
 	RetryAfter time.Duration
-	Err        error
+	// PDB is the PodDisruptionBudget that refused ("" if the answer did
+	// not name one), for the Event and log.
+	PDB string
+	Err error
 }
 
 // Error says that the eviction was refused, and when to come back.
 func (e *TooManyRequestsError) Error() string {
 	msg := "too many requests (429)"
+	if e.PDB != "" {
+		msg += ": PodDisruptionBudget " + e.PDB
+	}
 	if e.RetryAfter > 0 {
 		msg += fmt.Sprintf(", retry after %s", e.RetryAfter)
 	}

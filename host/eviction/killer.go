@@ -452,13 +452,15 @@ func (k *Killer) kill(ctx context.Context, req *KillRequest, grace int64, stop <
 		k.metrics.Kill(metrics.KillSucceeded)
 		return killDone
 	case errors.As(err, &tooMany):
+		k.metrics.APIBlocked()
 		wait := tooMany.RetryAfter
 		if wait <= 0 {
 			wait = DefaultRetryAfter
 		}
+		log = log.With("pdb", tooMany.PDB, "retry_after", tooMany.RetryAfter)
 		if !req.ForceDelete {
 			until := k.clock.Now().Add(wait)
-			log.Info("a PodDisruptionBudget refused the eviction; the pod stays", "retry_after", wait, "error", err)
+			log.Warn("the Eviction API refused the eviction (429); the pod stays", "until", until, "error", err)
 			k.api.Event(pod, true, ReasonEvictBlocked, fmt.Sprintf(
 				"Eviction by policy %s (%s) refused: a PodDisruptionBudget allows no disruption now (%v); the pod stays and is not reconsidered before %s",
 				req.Policy, req.Reason, err, until.UTC().Format(time.RFC3339)))
@@ -469,7 +471,7 @@ func (k *Killer) kill(ctx context.Context, req *KillRequest, grace int64, stop <
 			return killDone
 		}
 		wait = min(wait, timeout)
-		log.Info("a PodDisruptionBudget refused the eviction; deleting the pod as the policy forces", "after", wait, "error", err)
+		log.Warn("the Eviction API refused the eviction (429); deleting the pod as the policy forces", "after", wait, "error", err)
 		k.api.Event(pod, true, ReasonEvictBlocked, fmt.Sprintf(
 			"Eviction by policy %s (%s) refused by a PodDisruptionBudget (%v); the policy forces: deleting the pod in %s",
 			req.Policy, req.Reason, err, wait))

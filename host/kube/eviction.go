@@ -46,9 +46,10 @@ var _ eviction.API = EvictionAPI{}
 
 // EvictPod implements eviction.API: a policy/v1 Eviction with the grace
 // period and the pod's UID as precondition, so that a pod re-created
-// under the same name is not the one evicted.
+// under the same name is not the one evicted. It is made once, without
+// client-go's silent retries (evictOnce): a 429 comes back at once.
 func (a EvictionAPI) EvictPod(ctx context.Context, pod *abi.Pod, grace *int64) error {
-	err := a.Client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+	err := evictOnce(ctx, a.Client, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
 		DeleteOptions: deleteOptions(pod, grace),
 	})
@@ -108,11 +109,9 @@ func (a EvictionAPI) classify(ctx context.Context, what string, pod *abi.Pod, er
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s pod %s: %w (%v)", what, name, eviction.ErrNotFound, err)
 	case apierrors.IsTooManyRequests(err):
-		e := &eviction.TooManyRequestsError{Err: fmt.Errorf("%s pod %s: %w", what, name, err)}
-		if secs, ok := apierrors.SuggestsClientDelay(err); ok && secs > 0 {
-			e.RetryAfter = eviction.Seconds(int64(secs)) // saturates, never wraps
-		}
-		return e
+		r := refusalOf(err)
+		return &eviction.TooManyRequestsError{RetryAfter: r.retryAfter, PDB: r.pdb,
+			Err: fmt.Errorf("%s pod %s: %w%s", what, name, err, r.suffix())}
 	case apierrors.IsConflict(err):
 		uid, getErr := a.PodUID(ctx, pod.Namespace, pod.Name)
 		if errors.Is(getErr, eviction.ErrNotFound) || getErr == nil && uid != pod.UID {

@@ -39,7 +39,8 @@ func classify(err error) error {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%w: %v", preemption.ErrNotFound, err)
 	case apierrors.IsTooManyRequests(err):
-		return fmt.Errorf("%w: %v", preemption.ErrTooManyRequests, err)
+		r := refusalOf(err)
+		return &preemption.BlockedError{PDB: r.pdb, RetryAfter: r.retryAfter, Err: fmt.Errorf("%w%s", err, r.suffix())}
 	}
 	return err
 }
@@ -73,7 +74,9 @@ func (a PreemptionAPI) DeletePod(ctx context.Context, victim *abi.Pod) error {
 	return classify(err)
 }
 
-// EvictPod implements preemption.API through the pods/eviction subresource.
+// EvictPod implements preemption.API through the pods/eviction
+// subresource, without client-go's silent retries (evictOnce): a 429 is
+// a *preemption.BlockedError at once.
 func (a PreemptionAPI) EvictPod(ctx context.Context, victim *abi.Pod) error {
 	return a.evict(ctx, victim, nil)
 }
@@ -89,7 +92,7 @@ var _ preemption.DryRunEvictor = PreemptionAPI{}
 
 func (a PreemptionAPI) evict(ctx context.Context, victim *abi.Pod, dryRun []string) error {
 	uid := types.UID(victim.UID)
-	err := a.Client.PolicyV1().Evictions(victim.Namespace).Evict(ctx, &policyv1.Eviction{
+	err := evictOnce(ctx, a.Client, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Namespace: victim.Namespace, Name: victim.Name},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: dryRun},
 	})

@@ -55,6 +55,8 @@ type Eviction struct {
 	policyFailures *prometheus.CounterVec
 	rounds         prometheus.Counter
 	roundDuration  prometheus.Histogram
+	// apiBlocked is wasmsched_eviction_api_blocked_total{caller="eviction"}.
+	apiBlocked prometheus.Counter
 }
 
 func newEvictionMetrics() *Eviction {

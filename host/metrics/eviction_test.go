@@ -98,3 +98,31 @@ func TestNilEvictionMetricsIsANoOp(t *testing.T) {
 	e.PolicyFailure("p", metrics.PolicyFailureTimeout)
 	e.Round(time.Second)
 }
+
+// Preemption and the eviction killer count the Eviction API's 429s in one
+// family, a series per caller, both present from the start.
+func TestEvictionAPIBlockedCountsPerCaller(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(reg, "wasmsched_eviction_api_blocked_total"); n != 2 {
+		t.Fatalf("%d series before any refusal, want 2 (one per caller)", n)
+	}
+	m.Preemption().EvictionBlocked()
+	m.Preemption().EvictionBlocked()
+	m.Eviction().APIBlocked()
+	want := `
+# HELP wasmsched_eviction_api_blocked_total ` + helpOf(t, reg, "wasmsched_eviction_api_blocked_total") + `
+# TYPE wasmsched_eviction_api_blocked_total counter
+wasmsched_eviction_api_blocked_total{caller="eviction"} 1
+wasmsched_eviction_api_blocked_total{caller="preemption"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "wasmsched_eviction_api_blocked_total"); err != nil {
+		t.Error(err)
+	}
+	var none *metrics.Metrics
+	none.Preemption().EvictionBlocked() // must not panic
+	none.Eviction().APIBlocked()
+}

@@ -15,6 +15,8 @@ type PreemptionMetrics struct {
 	victims           prometheus.Observer
 	goroutines        *prometheus.CounterVec
 	goroutineDuration *prometheus.HistogramVec
+	// apiBlocked is wasmsched_eviction_api_blocked_total{caller="preemption"}.
+	apiBlocked prometheus.Counter
 }
 
 func newPreemptionMetrics() *PreemptionMetrics {

@@ -3,6 +3,8 @@ package preemption
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
 )
@@ -46,3 +48,37 @@ var (
 	// ErrNotFound: the pod is already gone, which preemption counts as done.
 	ErrNotFound = errors.New("not found (404)")
 )
+
+// BlockedError is a 429 from the Eviction API with what the answer says
+// about it, so the Event and log on the victim can name the budget. It
+// is ErrTooManyRequests for errors.Is.
+type BlockedError struct {
+	// PDB is the PodDisruptionBudget that refused ("" if the answer did
+	// not name one).
+	PDB string
+	// RetryAfter is the server's Retry-After (0: none given).
+	RetryAfter time.Duration
+	Err        error
+}
+
+// Error says the eviction was refused, by which budget, and when the
+// server suggests coming back.
+func (e *BlockedError) Error() string {
+	msg := ErrTooManyRequests.Error()
+	if e.PDB != "" {
+		msg += ": PodDisruptionBudget " + e.PDB
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(", retry after %s", e.RetryAfter)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes a BlockedError an ErrTooManyRequests.
+func (e *BlockedError) Is(target error) bool { return target == ErrTooManyRequests }
+
+// Unwrap gives the underlying error.
+func (e *BlockedError) Unwrap() error { return e.Err }

@@ -21,6 +21,11 @@ const (
 	// could not be carried out (API failure, or every candidate refused
 	// by the Eviction API under KEP-3280).
 	ReasonPreemptionFailed = "FailedPreemption"
+	// ReasonEvictBlocked is the Warning Event on a victim whose eviction
+	// (or dry run) the Eviction API refused with 429. It is the eviction
+	// killer's reason (host/eviction's ReasonEvictBlocked), so one reason
+	// finds every refusal whoever asked.
+	ReasonEvictBlocked = "EvictBlocked"
 )
 
 // errRefused marks a KEP-3280 victim the Eviction API refused (429) while
@@ -236,6 +241,7 @@ func (p *Plugin) checkGuarded(ctx context.Context, pod *abi.Pod, node string, gu
 		case err == nil, errors.Is(err, ErrNotFound):
 			return nil // a gone victim counts as done, as when removing it
 		case errors.Is(err, ErrTooManyRequests):
+			p.evictionBlocked(pod, v, node, true, err, "the pod stays, and preemption tries the next candidate node")
 			return fmt.Errorf("victim %s/%s on %s (dry run): %w", v.Namespace, v.Name, node, errRefused)
 		}
 		return fmt.Errorf("dry-run eviction of victim %s/%s: %w", v.Namespace, v.Name, err)
@@ -311,8 +317,11 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 		err = p.opts.API.EvictPod(ctx, v)
 		if errors.Is(err, ErrTooManyRequests) {
 			if protected {
+				p.evictionBlocked(pod, v, node, false, err, "the pod stays, and preemption tries the next candidate node")
 				return fmt.Errorf("victim %s/%s on %s: %w", v.Namespace, v.Name, node, errRefused)
 			}
+			p.evictionBlocked(pod, v, node, false, err,
+				"deleting the pod instead, as its PriorityClass lets this priority violate the budget (KEP-3280 best effort)")
 			how = "deleted after the Eviction API refused (429)"
 			err = p.opts.API.DeletePod(ctx, v)
 		}
@@ -322,6 +331,35 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 	}
 	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how))
 	return nil
+}
+
+// evictionBlocked reports a 429 from the Eviction API for victim v of
+// the preemptor on node, as soon as it arrives: a Warning Event on the
+// victim naming the budget and the server's Retry-After when the answer
+// gave them, a log line at the default level, and the metric. then says
+// what preemption does next.
+func (p *Plugin) evictionBlocked(pod, v *abi.Pod, node string, dry bool, err error, then string) {
+	p.opts.Metrics.EvictionBlocked()
+	by, kind := "a PodDisruptionBudget", "eviction"
+	if dry {
+		kind = "dry-run eviction"
+	}
+	var retryAfter time.Duration
+	var blocked *BlockedError
+	if errors.As(err, &blocked) {
+		if blocked.PDB != "" {
+			by = "PodDisruptionBudget " + blocked.PDB
+		}
+		retryAfter = blocked.RetryAfter
+	}
+	wait := ""
+	if retryAfter > 0 {
+		wait = fmt.Sprintf(" (Retry-After %s)", retryAfter)
+	}
+	p.opts.Log.Warn("the Eviction API refused a preemption victim (429)", "victim", v.Namespace+"/"+v.Name,
+		"preemptor", pod.Namespace+"/"+pod.Name, "node", node, "dry_run", dry, "retry_after", retryAfter, "next", then, "error", err)
+	p.opts.API.Event(v, true, ReasonEvictBlocked, fmt.Sprintf("The %s for preemptor %s/%s on node %s was refused by %s%s: %s",
+		kind, pod.Namespace, pod.Name, node, by, wait, then))
 }
 
 // nominate records the nomination in the nominator at once (the next

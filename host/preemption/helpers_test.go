@@ -117,6 +117,7 @@ type metrics struct {
 	attempts map[string]int
 	victims  []int
 	results  []string
+	blocked  int
 }
 
 func (m *metrics) Attempt(profile string) {
@@ -127,7 +128,8 @@ func (m *metrics) Attempt(profile string) {
 	}
 	m.attempts[profile]++
 }
-func (m *metrics) Victims(n int) { m.mu.Lock(); defer m.mu.Unlock(); m.victims = append(m.victims, n) }
+func (m *metrics) Victims(n int)    { m.mu.Lock(); defer m.mu.Unlock(); m.victims = append(m.victims, n) }
+func (m *metrics) EvictionBlocked() { m.mu.Lock(); defer m.mu.Unlock(); m.blocked++ }
 func (m *metrics) GoroutineDone(result string, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/host/memapi"
+	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/sim"
 )
 
@@ -55,7 +56,7 @@ func runServerBudgets(t *testing.T, mode string, docs []string, allowed map[stri
 
 // untouched fails unless each named pod is still in the cluster, without
 // the DisruptionTarget condition, with no mark, delete or eviction done
-// on it and no Preempted event.
+// on it and no event but the Warning EvictBlocked that reports a refusal.
 func untouched(t *testing.T, mode string, rep *sim.Report, c *memapi.Cluster, names ...string) {
 	t.Helper()
 	for _, n := range names {
@@ -74,11 +75,22 @@ func untouched(t *testing.T, mode string, rep *sim.Report, c *memapi.Cluster, na
 			switch {
 			case e.Op == memapi.OpMark, (e.Op == memapi.OpDelete || e.Op == memapi.OpEvict) && e.Err == "":
 				t.Errorf("%s: %s on the abandoned node got %s", mode, n, e.Op)
-			case e.Op == memapi.OpEvent:
+			case e.Op == memapi.OpEvent && !strings.HasPrefix(e.Detail, "Warning "+preemption.ReasonEvictBlocked+": "):
 				t.Errorf("%s: event on %s: %s", mode, n, e.Detail)
 			}
 		}
 	}
+}
+
+// blockedEvent says whether the pod got the Warning EvictBlocked event
+// with that message.
+func blockedEvent(rep *sim.Report, pod, message string) bool {
+	for _, e := range rep.Timeline {
+		if e.Op == memapi.OpEvent && e.Pod == "default/"+pod && e.Detail == "Warning "+preemption.ReasonEvictBlocked+": "+message {
+			return true
+		}
+	}
+	return false
 }
 
 // n2Won checks the next candidate was used: n2's six pods removed and
@@ -115,6 +127,10 @@ func TestKEP3280RefusalLeavesEveryPodOfTheAbandonedNodeRunning(t *testing.T) {
 		}
 		if !dry {
 			t.Errorf("%s: the refusal was not learned by a dry run", mode)
+		}
+		if !blockedEvent(rep, "db-n1", "The dry-run eviction for preemptor default/mid on node n1 was refused by a PodDisruptionBudget: "+
+			"the pod stays, and preemption tries the next candidate node") {
+			t.Errorf("%s: no EvictBlocked event on db-n1", mode)
 		}
 		untouched(t, mode, rep, c, "db-n1", "u1-n1", "u2-n1")
 		n2Won(t, mode, rep)

@@ -1,0 +1,84 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/wasmsched/wasmsched/host/eviction"
+)
+
+// evictOnce posts a policy/v1 Eviction and returns the API server's first
+// answer. client-go's REST client silently repeats a request answered 429
+// (or 5xx) with a Retry-After header, up to ten times and sleeping
+// Retry-After in between; the Eviction API answers a budget its status has
+// not caught up with 429 and Retry-After: 10, so the typed Evict would keep
+// preemption (whose next step is the next candidate node) or the eviction
+// killer (which reports the refusal and reconsiders the pod later) waiting
+// about 100 s without a word. Both callers have their own retry policy,
+// so the request is made with no retries at all. A clientset without a
+// REST client (client-go's fakes) goes through the typed call, which makes
+// no retries either.
+func evictOnce(ctx context.Context, client kubernetes.Interface, ev *policyv1.Eviction) error {
+	rc := client.PolicyV1().RESTClient()
+	if c, ok := rc.(*rest.RESTClient); rc == nil || ok && c == nil {
+		return client.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
+	}
+	return rc.Post().AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).
+		SubResource("eviction").Body(ev).MaxRetries(0).Do(ctx).Error()
+}
+
+// refusal is what a 429 from the Eviction API says: the budget that
+// refused, when the answer names it ("" if not: a 429 from API Priority
+// and Fairness, or an older server), the server's Retry-After (0: none),
+// and the cause as the server worded it ("" if none).
+type refusal struct {
+	pdb        string
+	retryAfter time.Duration
+	cause      string
+}
+
+// budgetNamePrefix starts every DisruptionBudget cause the Eviction API
+// writes ("The disruption budget %s needs ...", "... is still being
+// processed by the server.", "... does not allow evicting pods ...").
+const budgetNamePrefix = "The disruption budget "
+
+// refusalOf reads a 429's details: Retry-After from the Status (client-go
+// copies the header's value there) and the budget from its
+// DisruptionBudget cause.
+func refusalOf(err error) refusal {
+	var r refusal
+	if secs, ok := apierrors.SuggestsClientDelay(err); ok && secs > 0 {
+		r.retryAfter = eviction.Seconds(int64(secs)) // saturates, never wraps
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return r
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type != policyv1.DisruptionBudgetCause {
+			continue
+		}
+		r.cause = c.Message
+		if tail, ok := strings.CutPrefix(c.Message, budgetNamePrefix); ok {
+			r.pdb, _, _ = strings.Cut(tail, " ")
+		}
+		break
+	}
+	return r
+}
+
+// suffix is the cause for an error message: " (cause)", or "" without
+// one (a StatusError's text is its message alone, which names no budget).
+func (r refusal) suffix() string {
+	if r.cause == "" {
+		return ""
+	}
+	return " (" + r.cause + ")"
+}
