@@ -4,9 +4,15 @@
 // (or, where a caller allows it, a pipe), is opened without blocking (so a
 // FIFO nobody writes to cannot stall the open), and is refused once it
 // passes a size limit, whatever its stat says (files in /proc report 0).
+//
+// It is the only code in host/ and cmd/ that opens a file to read it:
+// TestEveryFileReadIsBounded fails on an os.ReadFile, os.Open,
+// os.OpenFile or ioutil read anywhere else, so a path that comes from the
+// configuration or the command line cannot be read some other way.
 package boundedread
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -126,6 +132,38 @@ func ReadFile(path string, limit int64, kinds Kinds, what string) ([]byte, error
 	}
 	defer rc.Close()
 	return io.ReadAll(rc)
+}
+
+// Sum256 hashes a whole file within limit (see Open) without holding it
+// in memory, and returns its digest and size: for files that are compared
+// or described rather than parsed (a watched file's content, a built
+// module, a cache entry).
+func Sum256(path string, limit int64, kinds Kinds, what string) (sum [sha256.Size]byte, size int64, err error) {
+	rc, err := Open(path, limit, kinds, what)
+	if err != nil {
+		return sum, 0, err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if size, err = io.Copy(h, rc); err != nil {
+		return sum, 0, err
+	}
+	h.Sum(sum[:0])
+	return sum, size, nil
+}
+
+// Check opens path as Open does and closes it without reading: for a file
+// that a library reads itself (client-go reads the kubeconfig), so that a
+// device, a FIFO or a huge file is refused, naming it, before the library
+// reads it without a bound or waits on it forever. The file can still be
+// replaced between the check and the library's read; the check is for
+// mistakes and hostile paths, not for a race with our own user.
+func Check(path string, limit int64, kinds Kinds, what string) error {
+	rc, err := Open(path, limit, kinds, what)
+	if err != nil {
+		return err
+	}
+	return rc.Close()
 }
 
 // ReadAll reads r (standard input, say) whole within limit.

@@ -1,6 +1,7 @@
 package boundedread
 
 import (
+	"crypto/sha256"
 	"errors"
 	"io"
 	"os"
@@ -88,5 +89,40 @@ func TestOpenChecksTheKindOfFile(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("blocked on a FIFO")
+	}
+}
+
+// Sum256 hashes within the limit and refuses what Open refuses; Check
+// refuses the same without reading.
+func TestSum256AndCheckAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "f")
+	if err := os.WriteFile(reg, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "p")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum, n, err := Sum256(reg, 5, Regular, "a test")
+	if err != nil || n != 5 || sum != sha256.Sum256([]byte("hello")) {
+		t.Fatalf("Sum256 = %x, %d, %v", sum, n, err)
+	}
+	if err := Check(reg, 5, Regular, "a test"); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	for _, f := range []func(string, int64) error{
+		func(p string, limit int64) error { _, _, err := Sum256(p, limit, Regular, "a test"); return err },
+		func(p string, limit int64) error { return Check(p, limit, Regular, "a test") },
+	} {
+		if err := f(reg, 4); !IsTooLarge(err) {
+			t.Errorf("over the limit: %v", err)
+		}
+		if err := f("/dev/zero", 1<<20); err == nil || !strings.Contains(err.Error(), "character device") {
+			t.Errorf("/dev/zero: %v", err)
+		}
+		if err := f(fifo, 1<<20); err == nil || !strings.Contains(err.Error(), "pipe (FIFO)") {
+			t.Errorf("fifo: %v", err)
+		}
 	}
 }
