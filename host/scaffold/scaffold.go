@@ -21,6 +21,7 @@ import (
 	"text/template"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 //go:embed template/*.tmpl
@@ -177,6 +178,10 @@ func writeZipFile(f *zip.File, dst string) error {
 	return os.WriteFile(dst, b, 0o644)
 }
 
+// maxSDKSourceBytes bounds one source file of the SDK archive; the
+// largest is a few tens of KiB.
+const maxSDKSourceBytes = 4 << 20
+
 // sdkModules are the repository's module directories the archive carries.
 var sdkModules = []string{"abi", "guest-sdk"}
 
@@ -213,7 +218,7 @@ func BuildSDKArchive(root string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(p)
+		b, err := boundedread.ReadFile(p, maxSDKSourceBytes, boundedread.Regular, "an SDK source file")
 		if err != nil {
 			return nil, fmt.Errorf("SDK sources: %w", err)
 		}
