@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/wasmsched/wasmsched/host/clusterread"
+	"github.com/wasmsched/wasmsched/host/config"
 )
 
 // byteSize is a flag holding a byte count written as a Kubernetes
@@ -33,6 +34,15 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n)
 	return nil
+}
+
+// evictionRounds is --eviction-rounds for sim.Options: nil (the
+// configuration's) for -1.
+func evictionRounds(n int) *int {
+	if n < 0 {
+		return nil
+	}
+	return &n
 }
 
 // fromClusterFlags are the limits of simulate --from-cluster's read.
@@ -88,4 +98,15 @@ func fromClusterError(err error) error {
 		return fmt.Errorf("--from-cluster: %w; --%s raises the limit", err, fromClusterLimitFlags[le.Limit])
 	}
 	return fmt.Errorf("--from-cluster: %w", err)
+}
+
+// checkEvictionRounds refuses an --eviction-rounds its configuration twin
+// (eviction.simulateRounds) could not have: -1, the default, means the
+// configuration's.
+func checkEvictionRounds(n int) error {
+	if n < -1 || n > config.MaxEvictionSimulateRounds {
+		return fmt.Errorf("--eviction-rounds: %d is outside 0..%d, eviction.simulateRounds' range (-1, the default: the configuration's)",
+			n, config.MaxEvictionSimulateRounds)
+	}
+	return nil
 }

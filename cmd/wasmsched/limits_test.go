@@ -10,6 +10,33 @@ import (
 	"testing"
 )
 
+// A flag whose configuration twin is bounded has the same bound, and the
+// error names the flag: --eviction-rounds ran any number of rounds while
+// eviction.simulateRounds stops at 1000; --kube-api-burst took a negative
+// burst clientConnection.burst refuses; the leader election periods took
+// what leaderElection's refuse past an hour.
+func TestFlagsHaveTheBoundsOfTheirConfigTwins(t *testing.T) {
+	cluster := filepath.Join("testdata", "shadow-cluster.yaml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", cluster, "--eviction-rounds", "1001"}, "--eviction-rounds: 1001 is outside 0..1000"},
+		{[]string{"simulate", cluster, "--eviction-rounds", "-2"}, "--eviction-rounds: -2 is outside 0..1000"},
+		{[]string{"serve", "--kube-api-burst=-1"}, "--kube-api-burst: -1 must not be negative"},
+		{[]string{"serve", "--leader-elect-lease-duration", "2h"}, "--leader-elect-lease-duration: 2h0m0s exceeds the limit 1h0m0s"},
+		{[]string{"serve", "--leader-elect=false", "--leader-elect-retry-period", "90m"}, "--leader-elect-retry-period: 1h30m0s exceeds the limit 1h0m0s"},
+	} {
+		t.Setenv("XDG_CACHE_HOME", t.TempDir())
+		if _, err := run(t, append(tc.args, "--log-level", "off")...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := run(t, "simulate", cluster, "--eviction-rounds", "1000", "--log-level", "off"); err != nil {
+		t.Errorf("--eviction-rounds 1000, the limit: %v", err)
+	}
+}
+
 // simulate --from-cluster names the list a limit cut, the limit, and the
 // flag that raises it; the limits' flags need --from-cluster.
 func TestSimulateFromClusterNamesTheFlagOfALimit(t *testing.T) {

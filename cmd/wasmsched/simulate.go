@@ -100,6 +100,9 @@ StatefulSets create.`,
 			if err := fromLimits.check(fromCluster, cmd.Flags().Changed); err != nil {
 				return err
 			}
+			if err := checkEvictionRounds(evictRounds); err != nil {
+				return err
+			}
 			if watchFiles && fromCluster {
 				return errors.New("--watch reads files only: it cannot be combined with --from-cluster")
 			}
@@ -111,7 +114,7 @@ StatefulSets create.`,
 					notes = cmd.ErrOrStderr()
 				}
 				return watchLoop(ctx, cmd.OutOrStdout(), watchOptions{Manifests: args, ConfigPath: configPath, ShadowPath: shadowPath,
-					Output: output, Seed: seed, APILatency: latency, Notes: notes, Log: logger()})
+					Output: output, Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Notes: notes, Log: logger()})
 			}
 			live, err := loadConfig(configPath)
 			if err != nil {
@@ -135,10 +138,7 @@ StatefulSets create.`,
 			if err != nil {
 				return err
 			}
-			opts := sim.Options{Seed: seed, APILatency: latency, Log: logger()}
-			if evictRounds >= 0 {
-				opts.EvictionRounds = &evictRounds
-			}
+			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger()}
 			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
 			if err != nil {
 				return err
@@ -154,7 +154,7 @@ StatefulSets create.`,
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "start from a live cluster's objects (read-only: list, never write), plus any MANIFEST given")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --from-cluster: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	cmd.Flags().IntVar(&evictRounds, "eviction-rounds", -1, "eviction rounds to run after scheduling settles, when the configuration has eviction policies (default: the configuration's eviction.simulateRounds)")
+	cmd.Flags().IntVar(&evictRounds, "eviction-rounds", -1, fmt.Sprintf("eviction rounds to run after scheduling settles, when the configuration has eviction policies, at most %d (default: the configuration's eviction.simulateRounds)", config.MaxEvictionSimulateRounds))
 	fromLimits.register(cmd.Flags())
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd

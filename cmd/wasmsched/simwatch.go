@@ -35,6 +35,9 @@ type watchOptions struct {
 	Output     string
 	Seed       uint64
 	APILatency time.Duration
+	// EvictionRounds is --eviction-rounds; nil for the configuration's
+	// eviction.simulateRounds.
+	EvictionRounds *int
 	// Debounce is how quiet the files must be before a re-run; 0 means
 	// reload.DefaultDebounce, the live scheduler's.
 	Debounce time.Duration
@@ -271,7 +274,7 @@ func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, Log: o.Log, Metrics: o.Metrics}
+	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics}
 	return runSimulations(ctx, objs, live, shadow, o.ShadowPath, opts, s.last)
 }
 
