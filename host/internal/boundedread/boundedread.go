@@ -2,8 +2,10 @@
 // manifests, Wasm modules, standard input — without letting one of them
 // hang the process or exhaust its memory: a path must name a regular file
 // (or, where a caller allows it, a pipe), is opened without blocking (so a
-// FIFO nobody writes to cannot stall the open), and is refused once it
-// passes a size limit, whatever its stat says (files in /proc report 0).
+// FIFO nobody writes to cannot stall the open), is refused once it
+// passes a size limit, whatever its stat says (files in /proc report 0),
+// and, for a pipe, must reach its end within a time limit (a writer that
+// holds it open and stalls cannot stall the read either).
 //
 // It is the only code in host/ and cmd/ that opens a file to read it:
 // TestEveryFileReadIsBounded fails on an os.ReadFile, os.Open,
@@ -19,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // TooLargeError says an input passed its limit. Name is the file ("-" for
@@ -59,6 +62,23 @@ const (
 	RegularOrPipe
 )
 
+// pipeTimeout bounds reading a pipe, from opening it to its end: a writer
+// that holds it open and stalls would otherwise keep a load (and every
+// --watch re-run or serve reload after it) waiting for ever. Process
+// substitution (`--config <(generate)`) writes well within it. A variable
+// for the tests.
+var pipeTimeout = time.Minute
+
+// PipeTimeoutError says a pipe did not reach its end in time.
+type PipeTimeoutError struct {
+	Name    string
+	Timeout time.Duration
+}
+
+func (e *PipeTimeoutError) Error() string {
+	return fmt.Sprintf("%s: the pipe did not reach its end within %s (a writer holds it open and stalls)", e.Name, e.Timeout)
+}
+
 // Open opens path for reading after checking, on the opened descriptor
 // (no race with a rename), that it is a kind of file the caller accepts.
 // The returned reader fails with *TooLargeError once more than limit
@@ -83,7 +103,17 @@ func Open(path string, limit int64, kinds Kinds, what string) (io.ReadCloser, er
 		f.Close()
 		return nil, &TooLargeError{Name: path, What: what, Limit: limit}
 	}
-	return &limitedFile{f: f, r: Limit(f, path, limit, what)}, nil
+	lf := &limitedFile{f: f, r: Limit(f, path, limit, what)}
+	if st.Mode()&fs.ModeNamedPipe != 0 {
+		// Opened non-blocking, the pipe is polled, so a deadline
+		// applies to it.
+		if err := f.SetReadDeadline(time.Now().Add(pipeTimeout)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: bound the time to read the pipe: %w", path, err)
+		}
+		lf.timeout = &PipeTimeoutError{Name: path, Timeout: pipeTimeout}
+	}
+	return lf, nil
 }
 
 func checkMode(path string, m fs.FileMode, kinds Kinds) error {
@@ -117,12 +147,19 @@ func kindName(m fs.FileMode) string {
 }
 
 type limitedFile struct {
-	f *os.File
-	r io.Reader
+	f       *os.File
+	r       io.Reader
+	timeout *PipeTimeoutError // set for a pipe
 }
 
-func (l *limitedFile) Read(p []byte) (int, error) { return l.r.Read(p) }
-func (l *limitedFile) Close() error               { return l.f.Close() }
+func (l *limitedFile) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if l.timeout != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = l.timeout
+	}
+	return n, err
+}
+func (l *limitedFile) Close() error { return l.f.Close() }
 
 // ReadFile reads a whole file within limit (see Open).
 func ReadFile(path string, limit int64, kinds Kinds, what string) ([]byte, error) {

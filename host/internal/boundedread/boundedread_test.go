@@ -126,3 +126,36 @@ func TestSum256AndCheckAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A pipe whose writer holds it open and never finishes is cut at the
+// pipe deadline, naming it: the read waited for ever, so a --config FIFO
+// swapped in under serve's reload or simulate --watch hung them.
+func TestAStalledPipeIsCut(t *testing.T) {
+	defer func(d time.Duration) { pipeTimeout = d }(pipeTimeout)
+	pipeTimeout = 200 * time.Millisecond
+	fifo := filepath.Join(t.TempDir(), "p")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that holds the pipe open (O_RDWR does not wait for a
+	// reader) and writes a little, then nothing.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString("kind: "); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFile(fifo, 1<<20, RegularOrPipe, "a test"); done <- err }()
+	select {
+	case err := <-done:
+		var pt *PipeTimeoutError
+		if !errors.As(err, &pt) || err.Error() != fifo+": the pipe did not reach its end within 200ms (a writer holds it open and stalls)" {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reading a stalled pipe blocked")
+	}
+}
