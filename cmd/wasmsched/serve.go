@@ -54,6 +54,9 @@ keeps serving.`,
 			}
 			set := serveSettings{kubeconfig: kubeconfig, qps: qps, burst: burst, leaderElect: leaderElect, election: election}.
 				withConfig(cfg, cmd.Flags().Changed)
+			if err := set.check(); err != nil {
+				return err
+			}
 			if set.leaderElect {
 				if err := set.election.Validate(); err != nil {
 					return err

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/wasmsched/wasmsched/host/config"
@@ -76,6 +79,27 @@ func (s serveSettings) withConfig(cfg *config.Configuration, given func(flag str
 		s.election.RetryPeriod = v
 	}
 	return s
+}
+
+// check refuses the settings whose configuration twin the configuration
+// refuses: a negative --kube-api-burst (clientConnection.burst) and a
+// leader election period past config.MaxLeaderElectionPeriod
+// (leaderElection.leaseDuration, renewDeadline, retryPeriod). The values
+// the configuration filled in passed its own checks, so what is refused
+// here came from a flag, which the error names.
+func (s serveSettings) check() error {
+	if s.burst < 0 {
+		return fmt.Errorf("--%s: %d must not be negative, as clientConnection.burst", flagBurst, s.burst)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{flagLeaseDuration, s.election.LeaseDuration}, {flagRenewDeadline, s.election.RenewDeadline}, {flagRetryPeriod, s.election.RetryPeriod}} {
+		if d.v > config.MaxLeaderElectionPeriod {
+			return fmt.Errorf("--%s: %s exceeds the limit %s, as leaderElection's periods", d.flag, d.v, config.MaxLeaderElectionPeriod)
+		}
+	}
+	return nil
 }
 
 // restConfig makes the client configuration: the kubeconfig (or the

@@ -33,6 +33,10 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 		fromCluster bool
 		kubeconfig  string
 		evictRounds int
+		fromLimits  = fromClusterFlags{
+			maxPageBytes: clusterread.DefaultMaxPageBytes, maxBytes: clusterread.DefaultMaxBytes,
+			requestTimeout: clusterread.DefaultRequestTimeout, timeout: clusterread.DefaultTimeout,
+		}
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate [MANIFEST...]",
@@ -69,7 +73,11 @@ Namespaces, Services, ReplicaSets, StatefulSets, PodDisruptionBudgets and
 PriorityClasses; bound pods stay where they are, pending ones and the pods
 of any MANIFEST given are scheduled ("would my 50 new pods fit under this
 policy?"). Combine it with --shadow to see what a new policy would change on
-today's cluster.
+today's cluster. The read is bounded: each response (one page of a list) to
+--from-cluster-max-page-bytes, all of them to --from-cluster-max-bytes, each
+request to --from-cluster-request-timeout and the whole read to
+--from-cluster-timeout; a read cut at a limit says which list, which limit
+and the flag that raises it.
 
 When the configuration has an eviction section, eviction rounds run after
 scheduling settles (--eviction-rounds, default eviction.simulateRounds), a
@@ -89,6 +97,12 @@ StatefulSets create.`,
 			if kubeconfig != "" && !fromCluster {
 				return errors.New("--kubeconfig: only with --from-cluster")
 			}
+			if err := fromLimits.check(fromCluster, cmd.Flags().Changed); err != nil {
+				return err
+			}
+			if err := checkEvictionRounds(evictRounds); err != nil {
+				return err
+			}
 			if watchFiles && fromCluster {
 				return errors.New("--watch reads files only: it cannot be combined with --from-cluster")
 			}
@@ -100,7 +114,7 @@ StatefulSets create.`,
 					notes = cmd.ErrOrStderr()
 				}
 				return watchLoop(ctx, cmd.OutOrStdout(), watchOptions{Manifests: args, ConfigPath: configPath, ShadowPath: shadowPath,
-					Output: output, Seed: seed, APILatency: latency, Notes: notes, Log: logger()})
+					Output: output, Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Notes: notes, Log: logger()})
 			}
 			live, err := loadConfig(configPath)
 			if err != nil {
@@ -116,14 +130,15 @@ StatefulSets create.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			objs, err := loadInputs(ctx, args, fromCluster, kubeconfig, logger())
+			var from *fromClusterFlags
+			if fromCluster {
+				from = &fromLimits
+			}
+			objs, err := loadInputs(ctx, args, from, kubeconfig, logger())
 			if err != nil {
 				return err
 			}
-			opts := sim.Options{Seed: seed, APILatency: latency, Log: logger()}
-			if evictRounds >= 0 {
-				opts.EvictionRounds = &evictRounds
-			}
+			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger()}
 			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
 			if err != nil {
 				return err
@@ -139,7 +154,8 @@ StatefulSets create.`,
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "start from a live cluster's objects (read-only: list, never write), plus any MANIFEST given")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --from-cluster: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	cmd.Flags().IntVar(&evictRounds, "eviction-rounds", -1, "eviction rounds to run after scheduling settles, when the configuration has eviction policies (default: the configuration's eviction.simulateRounds)")
+	cmd.Flags().IntVar(&evictRounds, "eviction-rounds", -1, fmt.Sprintf("eviction rounds to run after scheduling settles, when the configuration has eviction policies, at most %d (default: the configuration's eviction.simulateRounds)", config.MaxEvictionSimulateRounds))
+	fromLimits.register(cmd.Flags())
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
 }
@@ -163,19 +179,20 @@ func loadConfig(path string) (*config.Configuration, error) {
 }
 
 // loadInputs reads the objects a simulation starts from: manifest files,
-// or a live cluster's objects (read-only) plus the manifests' objects.
-// Every run, the shadow one included, starts from what it returns.
-func loadInputs(ctx context.Context, args []string, fromCluster bool, kubeconfig string, log hclog.Logger) (*sim.Objects, error) {
-	if !fromCluster {
+// or, when from is set, a live cluster's objects (read-only, within
+// from's limits) plus the manifests' objects. Every run, the shadow one
+// included, starts from what it returns.
+func loadInputs(ctx context.Context, args []string, from *fromClusterFlags, kubeconfig string, log hclog.Logger) (*sim.Objects, error) {
+	if from == nil {
 		return sim.LoadFiles(args...)
 	}
-	client, err := clusterread.Client(kubeconfig)
+	client, err := clusterread.Client(kubeconfig, clusterread.Limits{MaxPageBytes: int64(from.maxPageBytes), MaxBytes: int64(from.maxBytes)})
 	if err != nil {
-		return nil, fmt.Errorf("--from-cluster: %w", err)
+		return nil, fromClusterError(err)
 	}
-	objs, err := clusterread.Read(ctx, client, clusterread.Options{Log: log})
+	objs, err := clusterread.Read(ctx, client, clusterread.Options{RequestTimeout: from.requestTimeout, Timeout: from.timeout, Log: log})
 	if err != nil {
-		return nil, fmt.Errorf("--from-cluster: %w", err)
+		return nil, fromClusterError(err)
 	}
 	if err := objs.ReadFiles(args...); err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +35,9 @@ type watchOptions struct {
 	Output     string
 	Seed       uint64
 	APILatency time.Duration
+	// EvictionRounds is --eviction-rounds; nil for the configuration's
+	// eviction.simulateRounds.
+	EvictionRounds *int
 	// Debounce is how quiet the files must be before a re-run; 0 means
 	// reload.DefaultDebounce, the live scheduler's.
 	Debounce time.Duration
@@ -166,19 +168,27 @@ func (s *watchSession) paths() []string {
 	return out
 }
 
-// digests reads every watched file's content digest; a file that cannot
-// be read gets the zero digest, so that its disappearing or coming back
-// counts as a change.
+// digests reads every watched file's content digest (see digest).
 func (s *watchSession) digests() map[string][sha256.Size]byte {
 	d := map[string][sha256.Size]byte{}
 	for _, p := range s.paths() {
-		var sum [sha256.Size]byte
-		if b, err := os.ReadFile(p); err == nil {
-			sum = sha256.Sum256(b)
-		}
-		d[p] = sum
+		d[p] = digest(p)
 	}
 	return d
+}
+
+// digest is one watched file's content digest, read within bounds
+// (watch.Digest). A file that cannot be read — gone, or swapped for a
+// device, a FIFO or something too large — gets the digest of why, so
+// that its disappearing, coming back or turning from one kind into
+// another counts as a change of that file; the run that follows says
+// why, as its loader refuses the file.
+func digest(p string) [sha256.Size]byte {
+	sum, err := watch.Digest(p)
+	if err != nil {
+		return sha256.Sum256([]byte("unreadable: " + err.Error()))
+	}
+	return sum
 }
 
 // changedFiles names the files whose content differs between two
@@ -214,11 +224,7 @@ func (s *watchSession) setConfigModules(shadow bool, cfg *config.Configuration) 
 	}
 	for _, p := range ps {
 		if _, ok := s.seen[p]; !ok {
-			var sum [sha256.Size]byte
-			if b, err := os.ReadFile(p); err == nil {
-				sum = sha256.Sum256(b)
-			}
-			s.seen[p] = sum
+			s.seen[p] = digest(p)
 		}
 	}
 }
@@ -268,7 +274,7 @@ func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, Log: o.Log, Metrics: o.Metrics}
+	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics}
 	return runSimulations(ctx, objs, live, shadow, o.ShadowPath, opts, s.last)
 }
 

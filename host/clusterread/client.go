@@ -3,6 +3,7 @@ package clusterread
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/http"
 	"sync"
@@ -10,6 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 // UserAgent is what the clients Client makes send, so a cluster's audit
@@ -30,19 +34,27 @@ var ErrNotReadOnly = errors.New("refused: reading a cluster for a simulation nev
 // loading rules: $KUBECONFIG, then ~/.kube/config, then the in-cluster
 // configuration) whose transport refuses every request but GET (see
 // ReadOnlyTransport): simulate never writes to the cluster it reads, and
-// this makes sure of it below everything Read does.
-func Client(kubeconfig string) (kubernetes.Interface, error) {
-	c, _, err := ClientWithTransport(kubeconfig)
+// this makes sure of it below everything Read does. Its transport also
+// counts the bytes of every response against lim (zero fields: the
+// defaults), failing a response with a *LimitError at a limit. Each
+// kubeconfig file must be a regular file of at most
+// config.MaxFileBytes: a device or a FIFO is refused, naming it, before
+// client-go reads it (without a bound, or waiting for a writer).
+func Client(kubeconfig string, lim Limits) (kubernetes.Interface, error) {
+	c, _, err := ClientWithTransport(kubeconfig, lim)
 	return c, err
 }
 
 // ClientWithTransport is Client that also returns the guard its requests
 // pass through, whose Requests tell what the client asked (tests prove
 // with it that a read sent nothing but GETs).
-func ClientWithTransport(kubeconfig string) (kubernetes.Interface, *ReadOnlyTransport, error) {
+func ClientWithTransport(kubeconfig string, lim Limits) (kubernetes.Interface, *ReadOnlyTransport, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
+	}
+	if err := checkKubeconfigs(rules); err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client configuration: %w", err)
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
@@ -51,8 +63,9 @@ func ClientWithTransport(kubeconfig string) (kubernetes.Interface, *ReadOnlyTran
 		}
 		return nil, nil, fmt.Errorf("kubernetes client configuration %q: %w", kubeconfig, err)
 	}
+	newByteBudget(lim).install(cfg)
 	guard := &ReadOnlyTransport{}
-	guard.Install(cfg)
+	guard.Install(cfg) // outermost: a refused request reaches nothing
 	cfg.UserAgent = UserAgent
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	c, err := kubernetes.NewForConfig(cfg)
@@ -60,6 +73,26 @@ func ClientWithTransport(kubeconfig string) (kubernetes.Interface, *ReadOnlyTran
 		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return c, guard, nil
+}
+
+// checkKubeconfigs refuses a kubeconfig file that the loading rules
+// would read and that is not a regular file within config.MaxFileBytes;
+// missing files are client-go's to report or skip.
+func checkKubeconfigs(rules *clientcmd.ClientConfigLoadingRules) error {
+	paths := rules.Precedence
+	if rules.ExplicitPath != "" {
+		paths = []string{rules.ExplicitPath}
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		err := boundedread.Check(p, config.MaxFileBytes, boundedread.Regular, "a kubeconfig file")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadOnlyTransport guards a client's HTTP transport: a GET goes through,

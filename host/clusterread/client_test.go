@@ -74,7 +74,7 @@ current-context: x
 // process, naming the method and URL; reads go through.
 func TestClientRefusesEveryWrite(t *testing.T) {
 	srv := newAPIServer(t)
-	client, guard, err := ClientWithTransport(writeKubeconfig(t, srv.URL))
+	client, guard, err := ClientWithTransport(writeKubeconfig(t, srv.URL), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestClientRefusesEveryWrite(t *testing.T) {
 // Read through a guarded client asks only GETs, one list per kind.
 func TestReadThroughTheGuardedClient(t *testing.T) {
 	srv := newAPIServer(t)
-	client, guard, err := ClientWithTransport(writeKubeconfig(t, srv.URL))
+	client, guard, err := ClientWithTransport(writeKubeconfig(t, srv.URL), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestInstallKeepsOtherWrappers(t *testing.T) {
 
 func TestClientNamesABadKubeconfig(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
-	if _, err := Client(missing); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := Client(missing, Limits{}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -10,13 +10,22 @@
 // selectors only, never expanded into pods: their pods were listed with
 // the rest. Client makes a clientset whose transport refuses every
 // request but GET, so nothing below Read can write either.
+//
+// Reading is bounded so that a huge, stalled or dripping API server (or
+// something posing as one) ends the read with an error naming the list
+// and the limit, instead of exhausting memory or waiting for ever: the
+// client's transport counts response bytes, per response and in total
+// (Limits), and Read puts deadlines on each request and on itself
+// (Options).
 package clusterread
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/hashicorp/go-hclog"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/wasmsched/wasmsched/host/convert"
 	"github.com/wasmsched/wasmsched/host/sim"
@@ -60,6 +70,12 @@ type Options struct {
 	// and others left out count too: they were received); past it Read
 	// stops with ErrTooManyObjects. 0 means DefaultMaxObjects.
 	MaxObjects int
+	// RequestTimeout bounds one list request, from sending it to the
+	// last byte of its response (a stalled or dripping server is cut
+	// there); 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Timeout bounds the whole Read; 0 means DefaultTimeout.
+	Timeout time.Duration
 	// Log receives a summary of what was read and a warning for each
 	// object left out because the simulation could not use it; nil logs
 	// nothing.
@@ -91,17 +107,35 @@ type Options struct {
 // manifests. Lists are paginated (Options.PageSize); a list whose
 // continuation expired mid-way is started over. Read sends nothing but
 // list requests.
+//
+// Each request, and Read as a whole, has a deadline (Options.RequestTimeout,
+// Options.Timeout); a client made by Client also bounds the bytes it
+// receives (Limits). A read cut at one of these limits returns a
+// *LimitError, wrapped with the resource whose list it cut.
 func Read(ctx context.Context, client kubernetes.Interface, opts Options) (*sim.Objects, error) {
-	r := &reader{ctx: ctx, c: client, opts: opts, log: opts.Log}
+	r := &reader{c: client, opts: opts, log: opts.Log}
 	if r.opts.PageSize <= 0 {
 		r.opts.PageSize = DefaultPageSize
 	}
 	if r.opts.MaxObjects <= 0 {
 		r.opts.MaxObjects = DefaultMaxObjects
 	}
+	if r.opts.RequestTimeout <= 0 {
+		r.opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if r.opts.Timeout <= 0 {
+		r.opts.Timeout = DefaultTimeout
+	}
 	if r.log == nil {
 		r.log = hclog.NewNullLogger()
 	}
+	r.requestCut = &LimitError{Limit: LimitRequestTime, Value: r.opts.RequestTimeout.String()}
+	ctx, cancel := context.WithTimeoutCause(ctx, r.opts.Timeout,
+		&LimitError{Limit: LimitTime, Value: r.opts.Timeout.String()})
+	defer cancel()
+	// client-go logs a body it could not read before returning the error;
+	// the error Read returns says it all, once.
+	r.ctx = klog.NewContext(ctx, logr.Discard())
 	objs := &sim.Objects{}
 	if err := r.read(objs); err != nil {
 		return nil, err
@@ -121,6 +155,9 @@ type reader struct {
 	c    kubernetes.Interface
 	opts Options
 	log  hclog.Logger
+
+	// requestCut is the cause of a request's deadline.
+	requestCut *LimitError
 
 	listed int // items received, over all lists
 	// What was left out, and the bound pods kept.
@@ -325,13 +362,21 @@ func listAll[L any, T any](r *reader, what string, list func(context.Context, me
 	maxPages := r.opts.MaxObjects/int(r.opts.PageSize) + 1000
 	for {
 		if err := r.ctx.Err(); err != nil {
+			if le := cut(r.ctx, err); le != nil {
+				return nil, fmt.Errorf("list %s: %w", what, le)
+			}
 			return nil, fmt.Errorf("list %s: %w", what, err)
 		}
 		if pages++; pages > maxPages {
 			return nil, fmt.Errorf("list %s: more than %d pages of at most %d items: the server keeps continuing", what, maxPages, r.opts.PageSize)
 		}
-		l, err := list(r.ctx, opts)
+		l, err := listPage(r, list, opts)
 		if err != nil {
+			if le := cut(r.ctx, err); le != nil {
+				// Not client-go's "please retry": the limit, and
+				// which list it cut.
+				return nil, fmt.Errorf("list %s: %w", what, le)
+			}
 			if apierrors.IsResourceExpired(err) && opts.Continue != "" && restarts < maxRestarts {
 				restarts++
 				r.listed -= len(out)
@@ -352,6 +397,19 @@ func listAll[L any, T any](r *reader, what string, list func(context.Context, me
 		}
 		opts.Continue = next
 	}
+}
+
+// listPage makes one list request under the per-request deadline.
+func listPage[L any](r *reader, list func(context.Context, metav1.ListOptions) (L, error), opts metav1.ListOptions) (L, error) {
+	ctx, cancel := context.WithTimeoutCause(r.ctx, r.opts.RequestTimeout, r.requestCut)
+	defer cancel()
+	l, err := list(ctx, opts)
+	if err != nil {
+		if le := cut(ctx, err); le != nil {
+			return l, le
+		}
+	}
+	return l, err
 }
 
 // resourcesOnly trims container statuses to what scheduling reads: the

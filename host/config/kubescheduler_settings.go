@@ -52,9 +52,10 @@ const (
 	ContentTypeProtobuf = "application/vnd.kubernetes.protobuf"
 )
 
-// maxLeaderElectionPeriod bounds the leader election timings: far past any
-// sensible Lease, and far from time.Duration overflow.
-const maxLeaderElectionPeriod = time.Hour
+// MaxLeaderElectionPeriod bounds the leader election timings, in the
+// file and in serve's flags: far past any sensible Lease, and far from
+// time.Duration overflow.
+const MaxLeaderElectionPeriod = time.Hour
 
 func checkLeaderElection(le *LeaderElection, add func(field, format string, a ...any)) {
 	if le == nil {
@@ -65,8 +66,8 @@ func checkLeaderElection(le *LeaderElection, add func(field, format string, a ..
 		name string
 		v    time.Duration
 	}{{"leaseDuration", le.LeaseDuration.Duration}, {"renewDeadline", le.RenewDeadline.Duration}, {"retryPeriod", le.RetryPeriod.Duration}} {
-		if d.v < 0 || d.v > maxLeaderElectionPeriod {
-			add(f+"."+d.name, "%s is outside 0..%s (0 means serve's default)", d.v, maxLeaderElectionPeriod)
+		if d.v < 0 || d.v > MaxLeaderElectionPeriod {
+			add(f+"."+d.name, "%s is outside 0..%s (0 means serve's default)", d.v, MaxLeaderElectionPeriod)
 		}
 	}
 	// The nesting client-go requires, when both sides are written (the

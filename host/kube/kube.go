@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
 
@@ -34,13 +36,16 @@ func Client(kubeconfig string, qps float32, burst int) (kubernetes.Interface, er
 // RESTConfig is the client configuration Client uses: a kubeconfig file,
 // or the in-cluster configuration when kubeconfig is empty. Serve needs it
 // (ServeOptions.RESTConfig) for the clients that are not a clientset's,
-// such as metrics.k8s.io's.
+// such as metrics.k8s.io's. The kubeconfig (--kubeconfig, or the
+// configuration's clientConnection.kubeconfig) must be a regular file of
+// at most config.MaxFileBytes: client-go reads it whole, or waits on a
+// FIFO for ever, so a device or FIFO is refused here first, naming it.
 func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if kubeconfig == "" {
 		cfg, err = rest.InClusterConfig()
-	} else {
+	} else if err = boundedread.Check(kubeconfig, config.MaxFileBytes, boundedread.Regular, "a kubeconfig file"); err == nil {
 		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	if err != nil {

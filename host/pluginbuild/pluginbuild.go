@@ -14,11 +14,24 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
+)
+
+// Bounds of the files a build reads: the project's go.mod and the built
+// module come from the command line (DIR, -o), env.sh from --tinygo-root.
+const (
+	maxGoModBytes = 1 << 20
+	// maxModuleBytes is host/modules' MaxModuleBytes (a test checks): a
+	// larger module would not load, so describing it is an error too.
+	maxModuleBytes = 64 << 20
+	maxEnvShBytes  = 64 << 10
 )
 
 // TargetJSON is the TinyGo target every wasmsched module is built with:
@@ -75,9 +88,12 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
+	gomod, err := boundedread.ReadFile(filepath.Join(dir, "go.mod"), maxGoModBytes, boundedread.Regular, "a go.mod file")
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s is not a Go module (no go.mod): run `wasmsched plugin init` first", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("plugin project %s: %w", dir, err)
 	}
 	pkg := o.Package
 	if pkg == "" {
@@ -123,14 +139,15 @@ func moduleBase(gomod []byte, def string) string {
 	return def
 }
 
-// Describe returns a module file's size and sha256.
+// Describe returns a module file's size and sha256. The file must be a
+// regular file the host would load (within maxModuleBytes): -o naming a
+// device or a FIFO is refused rather than read for ever.
 func Describe(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	sum, size, err := boundedread.Sum256(path, maxModuleBytes, boundedread.Regular, "a Wasm module")
 	if err != nil {
 		return nil, fmt.Errorf("read built module: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return &Result{Path: path, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}, nil
+	return &Result{Path: path, Size: size, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
 // tinygoCommand finds TinyGo, writes the target file, and returns the build
@@ -169,7 +186,7 @@ func tinygoCommand(ctx context.Context, root, pkg, out string) (*exec.Cmd, error
 // goForTinyGo reads the Go bin directory install-tinygo.sh recorded in
 // env.sh (TinyGo 0.40 needs a Go <= 1.25 standard library); "" if none.
 func goForTinyGo(root string) string {
-	b, err := os.ReadFile(filepath.Join(root, "env.sh"))
+	b, err := boundedread.ReadFile(filepath.Join(root, "env.sh"), maxEnvShBytes, boundedread.Regular, "TinyGo's env.sh")
 	if err != nil {
 		return ""
 	}
@@ -197,7 +214,7 @@ func writeTarget() (string, error) {
 	sum := sha256.Sum256(TargetJSON)
 	dir := filepath.Join(cache, "wasmsched")
 	path := filepath.Join(dir, "tinygo-target-"+hex.EncodeToString(sum[:6])+".json")
-	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, TargetJSON) {
+	if b, err := boundedread.ReadFile(path, int64(len(TargetJSON)), boundedread.Regular, "the TinyGo target file"); err == nil && bytes.Equal(b, TargetJSON) {
 		return path, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

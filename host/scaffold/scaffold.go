@@ -17,10 +17,15 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
+	"golang.org/x/mod/module"
+
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 //go:embed template/*.tmpl
@@ -48,7 +53,10 @@ type Options struct {
 	// Dir is where to write it; default: ./Name. It must be empty or
 	// absent unless UpdateSDK is set.
 	Dir string
-	// Module is the Go module path; default: example.com/Name.
+	// Module is the Go module path; default: example.com/Name. It must be
+	// a path `go mod init` accepts (golang.org/x/mod/module's
+	// CheckImportPath): it is written into go.mod, where a newline or a
+	// quote would add directives of its own.
 	Module string
 	// UpdateSDK rewrites only the SDK copy of an existing project.
 	UpdateSDK bool
@@ -56,11 +64,38 @@ type Options struct {
 
 var validName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 
+// reservedIdents are the top-level identifiers of the generated Go files
+// (TestReservedIdentsAreTheTemplates' keeps the list whole): a plugin
+// type of one of these names would not compile.
+var reservedIdents = []string{"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
+	"TestFilterKeepsPodsInTheirPool", "TestScorePrefersFreeCPU"}
+
+// check refuses what Init cannot write into a project that builds: every
+// string the user gives that ends up in a generated file is checked here.
+func (o Options) check() error {
+	if !validName.MatchString(o.Name) {
+		return fmt.Errorf("plugin name %q: want lower-case letters, digits, '-' or '_', starting with a letter (at most 63)", o.Name)
+	}
+	if p := pluginName(o.Name); slices.Contains(reservedIdents, p) {
+		return fmt.Errorf("plugin name %q: its Go type %s would clash with the generated code's %s; choose another name", o.Name, p, p)
+	}
+	if o.Module != "" {
+		if err := module.CheckImportPath(o.Module); err != nil {
+			var pe *module.InvalidPathError
+			if errors.As(err, &pe) {
+				pe.Kind = "module" // as go mod init says it
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // Init writes the project and returns the files it wrote (relative to
 // Dir), SDK copy excluded.
 func Init(o Options) ([]string, error) {
-	if !validName.MatchString(o.Name) {
-		return nil, fmt.Errorf("plugin name %q: want lower-case letters, digits, '-' or '_', starting with a letter (at most 63)", o.Name)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	dir := o.Dir
 	if dir == "" {
@@ -89,7 +124,7 @@ func Init(o Options) ([]string, error) {
 	var wrote []string
 	for _, name := range names {
 		out := strings.TrimSuffix(path.Base(name), ".tmpl")
-		t, err := template.ParseFS(templates, name)
+		t, err := template.New(path.Base(name)).Funcs(templateFuncs).ParseFS(templates, name)
 		if err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
 		}
@@ -104,6 +139,12 @@ func Init(o Options) ([]string, error) {
 	}
 	return wrote, extractSDK(filepath.Join(dir, SDKDir))
 }
+
+// templateFuncs are the templates' functions: yaml writes a YAML string
+// quoted, so that a name such as "true", "null", "yes" or "on" stays a
+// string (sigs.k8s.io/yaml reads YAML 1.1, where the last two are
+// booleans).
+var templateFuncs = template.FuncMap{"yaml": strconv.Quote}
 
 // data is what the templates see.
 type data struct {
@@ -177,6 +218,10 @@ func writeZipFile(f *zip.File, dst string) error {
 	return os.WriteFile(dst, b, 0o644)
 }
 
+// maxSDKSourceBytes bounds one source file of the SDK archive; the
+// largest is a few tens of KiB.
+const maxSDKSourceBytes = 4 << 20
+
 // sdkModules are the repository's module directories the archive carries.
 var sdkModules = []string{"abi", "guest-sdk"}
 
@@ -213,7 +258,7 @@ func BuildSDKArchive(root string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := os.ReadFile(p)
+		b, err := boundedread.ReadFile(p, maxSDKSourceBytes, boundedread.Regular, "an SDK source file")
 		if err != nil {
 			return nil, fmt.Errorf("SDK sources: %w", err)
 		}

@@ -86,7 +86,7 @@ func TestClusterReadIsReadOnlyAndSimulates(t *testing.T) {
 		return err
 	})
 
-	client, guard, err := clusterread.ClientWithTransport(kubeconfig)
+	client, guard, err := clusterread.ClientWithTransport(kubeconfig, clusterread.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,17 +2,26 @@
 // manifests, Wasm modules, standard input — without letting one of them
 // hang the process or exhaust its memory: a path must name a regular file
 // (or, where a caller allows it, a pipe), is opened without blocking (so a
-// FIFO nobody writes to cannot stall the open), and is refused once it
-// passes a size limit, whatever its stat says (files in /proc report 0).
+// FIFO nobody writes to cannot stall the open), is refused once it
+// passes a size limit, whatever its stat says (files in /proc report 0),
+// and, for a pipe, must reach its end within a time limit (a writer that
+// holds it open and stalls cannot stall the read either).
+//
+// It is the only code in host/ and cmd/ that opens a file to read it:
+// TestEveryFileReadIsBounded fails on an os.ReadFile, os.Open,
+// os.OpenFile or ioutil read anywhere else, so a path that comes from the
+// configuration or the command line cannot be read some other way.
 package boundedread
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // TooLargeError says an input passed its limit. Name is the file ("-" for
@@ -53,6 +62,23 @@ const (
 	RegularOrPipe
 )
 
+// pipeTimeout bounds reading a pipe, from opening it to its end: a writer
+// that holds it open and stalls would otherwise keep a load (and every
+// --watch re-run or serve reload after it) waiting for ever. Process
+// substitution (`--config <(generate)`) writes well within it. A variable
+// for the tests.
+var pipeTimeout = time.Minute
+
+// PipeTimeoutError says a pipe did not reach its end in time.
+type PipeTimeoutError struct {
+	Name    string
+	Timeout time.Duration
+}
+
+func (e *PipeTimeoutError) Error() string {
+	return fmt.Sprintf("%s: the pipe did not reach its end within %s (a writer holds it open and stalls)", e.Name, e.Timeout)
+}
+
 // Open opens path for reading after checking, on the opened descriptor
 // (no race with a rename), that it is a kind of file the caller accepts.
 // The returned reader fails with *TooLargeError once more than limit
@@ -77,7 +103,17 @@ func Open(path string, limit int64, kinds Kinds, what string) (io.ReadCloser, er
 		f.Close()
 		return nil, &TooLargeError{Name: path, What: what, Limit: limit}
 	}
-	return &limitedFile{f: f, r: Limit(f, path, limit, what)}, nil
+	lf := &limitedFile{f: f, r: Limit(f, path, limit, what)}
+	if st.Mode()&fs.ModeNamedPipe != 0 {
+		// Opened non-blocking, the pipe is polled, so a deadline
+		// applies to it.
+		if err := f.SetReadDeadline(time.Now().Add(pipeTimeout)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: bound the time to read the pipe: %w", path, err)
+		}
+		lf.timeout = &PipeTimeoutError{Name: path, Timeout: pipeTimeout}
+	}
+	return lf, nil
 }
 
 func checkMode(path string, m fs.FileMode, kinds Kinds) error {
@@ -111,12 +147,19 @@ func kindName(m fs.FileMode) string {
 }
 
 type limitedFile struct {
-	f *os.File
-	r io.Reader
+	f       *os.File
+	r       io.Reader
+	timeout *PipeTimeoutError // set for a pipe
 }
 
-func (l *limitedFile) Read(p []byte) (int, error) { return l.r.Read(p) }
-func (l *limitedFile) Close() error               { return l.f.Close() }
+func (l *limitedFile) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if l.timeout != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = l.timeout
+	}
+	return n, err
+}
+func (l *limitedFile) Close() error { return l.f.Close() }
 
 // ReadFile reads a whole file within limit (see Open).
 func ReadFile(path string, limit int64, kinds Kinds, what string) ([]byte, error) {
@@ -126,6 +169,38 @@ func ReadFile(path string, limit int64, kinds Kinds, what string) ([]byte, error
 	}
 	defer rc.Close()
 	return io.ReadAll(rc)
+}
+
+// Sum256 hashes a whole file within limit (see Open) without holding it
+// in memory, and returns its digest and size: for files that are compared
+// or described rather than parsed (a watched file's content, a built
+// module, a cache entry).
+func Sum256(path string, limit int64, kinds Kinds, what string) (sum [sha256.Size]byte, size int64, err error) {
+	rc, err := Open(path, limit, kinds, what)
+	if err != nil {
+		return sum, 0, err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if size, err = io.Copy(h, rc); err != nil {
+		return sum, 0, err
+	}
+	h.Sum(sum[:0])
+	return sum, size, nil
+}
+
+// Check opens path as Open does and closes it without reading: for a file
+// that a library reads itself (client-go reads the kubeconfig), so that a
+// device, a FIFO or a huge file is refused, naming it, before the library
+// reads it without a bound or waits on it forever. The file can still be
+// replaced between the check and the library's read; the check is for
+// mistakes and hostile paths, not for a race with our own user.
+func Check(path string, limit int64, kinds Kinds, what string) error {
+	rc, err := Open(path, limit, kinds, what)
+	if err != nil {
+		return err
+	}
+	return rc.Close()
 }
 
 // ReadAll reads r (standard input, say) whole within limit.

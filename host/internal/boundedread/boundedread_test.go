@@ -1,6 +1,7 @@
 package boundedread
 
 import (
+	"crypto/sha256"
 	"errors"
 	"io"
 	"os"
@@ -88,5 +89,73 @@ func TestOpenChecksTheKindOfFile(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("blocked on a FIFO")
+	}
+}
+
+// Sum256 hashes within the limit and refuses what Open refuses; Check
+// refuses the same without reading.
+func TestSum256AndCheckAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "f")
+	if err := os.WriteFile(reg, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "p")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum, n, err := Sum256(reg, 5, Regular, "a test")
+	if err != nil || n != 5 || sum != sha256.Sum256([]byte("hello")) {
+		t.Fatalf("Sum256 = %x, %d, %v", sum, n, err)
+	}
+	if err := Check(reg, 5, Regular, "a test"); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	for _, f := range []func(string, int64) error{
+		func(p string, limit int64) error { _, _, err := Sum256(p, limit, Regular, "a test"); return err },
+		func(p string, limit int64) error { return Check(p, limit, Regular, "a test") },
+	} {
+		if err := f(reg, 4); !IsTooLarge(err) {
+			t.Errorf("over the limit: %v", err)
+		}
+		if err := f("/dev/zero", 1<<20); err == nil || !strings.Contains(err.Error(), "character device") {
+			t.Errorf("/dev/zero: %v", err)
+		}
+		if err := f(fifo, 1<<20); err == nil || !strings.Contains(err.Error(), "pipe (FIFO)") {
+			t.Errorf("fifo: %v", err)
+		}
+	}
+}
+
+// A pipe whose writer holds it open and never finishes is cut at the
+// pipe deadline, naming it: the read waited for ever, so a --config FIFO
+// swapped in under serve's reload or simulate --watch hung them.
+func TestAStalledPipeIsCut(t *testing.T) {
+	defer func(d time.Duration) { pipeTimeout = d }(pipeTimeout)
+	pipeTimeout = 200 * time.Millisecond
+	fifo := filepath.Join(t.TempDir(), "p")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that holds the pipe open (O_RDWR does not wait for a
+	// reader) and writes a little, then nothing.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString("kind: "); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFile(fifo, 1<<20, RegularOrPipe, "a test"); done <- err }()
+	select {
+	case err := <-done:
+		var pt *PipeTimeoutError
+		if !errors.As(err, &pt) || err.Error() != fifo+": the pipe did not reach its end within 200ms (a writer holds it open and stalls)" {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reading a stalled pipe blocked")
 	}
 }

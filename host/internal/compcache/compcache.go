@@ -11,12 +11,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 // The on-disk compilation cache holds machine code that the runtime runs
@@ -42,6 +43,14 @@ import (
 
 // manifestName is the manifest file in each module's cache directory.
 const manifestName = "wasmsched-manifest"
+
+// Bounds of what is read from a cache directory: a manifest lists a
+// few files; an entry is compiled code (ReadVerified's callers bound what
+// they load with a limit of their own).
+const (
+	maxManifestBytes = 1 << 20
+	maxEntryBytes    = 1 << 30
+)
 
 // manifestHeader starts a manifest; the digest follows it.
 const manifestHeader = "wasmsched compilation cache v1 "
@@ -92,12 +101,12 @@ type manifestEntry struct{ path, sum string }
 // readManifest reads dir's manifest; ok is false when there is none or it
 // was written for another digest.
 func readManifest(dir, digest string) (files map[string]string, ok bool) {
-	f, err := os.Open(filepath.Join(dir, manifestName))
+	f, err := boundedread.Open(filepath.Join(dir, manifestName), maxManifestBytes, boundedread.Regular, "a compile cache manifest")
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	sc := bufio.NewScanner(f)
 	if !sc.Scan() || sc.Text() != manifestHeader+digest {
 		return nil, false
 	}
@@ -143,16 +152,11 @@ func cacheFiles(dir string) ([]string, []fs.DirEntry, error) {
 }
 
 func fileSum(p string) (string, error) {
-	f, err := os.Open(p)
+	sum, _, err := boundedread.Sum256(p, maxEntryBytes, boundedread.Regular, "a compile cache entry")
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // VerifyDir removes from a module's cache directory every file the
@@ -266,17 +270,15 @@ func ReadVerified(dir, digest, rel string, maxBytes int64) (b []byte, ok bool, w
 	case st.Size() > maxBytes:
 		return nil, false, fmt.Sprintf("%d bytes, over the %d a cache entry may have", st.Size(), maxBytes)
 	}
-	f, err := os.Open(full)
-	if err != nil {
-		return nil, false, fmt.Sprintf("unreadable: %v", err)
-	}
-	defer f.Close()
-	b, err = io.ReadAll(io.LimitReader(f, maxBytes+1))
-	if err != nil {
+	b, err = boundedread.ReadFile(full, maxBytes, boundedread.Regular, "a compile cache entry")
+	switch {
+	case boundedread.IsTooLarge(err):
+		return nil, false, "content differs from what was compiled" // it grew since the Lstat
+	case err != nil:
 		return nil, false, fmt.Sprintf("unreadable: %v", err)
 	}
 	sum := sha256.Sum256(b)
-	if int64(len(b)) > maxBytes || hex.EncodeToString(sum[:]) != want {
+	if hex.EncodeToString(sum[:]) != want {
 		return nil, false, "content differs from what was compiled"
 	}
 	return b, true, ""

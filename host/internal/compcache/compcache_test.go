@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread/specialfiles"
 )
 
 // TestReadVerifiedReturnsOnlyVouchedBytes: an entry is returned only when
@@ -73,5 +76,26 @@ func TestVerifyDirRemovesWhatTheManifestDoesNotVouchFor(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
 			t.Errorf("%s present: %v, want %v", name, err == nil, want)
 		}
+	}
+}
+
+// A cache directory whose manifest is a FIFO (only our own user can put
+// one there, but the directory comes from --wasm-cache-dir) is treated
+// as unsealed, at once: opening it used to wait for a writer for ever.
+func TestAFIFOManifestDoesNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "entry"), []byte("code"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	specialfiles.FIFO(t, dir, manifestName)
+	err := specialfiles.Load(t, 20*time.Second, "verifying the cache directory", func() error {
+		rejected, err := VerifyDir(dir, "d3")
+		if err == nil && (len(rejected) != 1 || rejected[0] != "entry: not recorded when it was compiled") {
+			t.Errorf("rejected %v", rejected)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
