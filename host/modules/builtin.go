@@ -44,6 +44,11 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// builtinCollects reports whether a builtin bundle's build collects its
+// garbage: all but the default bundle, which the Makefile builds with
+// TinyGo's leaking allocator (TINYGO_LEAKING).
+func builtinCollects(name string) bool { return name != config.BuiltinDefaultModule }
+
 // builtinModule returns a builtin module's bytes, digest and native
 // twin's plugins.
 func builtinModule(name string) (bin []byte, sum string, twin []plugin.Registration) {
