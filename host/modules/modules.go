@@ -343,8 +343,11 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 	if key.runtime == "" {
 		key.runtime = config.RuntimeWazero
 	}
-	if mc.MemoryLimit != nil {
+	switch {
+	case mc.MemoryLimit != nil:
 		key.memory = mc.MemoryLimit.Value()
+	case builtin:
+		key.memory = builtinMemoryLimit(mc.Name)
 	}
 	var bin []byte
 	var given policy.Backend
