@@ -11,7 +11,8 @@ import (
 
 // TestGuestsAreBuiltFromTheirSources: every committed test guest has its
 // .wat next to it, and (where wabt is installed) is what wat2wasm makes
-// of it, so a guest cannot drift from the source that documents it.
+// of it, with the flags its header asks for, so a guest cannot drift from
+// the source that documents it.
 func TestGuestsAreBuiltFromTheirSources(t *testing.T) {
 	wats, err := filepath.Glob("testdata/*.wat")
 	if err != nil || len(wats) == 0 {
@@ -29,7 +30,8 @@ func TestGuestsAreBuiltFromTheirSources(t *testing.T) {
 			continue
 		}
 		out := filepath.Join(t.TempDir(), name+".wasm")
-		if msg, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
+		args := append(watFlags(t, src), src, "-o", out)
+		if msg, err := exec.Command(wat2wasm, args...).CombinedOutput(); err != nil {
 			t.Fatalf("wat2wasm %s: %v\n%s", src, err, msg)
 		}
 		built, err := os.ReadFile(out)
@@ -43,6 +45,23 @@ func TestGuestsAreBuiltFromTheirSources(t *testing.T) {
 	if lookErr != nil {
 		t.Logf("wat2wasm not installed: the committed builds were not checked against their sources")
 	}
+}
+
+// watFlags returns the flags a source's header asks wat2wasm for (a line
+// ";; wat2wasm flags: …"), as go generate passes them.
+func watFlags(t *testing.T, src string) []string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(line, ";; wat2wasm flags: "); ok {
+			flags = append(flags, strings.Fields(f)...)
+		}
+	}
+	return flags
 }
 
 // TestCaseNamesAreUnique: each case has a name of its own, so a failure

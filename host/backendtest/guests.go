@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-//go:generate sh -c "for f in testdata/*.wat; do wat2wasm \"$DOLLAR{f}\" -o \"$DOLLAR{f%.wat}.wasm\" || exit 1; done"
+//go:generate sh -c "for f in testdata/*.wat; do wat2wasm $DOLLAR(sed -n 's/^;; wat2wasm flags: //p' \"$DOLLAR{f}\") \"$DOLLAR{f}\" -o \"$DOLLAR{f%.wat}.wasm\" || exit 1; done"
 
 // guests are the suite's hand-written test guests (testdata/*.wat, each
-// file's header says what it does).
+// file's header says what it does; a header line ";; wat2wasm flags: …"
+// gives wat2wasm more flags, e.g. --debug-names to keep function names).
 //
 //go:embed testdata/*.wasm
 var guests embed.FS

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,7 @@ var nativePoolRows = []poolRow{
 
 var poolCases = []wasmCase{
 	{"pool/an instance whose memory grew for the last time is replaced between calls", growthRecycles},
+	{"pool/a guest out of memory says so, with module and plugin", outOfMemoryIsNamed},
 	{"pool/a failed instance is discarded and the pool makes a fresh one", func(t *testing.T, s *suite) {
 		for _, build := range misbehaveBuilds {
 			t.Run(build.name, func(t *testing.T) {
@@ -146,6 +148,28 @@ func growthRecycles(t *testing.T, s *suite) {
 			if got := testmetrics.Value(t, reg, "wasmsched_module_instances", labels); got != 1 {
 				t.Errorf("%v live instances, want 1", got)
 			}
+		})
+	}
+}
+
+// outOfMemoryIsNamed: a guest that keeps allocating ("hog") under
+// growthLimits, whose deadline it cannot reach, runs out of memory: the
+// error names the module and the plugin and says "guest out of memory"
+// with the limit, from a TinyGo build (its allocator's panic) and a Go
+// build (the runtime's fatal error and exit) alike.
+func outOfMemoryIsNamed(t *testing.T, s *suite) {
+	for _, build := range misbehaveBuilds {
+		t.Run(build.name, func(t *testing.T) {
+			b, _ := s.sharedCompile(t, misbehaveKey(build)+"-growth", "misbehave", func() []byte { return build.bytes(t) }, growthLimits)
+			m, _ := meteredMisbehave(t, b)
+			_, err := runFilter(context.Background(), m, oneNode(), "hog")
+			t.Logf("err = %v", err)
+			if !errors.Is(err, policy.ErrInstanceBroken) {
+				t.Fatalf("err = %v, want %v", err, policy.ErrInstanceBroken)
+			}
+			wantFault(t, err, policy.ErrGuestTrap,
+				`module "misbehave": filter plugin "Misbehave": instance lost: wasmsched_call: guest out of memory (`,
+				fmt.Sprintf("memoryLimit %d MiB", growthLimits.MemoryBytes>>20))
 		})
 	}
 }

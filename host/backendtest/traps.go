@@ -37,6 +37,14 @@ const (
 	hostileManyLines abi.Func = 12
 )
 
+// The ways testdata/oom.wat runs out of memory.
+const (
+	oomGrowRefused abi.Func = 1
+	oomTinyGoAlloc abi.Func = 2
+	oomGoExit      abi.Func = 3
+	oomRustAbort   abi.Func = 4
+)
+
 // The misbehaviours of testdata/callgraph.wat.
 const (
 	callTreeNoLoop    abi.Func = 1
@@ -53,13 +61,15 @@ type trapRow struct {
 	// maxAlloc bounds what the host's Go heap may allocate during the
 	// call (0: unchecked).
 	maxAlloc uint64
+	// memory is the guest's memory limit (0: the default).
+	memory uint64
 }
 
 var trapRows = []trapRow{
 	// A guest that printed nothing (TinyGo's -panic=trap) still has its
 	// trap located: the innermost function is named.
 	{name: "unreachable", guest: "traps", fn: trapsUnreachable,
-		want: []string{"wasmsched_call: ", "unreachable in function "}},
+		want: []string{"wasmsched_call: ", "unreachable in function "}, avoid: []string{"out of memory"}},
 	{name: "out-of-bounds load", guest: "traps", fn: trapsOutOfBounds,
 		want: []string{"wasmsched_call: ", "out of bounds memory access"}},
 	{name: "division by zero", guest: "traps", fn: trapsDivide,
@@ -78,6 +88,19 @@ var trapRows = []trapRow{
 		want: []string{"wasmsched_call: ", "call stack exhausted"}, maxAlloc: 64 << 20},
 	{name: "call stack is bounded/recursion through a table", guest: "callgraph", fn: recursionViaTable,
 		want: []string{"wasmsched_call: ", "call stack exhausted"}, maxAlloc: 64 << 20},
+	// A guest that runs out of memory says so, whatever its allocator
+	// does then, and still says how it failed. The first row has no
+	// words and no telling function: only the refused memory.grow (the
+	// rewrite's record of it, wasm.GrowGlobal) tells.
+	{name: "out of memory/memory.grow refused at the limit, then a trap", guest: "oom", fn: oomGrowRefused, memory: capBytes,
+		want: []string{"wasmsched_call: guest out of memory (memoryLimit 1 MiB reached): wasm error: unreachable in function give_up"}},
+	{name: "out of memory/a trap in TinyGo's allocator", guest: "oom", fn: oomTinyGoAlloc, memory: capBytes,
+		want: []string{"wasmsched_call: guest out of memory (memory 64 KiB, memoryLimit 1 MiB): wasm error: unreachable in function runtime.alloc"}},
+	{name: "out of memory/Go's fatal error, then an exit", guest: "oom", fn: oomGoExit, memory: capBytes,
+		want: []string{"wasmsched_call: guest out of memory (memory 64 KiB, memoryLimit 1 MiB): ", "fatal error: out of memory", "exit code 2"}},
+	{name: "out of memory/Rust's allocation failure, then a trap", guest: "oom", fn: oomRustAbort, memory: capBytes,
+		want: []string{"wasmsched_call: guest out of memory (memory 64 KiB, memoryLimit 1 MiB): wasm error: unreachable",
+			"memory allocation of 1048576 bytes failed"}},
 }
 
 var trapCases = func() []wasmCase {
@@ -89,7 +112,7 @@ var trapCases = func() []wasmCase {
 }()
 
 func runTrap(t *testing.T, s *suite, r trapRow) {
-	inst, _ := s.instance(t, r.guest, wasm.Limits{CallTimeout: 10 * time.Second})
+	inst, _ := s.instance(t, r.guest, wasm.Limits{CallTimeout: 10 * time.Second, MemoryBytes: r.memory})
 	var err error
 	alloc := allocatedDuring(func() { _, err = call(inst, r.fn, 0) })
 	wantFault(t, err, policy.ErrGuestTrap, r.want...)

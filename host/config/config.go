@@ -106,6 +106,10 @@ type Module struct {
 	// SHA256 pins the file's content (hex); a file that differs is refused.
 	SHA256 string `json:"sha256,omitempty"`
 	// MemoryLimit caps each instance's memory, as a quantity ("64Mi").
+	// Unset: 64 MiB, or 256 MiB for the builtin eviction bundle, which
+	// mirrors every pod (modules.EvictionMemoryLimit). TinyGo guests grow
+	// their memory by doubling it, so they use at most the largest power
+	// of two under the limit.
 	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
 	// CallTimeout is each call's deadline, as a duration ("250ms"). The
 	// host's pushes of its state (sync, observe, vpod_topology) get

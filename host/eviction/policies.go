@@ -99,7 +99,8 @@ func BuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registr
 				args = append(args, abi.PluginArgs{Name: p.Plugin, Args: p.Args})
 			}
 		}
-		pool, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, Args: args, PoolSize: 1, Metrics: reg.Metrics()})
+		pool, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, Args: args, PoolSize: 1, Metrics: reg.Metrics(),
+			Collects: m.Collects()})
 		if err != nil {
 			set.Close(ctx)
 			return nil, fmt.Errorf("%s: %w", field, err) // the error names the module

@@ -532,6 +532,7 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 			Args:     args[pm.mod],
 			PoolSize: pm.mod.Config.PoolSize,
 			Metrics:  reg.Metrics(),
+			Collects: pm.mod.Collects(),
 		})
 		if err != nil {
 			// Point at the args the guest refused, when it names a plugin.

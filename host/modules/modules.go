@@ -46,6 +46,13 @@ type Module struct {
 	shared *sharedBackend
 }
 
+// Collects reports whether the module's guest is known to collect its
+// garbage, which its pools are told (policy.Config.Collects): the builtin
+// eviction and knative bundles, built with TinyGo's precise collector.
+// The builtin default bundle leaks by design, and a module from a file
+// may: both are replaced before their memory's last doubling.
+func (m *Module) Collects() bool { return m.shared.collects }
+
 // CompiledID identifies a module's compiled code: equal for the entries
 // of successive registries that share it (see Options.Previous), so that
 // profiles can tell when a reload left a module unchanged.
@@ -58,9 +65,10 @@ func (m *Module) Compiled() CompiledID { return CompiledID{m.shared} }
 // when a reload leaves it unchanged: it is closed when the last registry
 // holding it is closed.
 type sharedBackend struct {
-	backend policy.Backend
-	key     backendKey
-	refs    atomic.Int32
+	backend  policy.Backend
+	key      backendKey
+	collects bool // see Module.Collects
+	refs     atomic.Int32
 }
 
 func (b *sharedBackend) release(ctx context.Context) {
@@ -335,8 +343,11 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 	if key.runtime == "" {
 		key.runtime = config.RuntimeWazero
 	}
-	if mc.MemoryLimit != nil {
+	switch {
+	case mc.MemoryLimit != nil:
 		key.memory = mc.MemoryLimit.Value()
+	case builtin:
+		key.memory = builtinMemoryLimit(mc.Name)
 	}
 	var bin []byte
 	var given policy.Backend
@@ -400,7 +411,7 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	m := &Module{Config: mc, Backend: backend, Manifest: *probe.Manifest(), SHA256: key.digest,
-		shared: &sharedBackend{backend: backend, key: key}}
+		shared: &sharedBackend{backend: backend, key: key, collects: builtin && builtinCollects(mc.Name)}}
 	probe.Close(ctx)
 	m.shared.refs.Add(1)
 	if given != nil {

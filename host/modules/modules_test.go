@@ -10,9 +10,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/wasm"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )
@@ -125,5 +128,53 @@ func TestModuleLoadsAreCounted(t *testing.T) {
 	}
 	if got := testmetrics.Value(t, reg, "wasmsched_module_instances", testmetrics.Labels{"module": "default"}); got != 0 {
 		t.Errorf("%v live instances after loading, want 0 (the probe is closed)", got)
+	}
+}
+
+// TestEvictionBundleHasItsOwnMemoryLimit: the builtin eviction bundle,
+// which mirrors every pod with its observation, gets EvictionMemoryLimit
+// when its entry sets no memoryLimit (the other bundles keep the runtime's
+// 64 MiB), and an entry's memoryLimit still sets it; its pools know it
+// collects its garbage, so growing to that limit does not get its
+// instance replaced.
+func TestEvictionBundleHasItsOwnMemoryLimit(t *testing.T) {
+	limits := func(t *testing.T, mods ...config.Module) map[string]uint64 {
+		t.Helper()
+		cfg := config.Default()
+		cfg.Modules = mods
+		cfg.Eviction = &config.Eviction{Policies: []config.EvictionPolicy{{Plugin: "NodePressure"}}}
+		r, err := Load(context.Background(), cfg, Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close(context.Background())
+		got := map[string]uint64{}
+		for _, m := range r.Modules() {
+			inst, err := m.Backend.NewInstance(context.Background())
+			if err != nil {
+				t.Fatalf("module %q: %v", m.Config.Name, err)
+			}
+			lm, ok := inst.(policy.LinearMemory)
+			if !ok {
+				t.Fatalf("module %q: %T has no linear memory", m.Config.Name, inst)
+			}
+			_, got[m.Config.Name] = lm.MemoryBytes()
+			inst.Close(context.Background())
+			// The eviction bundle collects its garbage, the default one
+			// leaks (Module.Collects).
+			if want := m.Config.Name == config.BuiltinEvictionModule; m.Collects() != want {
+				t.Errorf("module %q: Collects() = %v, want %v", m.Config.Name, m.Collects(), want)
+			}
+		}
+		return got
+	}
+	got := limits(t)
+	if got[config.BuiltinEvictionModule] != EvictionMemoryLimit || got[config.BuiltinDefaultModule] != wasm.DefaultMemoryBytes {
+		t.Errorf("memory limits %v, want eviction %d and default %d", got, EvictionMemoryLimit, wasm.DefaultMemoryBytes)
+	}
+	q := resource.MustParse("32Mi")
+	got = limits(t, config.Module{Name: config.BuiltinEvictionModule, MemoryLimit: &q})
+	if got[config.BuiltinEvictionModule] != 32<<20 {
+		t.Errorf("eviction memoryLimit 32Mi: limit %d", got[config.BuiltinEvictionModule])
 	}
 }

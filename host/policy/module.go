@@ -27,6 +27,12 @@ type Config struct {
 	// Metrics counts the module's guest traps, deadlines and live
 	// instances under Name; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Collects says the guest frees its garbage (TinyGo's precise
+	// collector, Go's): its memory grows to what its live heap needs, so
+	// Put keeps an instance that grew. Leave it false for a guest that may
+	// never free (TinyGo's -gc=leaking, as the builtin default bundle):
+	// Put replaces such an instance before its last doubling.
+	Collects bool
 }
 
 // Module is a loaded, validated module with a pool of initialised
@@ -41,6 +47,7 @@ type Module struct {
 	lost     atomic.Int64
 	recycled atomic.Int64
 	metrics  *metrics.ModuleMetrics
+	collects bool // Config.Collects: never replaced for growing
 }
 
 // Load validates a module and readies its pool: it makes one instance,
@@ -54,12 +61,13 @@ func Load(ctx context.Context, b Backend, cfg Config) (*Module, error) {
 	var e abi.Encoder
 	e.InitRequest(&abi.InitRequest{Plugins: cfg.Args})
 	m := &Module{
-		name:    cfg.Name,
-		backend: b,
-		initReq: e.B,
-		idle:    make(chan *Client, size),
-		slots:   make(chan struct{}, size),
-		metrics: cfg.Metrics.Module(cfg.Name),
+		name:     cfg.Name,
+		backend:  b,
+		initReq:  e.B,
+		idle:     make(chan *Client, size),
+		slots:    make(chan struct{}, size),
+		metrics:  cfg.Metrics.Module(cfg.Name),
+		collects: cfg.Collects,
 	}
 	inst, err := b.NewInstance(ctx)
 	if err != nil {
@@ -248,20 +256,25 @@ func (m *Module) newClient(ctx context.Context) (*Client, error) {
 // freed for a fresh instance.
 //
 // Put also replaces an instance whose heap would soon run out: a guest
-// that never collects garbage (the builtin bundles are built with TinyGo's
-// leaking allocator, which saves the per-call cost of a collector's
-// bookkeeping) grows its memory by doubling it, so once its memory is
+// that never collects garbage (the builtin default bundle is built with
+// TinyGo's leaking allocator, which saves the per-call cost of a
+// collector's bookkeeping) grows its memory by doubling it, so once its memory is
 // more than half its limit and bigger than it was when first returned
 // (after the first cycle's full sync), the next doubling would fail and
 // trap. Replacing it between cycles costs one instantiation and one full
 // sync, and loses nothing: the host holds the state a fresh instance
-// mirrors. A guest with a collector plateaus and is left alone; one that
-// still grows past that point is replaced like the leaking kind.
+// mirrors. A guest known to collect its garbage (Config.Collects) is left
+// alone: TinyGo's collector grows the heap when less than a third of it is
+// free after a collection, so a guest whose first sync filled its memory
+// to past two thirds doubles it once more, later, and replacing it then
+// would only make its replacement sync and double again, round after
+// round. A guest not known to collect that still grows past that point is
+// replaced like the leaking kind.
 func (m *Module) Put(ctx context.Context, c *Client) {
 	switch {
 	case c.broken:
 		m.lost.Add(1)
-	case c.outgrown():
+	case !m.collects && c.outgrown():
 		m.recycled.Add(1)
 		m.metrics.InstanceRecycled()
 	default:

@@ -142,7 +142,7 @@ func NewPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Pol
 		if m.Manifest.VersionMinor < 3 && m.Manifest.VersionMajor == abi.VersionMajor {
 			return nil, fmt.Errorf("module %q speaks ABI %d.%d; vpod plugins need 1.3 or later", m.Config.Name, m.Manifest.VersionMajor, m.Manifest.VersionMinor)
 		}
-		pm, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, PoolSize: 1, Metrics: reg.Metrics()})
+		pm, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, PoolSize: 1, Metrics: reg.Metrics(), Collects: m.Collects()})
 		if err != nil {
 			return nil, fmt.Errorf("load module %q: %w", m.Config.Name, err)
 		}

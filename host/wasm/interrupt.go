@@ -50,6 +50,16 @@ import (
 // wazero's own ceiling (~50 MB per call stack, grown by copying). Leaf
 // functions are not counted: they add at most one frame.
 //
+// Both rewrites (Instrument, and InlineFills for runtimes that bound time
+// and stack themselves) also record what the guest's own memory.grow
+// instructions return: each is followed by a store of its result into a
+// mutable i32 global the module exports as GrowGlobal, so that after a
+// failed call the host can tell a guest that ran out of memory (its
+// allocator asked for more than the memory cap leaves, got -1, and gave
+// up) from one that trapped for another reason, on either runtime,
+// whatever language the guest is written in. A module with no memory.grow
+// of its own gets no such global.
+//
 // The rewriter also bounds what a module can make the host allocate
 // outside its linear memory: at most MaxLocals locals per function, at
 // most MaxTables tables of at most MaxTableElements elements (a larger
@@ -88,6 +98,13 @@ const (
 // InterruptGlobal is the name under which an instrumented module exports
 // its interrupt flag. A module must not export this name itself.
 const InterruptGlobal = "wasmsched_interrupt"
+
+// GrowGlobal is the name under which a rewritten module exports the
+// result of its last memory.grow: the memory's old size in pages, -1 when
+// the grow was refused (the memory cap, or the module's own maximum), 0
+// before any. Only modules that grow their memory have it. A module must
+// not export this name itself.
+const GrowGlobal = "wasmsched_memory_grow"
 
 // Values of the interrupt flag.
 const (
@@ -143,8 +160,9 @@ type moduleInfo struct {
 	hasMemory       bool
 }
 
-// globals are the indexes of the added globals.
-type globals struct{ countdown, interrupt, stack uint32 }
+// globals are the indexes of the added globals: the checks' three (with
+// Instrument) and the grow recorder (when the module grows its memory).
+type globals struct{ countdown, interrupt, stack, grow uint32 }
 
 // Instrument returns the module with the added globals and checks, and
 // its small constant fills inlined (fills.go). It
@@ -163,7 +181,7 @@ func InlineFills(bin []byte) ([]byte, error) { return rewrite(bin, false) }
 // RewriteRevision changes whenever the rewriting of modules changes what
 // it outputs, so caches of compiled code keyed by a module's original
 // bytes (not by the rewritten ones) can include it.
-const RewriteRevision = 3
+const RewriteRevision = 4
 
 // rewrite is Instrument (checks) or InlineFills.
 func rewrite(bin []byte, checks bool) ([]byte, error) {
@@ -208,16 +226,21 @@ func rewrite(bin []byte, checks bool) ([]byte, error) {
 	if !info.hasMemory {
 		return nil, fmt.Errorf("%w: it has no memory", ErrUnsupportedModule)
 	}
-	// Three new globals after the existing ones.
+	// New globals after the existing ones: the checks' three, then the
+	// grow recorder.
 	first := uint32(info.importedGlobals + info.definedGlobals)
-	g := globals{countdown: first, interrupt: first + 1, stack: first + 2}
+	g := globals{countdown: first, interrupt: first + 1, stack: first + 2, grow: first}
+	if checks {
+		g.grow = first + 3
+	}
 
 	// The code is rewritten first: it may need new (block) types.
 	types := &typeTable{types: info.types}
 	var code []byte
+	grows := false
 	for _, s := range secs {
 		if s.id == secCode {
-			if code, err = instrumentCode(s.payload, info, refs, allRefs, checks, g, types); err != nil {
+			if code, grows, err = instrumentCode(s.payload, info, refs, allRefs, checks, g, types); err != nil {
 				return nil, err
 			}
 		}
@@ -225,19 +248,17 @@ func rewrite(bin []byte, checks bool) ([]byte, error) {
 	if len(types.added) > 0 && !hasSection(secs, secType) {
 		return nil, fmt.Errorf("%w: functions without a type section", ErrUnsupportedModule)
 	}
+	added := addedGlobals{checks: checks, grow: grows, g: g}
 
 	out := append([]byte(nil), bin[:8]...)
-	haveGlobal, haveExport := false, false
-	if !checks {
-		haveGlobal, haveExport = true, true // nothing to add
-	}
+	haveGlobal, haveExport := added.count() == 0, added.count() == 0 // nothing to add
 	emitMissing := func(beforeRank int) {
 		if !haveGlobal && beforeRank > sectionRank[secGlobal] {
-			out = appendSection(out, secGlobal, appendNewGlobals(appendU32(nil, 3)))
+			out = appendSection(out, secGlobal, added.appendGlobals(appendU32(nil, added.count())))
 			haveGlobal = true
 		}
 		if !haveExport && beforeRank > sectionRank[secExport] {
-			out = appendSection(out, secExport, appendNewExport(appendU32(nil, 1), g.interrupt))
+			out = appendSection(out, secExport, added.appendExports(appendU32(nil, added.exports())))
 			haveExport = true
 		}
 	}
@@ -257,13 +278,13 @@ func rewrite(bin []byte, checks bool) ([]byte, error) {
 		case secTable:
 			payload, err = capTables(payload)
 		case secGlobal:
-			if checks {
-				payload, err = extendVector(payload, 3, appendNewGlobals)
+			if added.count() > 0 {
+				payload, err = extendVector(payload, added.count(), added.appendGlobals)
 			}
 			haveGlobal = true
 		case secExport:
-			if err = checkExports(payload, first); err == nil && checks {
-				payload, err = extendVector(payload, 1, func(b []byte) []byte { return appendNewExport(b, g.interrupt) })
+			if err = checkExports(payload, first); err == nil && added.exports() > 0 {
+				payload, err = extendVector(payload, added.exports(), added.appendExports)
 			}
 			haveExport = true
 		case secCode:
@@ -414,6 +435,60 @@ func capTables(payload []byte) ([]byte, error) {
 	return out, nil
 }
 
+// addedGlobals says which globals (and exports of them) a rewrite adds:
+// the checks' three with Instrument, the grow recorder when the module has
+// a memory.grow of its own.
+type addedGlobals struct {
+	checks, grow bool
+	g            globals
+}
+
+// count is the number of globals added.
+func (a addedGlobals) count() uint32 {
+	n := uint32(0)
+	if a.checks {
+		n = 3
+	}
+	if a.grow {
+		n++
+	}
+	return n
+}
+
+// exports is the number of exports added: the interrupt flag, GrowGlobal.
+func (a addedGlobals) exports() uint32 {
+	n := uint32(0)
+	if a.checks {
+		n++
+	}
+	if a.grow {
+		n++
+	}
+	return n
+}
+
+// appendGlobals appends the added globals' declarations, in index order.
+func (a addedGlobals) appendGlobals(b []byte) []byte {
+	if a.checks {
+		b = appendNewGlobals(b)
+	}
+	if a.grow {
+		b = append(b, 0x7F, 0x01, 0x41, 0x00, 0x0B) // mutable i32, 0
+	}
+	return b
+}
+
+// appendExports appends the added exports.
+func (a addedGlobals) appendExports(b []byte) []byte {
+	if a.checks {
+		b = appendNewExport(b, InterruptGlobal, a.g.interrupt)
+	}
+	if a.grow {
+		b = appendNewExport(b, GrowGlobal, a.g.grow)
+	}
+	return b
+}
+
 // appendNewGlobals appends the countdown (mutable i32, SafePointEvery),
 // the interrupt flag (mutable i32, 0) and the stack budget (mutable i32,
 // StackBudget).
@@ -430,6 +505,10 @@ func appendNewGlobals(b []byte) []byte {
 // Instruction sequences the rewriter inserts.
 func globalGet(b []byte, idx uint32) []byte { return appendU32(append(b, 0x23), idx) }
 func globalSet(b []byte, idx uint32) []byte { return appendU32(append(b, 0x24), idx) }
+
+// recordGrow follows a memory.grow: its result goes into the GrowGlobal
+// global and stays on the stack.
+func recordGrow(b []byte, g globals) []byte { return globalGet(globalSet(b, g.grow), g.grow) }
 
 // safePoint: pass through Go, trap if interrupted, rearm the countdown.
 func safePoint(b []byte, g globals) []byte {
@@ -504,10 +583,10 @@ func frameWeight(params int, locals uint64, codeLen int) int32 {
 	return int32(2 + (16*(uint64(params)+locals)+uint64(codeLen))/StackUnitBytes)
 }
 
-// appendNewExport appends the export of the interrupt global.
-func appendNewExport(b []byte, idx uint32) []byte {
-	b = appendU32(b, uint32(len(InterruptGlobal)))
-	b = append(b, InterruptGlobal...)
+// appendNewExport appends the export of an added global.
+func appendNewExport(b []byte, name string, idx uint32) []byte {
+	b = appendU32(b, uint32(len(name)))
+	b = append(b, name...)
 	b = append(b, 0x03) // global
 	return appendU32(b, idx)
 }
@@ -525,9 +604,9 @@ func extendVector(payload []byte, extra uint32, add func([]byte) []byte) ([]byte
 	return add(out), nil
 }
 
-// checkExports refuses exports named InterruptGlobal and exports of
-// globals that do not exist before instrumentation (they would name the
-// added ones).
+// checkExports refuses exports named InterruptGlobal or GrowGlobal and
+// exports of globals that do not exist before instrumentation (they would
+// name the added ones).
 func checkExports(payload []byte, globals uint32) error {
 	r := reader{b: payload}
 	n := r.u32()
@@ -535,8 +614,8 @@ func checkExports(payload []byte, globals uint32) error {
 		name := r.bytes(int(r.u32()))
 		kind := r.byte()
 		idx := r.u32()
-		if string(name) == InterruptGlobal {
-			return fmt.Errorf("%w: it already exports %s", ErrUnsupportedModule, InterruptGlobal)
+		if string(name) == InterruptGlobal || string(name) == GrowGlobal {
+			return fmt.Errorf("%w: it already exports %s", ErrUnsupportedModule, name)
 		}
 		if kind == 0x03 && idx >= globals && r.err == nil {
 			return fmt.Errorf("%w: it exports global %d, which does not exist", ErrUnsupportedModule, idx)
@@ -551,12 +630,13 @@ func checkExports(payload []byte, globals uint32) error {
 // instrumentCode rewrites every function body of the code section: a
 // first pass learns each function's calls, size and frame (scanBody),
 // planEntries decides which functions need entry checks, and a second
-// pass writes the bodies (instrumentBody).
-func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs, checks bool, g globals, types *typeTable) ([]byte, error) {
+// pass writes the bodies (instrumentBody). grows says a body has a
+// memory.grow of its own, recorded in GrowGlobal.
+func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs, checks bool, g globals, types *typeTable) (_ []byte, grows bool, _ error) {
 	r := reader{b: payload}
 	n := r.u32()
 	if r.err == nil && int(n) != len(info.funcs) {
-		return nil, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
+		return nil, false, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
 	}
 	bodies := make([][]byte, 0, len(info.funcs))
 	facts := make([]funcFacts, 0, len(info.funcs))
@@ -564,21 +644,22 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 		size := r.u32()
 		code := r.bytes(int(size))
 		if r.err != nil {
-			return nil, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.err)
+			return nil, false, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.err)
 		}
 		f, err := scanBody(code, info.types[info.funcs[i]], g, refs)
 		if err != nil {
-			return nil, fmt.Errorf("%w: function %d: %v", ErrUnsupportedModule, i, err)
+			return nil, false, fmt.Errorf("%w: function %d: %v", ErrUnsupportedModule, i, err)
 		}
 		for _, c := range f.callees {
 			if uint64(c) >= uint64(info.importedFuncs)+uint64(len(info.funcs)) {
-				return nil, fmt.Errorf("%w: function %d calls function %d, which does not exist", ErrUnsupportedModule, i, c)
+				return nil, false, fmt.Errorf("%w: function %d calls function %d, which does not exist", ErrUnsupportedModule, i, c)
 			}
 		}
+		grows = grows || f.grows
 		bodies, facts = append(bodies, code), append(facts, f)
 	}
 	if r.off != len(r.b) {
-		return nil, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
+		return nil, false, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
 	}
 	plans := make([]entryPlan, len(facts))
 	if checks {
@@ -593,7 +674,7 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 		out = appendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
-	return out, nil
+	return out, grows, nil
 }
 
 // scanBody validates one function body and returns what planEntries needs
@@ -639,6 +720,9 @@ func scanBody(code []byte, ft funcType, g globals, refs map[uint32]bool) (funcFa
 			f.indirect = true
 		case in.op == 0xD2:
 			refs[in.idx] = true
+		case in.op == 0x40:
+			f.grows = true
+			extra += len(recordGrow(nil, g)) // straight-line code too
 		}
 		f.bulk = f.bulk || in.bulk()
 	}
@@ -718,8 +802,11 @@ func instrumentBody(out, code []byte, ft funcType, needScratch, checks bool, pla
 		}
 		prevAt = len(out)
 		out = append(out, code[start:r.off]...)
-		if checks && in.op == 0x03 {
+		switch {
+		case checks && in.op == 0x03:
 			out = append(out, loop...)
+		case in.op == 0x40:
+			out = recordGrow(out, g)
 		}
 	}
 	if plan.instrumented {

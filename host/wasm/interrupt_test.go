@@ -209,3 +209,64 @@ func TestInstrumentedExitsKeepResultsAndStackBudget(t *testing.T) {
 		t.Fatalf("run(%d) = %d, want %d", n, got, want)
 	}
 }
+
+// TestRewritesRecordMemoryGrow: both rewrites of a module that grows its
+// memory export GrowGlobal, holding what its last memory.grow returned
+// (-1 once refused); a module that never grows gets no such export, and
+// a module may not export the name itself.
+func TestRewritesRecordMemoryGrow(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(suiteGuests, "traps.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, rewrite := range map[string]func([]byte) ([]byte, error){"Instrument": Instrument, "InlineFills": InlineFills} {
+		bin, err := rewrite(src)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(16))
+		defer rt.Close(ctx)
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithName(""))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		grow := mod.ExportedGlobal(GrowGlobal)
+		if grow == nil {
+			t.Fatalf("%s: no %s export", name, GrowGlobal)
+		}
+		last := func() int32 { return api.DecodeI32(grow.Get()) }
+		if got := last(); got != 0 {
+			t.Errorf("%s: %s = %d before any memory.grow, want 0", name, GrowGlobal, got)
+		}
+		// traps.wat's 6 grows by 65535 pages (refused); 5 grows a page
+		// at a time until refused.
+		for _, fn := range []uint64{6, 5} {
+			if _, err := mod.ExportedFunction("wasmsched_call").Call(ctx, fn, 0, 0); err != nil {
+				t.Fatalf("%s: call %d: %v", name, fn, err)
+			}
+			if got := last(); got != -1 {
+				t.Errorf("%s: after call %d, %s = %d, want -1 (refused)", name, fn, GrowGlobal, got)
+			}
+		}
+	}
+	exits, err := os.ReadFile("testdata/exits.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := Instrument(exits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(bin, []byte(GrowGlobal)) {
+		t.Errorf("a module without memory.grow exports %s", GrowGlobal)
+	}
+	// (memory 1) (global i32 (i32.const 0)) (export "wasmsched_memory_grow" (global 0))
+	own := []byte("\x00asm\x01\x00\x00\x00\x05\x03\x01\x00\x01\x06\x06\x01\x7f\x00\x41\x00\x0b\x07\x19\x01\x15" + GrowGlobal + "\x03\x00")
+	for name, rewrite := range map[string]func([]byte) ([]byte, error){"Instrument": Instrument, "InlineFills": InlineFills} {
+		if _, err := rewrite(own); !errors.Is(err, ErrUnsupportedModule) {
+			t.Errorf("%s of a module exporting %s itself: err = %v, want ErrUnsupportedModule", name, GrowGlobal, err)
+		}
+	}
+}

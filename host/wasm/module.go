@@ -141,6 +141,7 @@ func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 	inst.input = mod.ExportedFunction(abi.ExportInput)
 	inst.call = mod.ExportedFunction(abi.ExportCall)
 	inst.guard.flag = flag
+	inst.grow = mod.ExportedGlobal(GrowGlobal) // nil: the module never grows its memory
 	if inst.mem == nil {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("module %q does not export its memory as %q", b.name, memoryExport)
@@ -187,6 +188,9 @@ type instance struct {
 	stack   []uint64
 	guard   deadline
 	out     output
+	// grow is the module's record of its last memory.grow (GrowGlobal);
+	// nil when the module has no memory.grow.
+	grow api.Global
 	// push is the time calls get on top of the call timeout while the
 	// host pushes state into the guest (policy.Pushable).
 	push time.Duration
@@ -245,14 +249,22 @@ func (i *instance) describe(err error) string {
 	if errors.As(err, &exit) {
 		// Without WithCloseOnContextDone, wazero raises no exit of its
 		// own: this is the guest's proc_exit (Go exits 2 on panic).
-		return i.out.g.DescribeExit(exit.ExitCode(), i.backend.limits.MemoryBytes)
+		return i.out.g.DescribeExit(exit.ExitCode(), i.memoryState())
 	}
 	trap := firstLine(err.Error())
 	if i.guard.flag.Get() == interruptStack {
 		return fmt.Sprintf("call stack exhausted: more than %d MiB of frames (runaway recursion?) (%s)",
 			StackBudget*StackUnitBytes>>20, trap)
 	}
-	return i.out.g.DescribeTrap(trap, guestout.TrapSite(err.Error()))
+	return i.out.g.DescribeTrap(trap, guestout.TrapSite(err.Error()), i.memoryState())
+}
+
+// memoryState is the guest's memory after a failed call, for telling one that
+// ran out of it (guestout.OutOfMemory).
+func (i *instance) memoryState() guestout.Memory {
+	size, limit := i.MemoryBytes()
+	return guestout.Memory{Size: size, Limit: limit,
+		GrowRefused: i.grow != nil && api.DecodeI32(i.grow.Get()) == -1}
 }
 
 // guestError is a failure of guest code, described in one line; it wraps

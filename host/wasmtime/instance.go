@@ -24,10 +24,13 @@ type instance struct {
 	backend *Backend
 	store   *wt.Store
 	mem     *wt.Memory
-	fns     [4]*wt.Func // the exports in calls, kept for benchmarks of wasmtime-go's own Func.Call
-	calls   callBlock
-	out     guestout.Output
-	state   atomic.Int32 // stateIdle, stateBusy, …
+	// grow is the module's record of its last memory.grow
+	// (wasm.GrowGlobal); nil when the module has no memory.grow.
+	grow  *wt.Global
+	fns   [4]*wt.Func // the exports in calls, kept for benchmarks of wasmtime-go's own Func.Call
+	calls callBlock
+	out   guestout.Output
+	state atomic.Int32 // stateIdle, stateBusy, …
 
 	// How a call is bounded: the epochs it may run past the current one
 	// and its fuel, the call timeout's plus the push allowance while the
@@ -143,7 +146,7 @@ func (i *instance) failed(what string) error {
 		return policy.DeadlineExceeded(what, lim.CallTimeout, i.push)
 	case i.exited:
 		return policy.GuestFault(policy.ErrGuestTrap,
-			&guestError{msg: what + ": " + i.out.DescribeExit(i.exitCode, lim.MemoryBytes), err: errors.New(msg)})
+			&guestError{msg: what + ": " + i.out.DescribeExit(i.exitCode, i.memoryState()), err: errors.New(msg)})
 	case code == trapStackOverflow:
 		return policy.GuestFault(policy.ErrGuestTrap, &guestError{
 			msg: fmt.Sprintf("%s: call stack exhausted: more than %d KiB of Wasm stack (runaway recursion?) (%s)",
@@ -151,7 +154,15 @@ func (i *instance) failed(what string) error {
 			err: errors.New(msg)})
 	}
 	return policy.GuestFault(policy.ErrGuestTrap,
-		&guestError{msg: what + ": " + i.out.DescribeTrap(trapText(code, msg), guestout.TrapSite(msg)), err: errors.New(msg)})
+		&guestError{msg: what + ": " + i.out.DescribeTrap(trapText(code, msg), guestout.TrapSite(msg), i.memoryState()), err: errors.New(msg)})
+}
+
+// memoryState is the guest's memory after a failed call, for telling one that
+// ran out of it (guestout.OutOfMemory).
+func (i *instance) memoryState() guestout.Memory {
+	size, limit := i.MemoryBytes()
+	return guestout.Memory{Size: size, Limit: limit,
+		GrowRefused: i.grow != nil && i.grow.Get(i.store).I32() == -1}
 }
 
 // trapWords are wazero's words for the traps both runtimes raise, so a

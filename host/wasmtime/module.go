@@ -211,6 +211,9 @@ func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 	}
 	fns[fnInitialize] = wi.GetFunc(store, modshape.Initialize.Name)
 	inst.mem, inst.fns = mem, fns
+	if ext := wi.GetExport(store, wasm.GrowGlobal); ext != nil {
+		inst.grow = ext.Global() // nil: the module never grows its memory
+	}
 	if err := inst.calls.bind(store, fns, mem); err != nil {
 		inst.Close(ctx)
 		return nil, fmt.Errorf("module %q: %w", b.name, err)

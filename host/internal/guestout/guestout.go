@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -290,22 +291,96 @@ func (o *Output) Log(level abi.LogLevel, msg []byte) {
 }
 
 // DescribeTrap says in one line why guest code trapped, given the
-// runtime's one-line description of the trap ("wasm error: unreachable")
-// and where it happened (TrapSite; "" when unknown): with the guest's
-// panic message when it printed one before trapping, else its last
-// stderr line, else the function that trapped — all a module built with
-// TinyGo's -panic=trap (as the builtin bundles are) leaves to go on.
-func (o *Output) DescribeTrap(trap, site string) string {
+// runtime's one-line description of the trap ("wasm error: unreachable"),
+// where it happened (TrapSite; "" when unknown) and the guest's memory
+// after the call: with the guest's panic message when it printed one
+// before trapping, else its last stderr line, else the function that
+// trapped — all a module built with TinyGo's -panic=trap (as the builtin
+// bundles are) leaves to go on. A guest that ran out of memory says so
+// first (see OutOfMemory).
+func (o *Output) DescribeTrap(trap, site string, mem Memory) string {
 	words, panicked := o.LastWords()
+	var why string
 	switch {
 	case panicked:
-		return fmt.Sprintf("guest panicked: %s (%s)", strings.TrimPrefix(words, "panic: "), trap)
+		why = fmt.Sprintf("guest panicked: %s (%s)", strings.TrimPrefix(words, "panic: "), trap)
 	case words != "":
-		return fmt.Sprintf("%s (guest stderr: %s)", trap, words)
+		why = fmt.Sprintf("%s (guest stderr: %s)", trap, words)
 	case site != "":
-		return fmt.Sprintf("%s in function %s", trap, site)
+		why = fmt.Sprintf("%s in function %s", trap, site)
+	default:
+		why = trap
 	}
-	return trap
+	if oom := OutOfMemory(words, site, mem); oom != "" {
+		return oom + ": " + why
+	}
+	return why
+}
+
+// Memory is what a backend knows of a failed call's guest memory, for
+// telling a guest that ran out of memory from one that failed otherwise.
+type Memory struct {
+	// Size is the memory's size after the call, Limit the most it may
+	// grow to (the module's memoryLimit in whole pages), in bytes.
+	Size, Limit uint64
+	// GrowRefused says the guest's last memory.grow returned -1: it asked
+	// for more memory than the limit leaves (the rewritten module records
+	// the result, see wasm.GrowGlobal).
+	GrowRefused bool
+}
+
+// wasmPage is the unit linear memory grows by.
+const wasmPage = 64 << 10
+
+// tinyGoAllocSites are the functions of TinyGo's allocator a -panic=trap
+// build traps in when the heap cannot grow (its "out of memory" panic,
+// inlined as an unreachable).
+var tinyGoAllocSites = map[string]bool{"runtime.alloc": true}
+
+// OutOfMemory returns, when a failed call ran out of guest memory, the
+// words to say so with ("guest out of memory (memoryLimit 64 MiB
+// reached)"), or "". The evidence, any of: the guest's last memory.grow
+// was refused; the call trapped in TinyGo's allocator (site); the guest's
+// last words (words) say so — TinyGo's and Go's "out of memory", Rust's
+// "memory allocation of N bytes failed". A guest whose memory is at its
+// limit is told so; one under it (TinyGo doubles its memory, so a
+// non-power-of-two limit stops it short) is told both sizes.
+func OutOfMemory(words, site string, mem Memory) string {
+	if !mem.GrowRefused && !tinyGoAllocSites[site] && !saysOutOfMemory(words) {
+		return ""
+	}
+	switch {
+	case mem.Limit == 0:
+		return "guest out of memory"
+	case mem.Size+wasmPage > mem.Limit:
+		return fmt.Sprintf("guest out of memory (memoryLimit %s reached)", Bytes(mem.Limit))
+	case mem.GrowRefused:
+		return fmt.Sprintf("guest out of memory (memory %s, memoryLimit %s: a memory.grow past the limit was refused)",
+			Bytes(mem.Size), Bytes(mem.Limit))
+	}
+	return fmt.Sprintf("guest out of memory (memory %s, memoryLimit %s)", Bytes(mem.Size), Bytes(mem.Limit))
+}
+
+// saysOutOfMemory reports whether a guest's last words are an
+// allocator's giving up.
+func saysOutOfMemory(words string) bool {
+	if strings.Contains(words, "out of memory") {
+		return true
+	}
+	_, after, ok := strings.Cut(words, "memory allocation of ")
+	return ok && strings.Contains(after, " failed")
+}
+
+// Bytes formats a memory size for a message: in MiB ("31.5 MiB"), or in
+// KiB under 1 MiB (memory sizes are whole 64 KiB pages, exact either way).
+func Bytes(n uint64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // maxSite bounds a trap site's function name in a message: names come
@@ -358,18 +433,25 @@ func TrapSite(text string) string {
 }
 
 // DescribeExit says in one line that the guest called WASI's proc_exit
-// (Go exits 2 on a panic), quoting its panic message or last words;
-// memoryCap is the module's memory cap, which a Go guest also exits at.
-func (o *Output) DescribeExit(code uint32, memoryCap uint64) string {
+// (Go exits 2 on a panic), quoting its panic message or last words; mem
+// is the guest's memory after the call: a Go guest also exits when it
+// runs out of memory, which is then said first (see OutOfMemory).
+func (o *Output) DescribeExit(code uint32, mem Memory) string {
 	words, panicked := o.LastWords()
+	var why string
 	switch {
 	case panicked:
-		return fmt.Sprintf("guest panicked: %s (exit code %d)", strings.TrimPrefix(words, "panic: "), code)
+		why = fmt.Sprintf("guest panicked: %s (exit code %d)", strings.TrimPrefix(words, "panic: "), code)
 	case words != "":
-		return fmt.Sprintf("guest exited (code %d): %s", code, words)
+		why = fmt.Sprintf("guest exited (code %d): %s", code, words)
+	default:
+		why = fmt.Sprintf("guest exited (code %d); a Go guest exits so on a panic or at its memory cap (%s)",
+			code, Bytes(mem.Limit))
 	}
-	return fmt.Sprintf("guest exited (code %d); a Go guest exits so on a panic or at its memory cap (%d bytes)",
-		code, memoryCap)
+	if oom := OutOfMemory(words, "", mem); oom != "" {
+		return oom + ": " + why
+	}
+	return why
 }
 
 // OneLine makes guest text safe for a one-line message: control

@@ -26,3 +26,34 @@ func TestTrapSiteNamesTheInnermostFunction(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfMemoryNeedsEvidence: a failure reads as out of memory only on
+// evidence (a refused memory.grow, TinyGo's allocator, an allocator's
+// last words), and then says where the memory stood against its limit.
+func TestOutOfMemoryNeedsEvidence(t *testing.T) {
+	full := Memory{Size: 64 << 20, Limit: 64 << 20}
+	for _, c := range []struct {
+		name, words, site string
+		mem               Memory
+		want              string
+	}{
+		{"a plain trap at the limit", "", "main.f", full, ""},
+		{"other last words", "panic: index out of range", "", full, ""},
+		{"refused grow at the limit", "", "main.f", Memory{Size: 64 << 20, Limit: 64 << 20, GrowRefused: true},
+			"guest out of memory (memoryLimit 64 MiB reached)"},
+		{"refused grow under the limit", "", "", Memory{Size: 64 << 20, Limit: 96 << 20, GrowRefused: true},
+			"guest out of memory (memory 64 MiB, memoryLimit 96 MiB: a memory.grow past the limit was refused)"},
+		{"TinyGo's allocator", "", "runtime.alloc", Memory{Size: 32256 << 10, Limit: 32 << 20},
+			"guest out of memory (memory 31.5 MiB, memoryLimit 32 MiB)"},
+		{"TinyGo's words", "panic: runtime error at 0x00001234: out of memory", "", full,
+			"guest out of memory (memoryLimit 64 MiB reached)"},
+		{"Go's words", "fatal error: out of memory", "", Memory{Size: 128 << 10, Limit: 1 << 20},
+			"guest out of memory (memory 128 KiB, memoryLimit 1 MiB)"},
+		{"Rust's words", "memory allocation of 1024 bytes failed", "", Memory{}, "guest out of memory"},
+		{"Rust-like words, no failure", "memory allocation of 1024 bytes", "", full, ""},
+	} {
+		if got := OutOfMemory(c.words, c.site, c.mem); got != c.want {
+			t.Errorf("%s: OutOfMemory = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
