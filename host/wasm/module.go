@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 	"github.com/wasmsched/wasmsched/abi"
@@ -126,7 +127,9 @@ func (b *Backend) NewInstance(ctx context.Context) (policy.Instance, error) {
 		WithStartFunctions(). // _initialize runs below, under a deadline
 		WithStdout(streamWriter{inst, streamStdout}).
 		WithStderr(streamWriter{inst, streamStderr})
-	mod, err := b.runtime.InstantiateModule(ctx, b.compiled, cfg)
+	// Growing the memory is the host's work: the deadline is held while
+	// it allocates and copies (growthMemory).
+	mod, err := b.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, newGrowthAllocator(&inst.guard)), b.compiled, cfg)
 	if err != nil {
 		return nil, &guestError{msg: firstLine(err.Error()), err: err}
 	}
@@ -284,6 +287,11 @@ func firstLine(s string) string { return guestout.FirstLine(s) }
 // One timer per instance, re-armed per call; the mutex makes sure a timer
 // firing just as a call returns cannot leave the flag set for the next
 // call. expired tells host functions the deadline has passed.
+//
+// A deadline can be held while the host works on the guest's behalf
+// (growing its memory): the time until it is due stops running, and a
+// timer firing meanwhile is ignored; resume starts it again with what
+// was left.
 type deadline struct {
 	flag    api.MutableGlobal
 	mu      sync.Mutex
@@ -291,11 +299,17 @@ type deadline struct {
 	active  bool
 	fired   bool
 	expired atomic.Bool
+	// due is when the armed deadline passes; while held, left is what
+	// remained of it when hold was called.
+	due  time.Time
+	held bool
+	left time.Duration
 }
 
 func (d *deadline) arm(timeout time.Duration) {
 	d.mu.Lock()
-	d.active, d.fired = true, false
+	d.active, d.fired, d.held = true, false, false
+	d.due = time.Now().Add(timeout)
 	d.mu.Unlock()
 	if d.timer == nil {
 		d.timer = time.AfterFunc(timeout, d.fire)
@@ -304,10 +318,41 @@ func (d *deadline) arm(timeout time.Duration) {
 	}
 }
 
+// hold stops the armed deadline's clock (nothing to do if none is armed,
+// it already fired, or it is held).
+func (d *deadline) hold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.active || d.fired || d.held {
+		return
+	}
+	d.timer.Stop()
+	d.held, d.left = true, time.Until(d.due)
+}
+
+// resume restarts a held deadline with the time it had left; one whose
+// time had already run out when it was held fires at once.
+func (d *deadline) resume() {
+	d.mu.Lock()
+	if !d.held {
+		d.mu.Unlock()
+		return
+	}
+	d.held = false
+	left := d.left
+	d.due = time.Now().Add(left)
+	d.mu.Unlock()
+	if left <= 0 {
+		d.fire()
+		return
+	}
+	d.timer.Reset(left)
+}
+
 func (d *deadline) fire() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.active {
+	if d.active && !d.held {
 		d.flag.Set(interruptDeadline)
 		d.fired = true
 		d.expired.Store(true)
