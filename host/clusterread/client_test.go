@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -196,5 +198,17 @@ func TestClientNamesABadKubeconfig(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	if _, err := Client(missing, Limits{}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A page or total limit of MaxInt64 (the largest --from-cluster-max-*
+// value) counts like any other: asking for one byte more than allowed
+// must not wrap.
+func TestCountedBodyWithMaxInt64Limits(t *testing.T) {
+	b := newByteBudget(Limits{MaxPageBytes: math.MaxInt64, MaxBytes: math.MaxInt64})
+	body := &countedBody{rc: io.NopCloser(strings.NewReader("a page")), b: b, left: b.page}
+	got, err := io.ReadAll(body)
+	if err != nil || string(got) != "a page" {
+		t.Fatalf("read %q, %v", got, err)
 	}
 }

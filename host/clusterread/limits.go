@@ -166,7 +166,7 @@ func (c *countedBody) Read(p []byte) (int, error) {
 	}
 	// Ask for one byte more than allowed, to tell "exactly at the limit"
 	// from "past it".
-	if int64(len(p)) > c.left+1 {
+	if int64(len(p)) > c.left { // not c.left+1, which wraps at MaxInt64
 		p = p[:c.left+1]
 	}
 	n, err := c.rc.Read(p)

@@ -227,7 +227,7 @@ func (l *limiter) Read(p []byte) (int, error) {
 	}
 	// Ask for one byte more than allowed, to tell "exactly at the limit"
 	// from "past it".
-	if int64(len(p)) > l.left+1 {
+	if int64(len(p)) > l.left { // not l.left+1, which wraps at MaxInt64
 		p = p[:l.left+1]
 	}
 	n, err := l.r.Read(p)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,5 +158,14 @@ func TestAStalledPipeIsCut(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("reading a stalled pipe blocked")
+	}
+}
+
+// A limit of MaxInt64 (a flag's largest value) reads like any other:
+// asking for one byte more than allowed must not wrap.
+func TestLimitOfMaxInt64Reads(t *testing.T) {
+	got, err := ReadAll(strings.NewReader("whole"), "stdin", math.MaxInt64, "manifest")
+	if err != nil || string(got) != "whole" {
+		t.Fatalf("ReadAll with a limit of MaxInt64: %q, %v", got, err)
 	}
 }
