@@ -27,6 +27,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/vpod"
 	"github.com/wasmsched/wasmsched/internal/testlog"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 var kafkaGVR = schema.GroupVersionResource{Group: "sources.example.dev", Version: "v1", Resource: "kafkasources"}
@@ -172,13 +173,7 @@ func (f *vpodFixture) placements(t *testing.T, gvr schema.GroupVersionResource, 
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, cond, "timed out waiting for %s", what)
 }
 
 func TestVPodControllerPlacesEveryWellFormedVPodOfItsSources(t *testing.T) {

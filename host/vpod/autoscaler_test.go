@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 // recordingEvictor records the evictions asked of it.
@@ -256,13 +258,7 @@ func TestRun(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, cond, "condition not met in time")
 }
 
 // TestConcurrentUse runs Schedule, Autoscale, Reserved and SetPolicies
