@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,9 +236,24 @@ func TestCompaction(t *testing.T) {
 	})
 }
 
+// failCountingCluster counts the StatefulSet reads that failed: one per
+// autoscaler pass that found no StatefulSet.
+type failCountingCluster struct {
+	*StaticCluster
+	failed atomic.Int32
+}
+
+func (c *failCountingCluster) Replicas(ctx context.Context) (int32, error) {
+	r, err := c.StaticCluster.Replicas(ctx)
+	if err != nil {
+		c.failed.Add(1)
+	}
+	return r, err
+}
+
 // TestRun: a trigger makes a scale-up pass; a failing pass is retried.
 func TestRun(t *testing.T) {
-	c := zonedCluster(1, 1, 1, vp("a", 25))
+	c := &failCountingCluster{StaticCluster: zonedCluster(1, 1, 1, vp("a", 25))}
 	s := newSched(t, Settings{Capacity: 10, Strategy: StrategyMaxFillUp, RefreshPeriod: time.Hour, RetryPeriod: 10 * time.Millisecond}, c, nil, Options{})
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
@@ -251,7 +267,8 @@ func TestRun(t *testing.T) {
 	c.DeleteStatefulSet()
 	c.SetVPod(vp("a", 45))
 	s.Trigger()
-	time.Sleep(30 * time.Millisecond)
+	// The triggered pass and at least one retry fail before it comes back.
+	waitFor(t, func() bool { return c.failed.Load() >= 2 })
 	c.SetReplicas(3)
 	waitFor(t, func() bool { return reflect.DeepEqual(c.Scaled(), []int32{3, 5}) })
 }
