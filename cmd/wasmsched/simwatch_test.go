@@ -16,6 +16,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/sim"
 	"github.com/wasmsched/wasmsched/internal/testlog"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )
 
@@ -75,17 +76,14 @@ func startLoop(t *testing.T, out io.Writer, o watchOptions) (stop func() error) 
 // returns the notes written so far.
 func waitRuns(t *testing.T, notes *testlog.Buffer, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		s := notes.String()
-		if strings.Count(s, watching) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for run %d; output so far:\n%s", n, s)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var s string
+	if !testwait.Within(90*time.Second, func() bool {
+		s = notes.String()
+		return strings.Count(s, watching) >= n
+	}) {
+		t.Fatalf("waited for run %d; output so far:\n%s", n, s)
 	}
+	return s
 }
 
 // runOutput returns the part of the output that run n (1-based) printed: from

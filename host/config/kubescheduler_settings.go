@@ -19,7 +19,7 @@ type LeaderElection struct {
 	RenewDeadline Duration `json:"renewDeadline,omitempty"`
 	RetryPeriod   Duration `json:"retryPeriod,omitempty"`
 	// ResourceLock is the kind of lock object: only "leases" (what
-	// kube-scheduler uses since 1.20; client-go has no other lock now).
+	// kube-scheduler uses since 1.20; client-go offers no other lock).
 	ResourceLock string `json:"resourceLock,omitempty"`
 	// ResourceName and ResourceNamespace name the Lease.
 	ResourceName      string `json:"resourceName,omitempty"`

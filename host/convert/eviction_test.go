@@ -128,7 +128,7 @@ func TestPodAnnotationValuesAreBounded(t *testing.T) {
 	}
 }
 
-// Issue 30: the host record keeps every annotation key, sorted, however
+// The host record keeps every annotation key, sorted, however
 // many the pod carries, so no decision taken on it (a skip annotation, a
 // static or mirror pod) can miss a key sorted after many others.
 func TestPodAnnotationsKeepEveryKey(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
-// Issue 30, point 4: Seconds saturates instead of wrapping.
+// Seconds saturates instead of wrapping.
 func TestSecondsSaturates(t *testing.T) {
 	limit := int64(math.MaxInt64 / int64(time.Second))
 	for _, tc := range []struct {
@@ -36,8 +36,8 @@ func TestSecondsSaturates(t *testing.T) {
 
 // A threshold's grace period too long for a Duration (2^63-1 seconds,
 // 2^62, the first value whose nanoseconds overflow) is never over: the
-// threshold is not acted on at once, nor a century later. Before the fix
-// each wrapped to a zero or negative Duration and the pods went at once.
+// threshold is not acted on at once, nor a century later. A wrapped
+// Duration would be zero or negative and let the pods go at once.
 func TestThresholdGraceSaturates(t *testing.T) {
 	limit := int64(math.MaxInt64 / int64(time.Second))
 	for _, grace := range []int64{math.MaxInt64, 1 << 62, limit + 1} {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 // killCall is one EvictPod or DeletePod call the fake API saw.
@@ -284,13 +285,7 @@ func (e *killerEnv) wantKills(want map[string]float64) {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, cond, "timed out waiting for %s", what)
 }
 
 func killPodFixture(name, uid string, specGrace *int64) *abi.Pod {

@@ -66,8 +66,8 @@ func everyCandidate(name string) *fakePolicy {
 	}
 }
 
-// Issue 30, point 1: a protection (skip annotation or label, static or
-// mirror pod) sorted after many other keys is never lost. The pods come
+// A protection (skip annotation or label, static or mirror pod) sorted
+// after many other keys is never lost. The pods come
 // from core/v1 objects through host/convert, as in a cluster, each with
 // 200 annotations or labels sorted before the one that protects it; a
 // policy wanting every pod it is offered gone evicts only the

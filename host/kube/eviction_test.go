@@ -24,6 +24,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/usage"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
@@ -152,22 +153,19 @@ func TestEvictionAPIEventsGoThroughTheRecorder(t *testing.T) {
 	go rec.Run(ctx)
 	pod := &abi.Pod{UID: "u1", Namespace: "ns", Name: "v", SchedulerName: "some-profile"}
 	EvictionAPI{Client: client, Recorder: rec}.Event(pod, true, eviction.ReasonEvictBlocked, "refused")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		evs, err := client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
-		if err == nil && len(evs.Items) == 1 {
-			e := evs.Items[0]
-			if e.Reason != eviction.ReasonEvictBlocked || e.Type != corev1.EventTypeWarning || e.Message != "refused" ||
-				e.InvolvedObject.Name != "v" || string(e.InvolvedObject.UID) != "u1" ||
-				e.Source.Component != EvictionComponent || e.Source.Host != "host-1" {
-				t.Fatalf("event %+v", e)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Event recorded: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var evs *corev1.EventList
+	var err error
+	if !testwait.Within(10*time.Second, func() bool {
+		evs, err = client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		return err == nil && len(evs.Items) == 1
+	}) {
+		t.Fatalf("no Event recorded: %v", err)
+	}
+	e := evs.Items[0]
+	if e.Reason != eviction.ReasonEvictBlocked || e.Type != corev1.EventTypeWarning || e.Message != "refused" ||
+		e.InvolvedObject.Name != "v" || string(e.InvolvedObject.UID) != "u1" ||
+		e.Source.Component != EvictionComponent || e.Source.Host != "host-1" {
+		t.Fatalf("event %+v", e)
 	}
 }
 

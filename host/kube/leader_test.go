@@ -62,10 +62,18 @@ func waitChan[T any](t *testing.T, ch <-chan T, what string) T {
 
 func TestOneReplicaLeadsAndAStandbyTakesOverWhenItStops(t *testing.T) {
 	client := fake.NewSimpleClientset()
+	var reads atomic.Int32
+	client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reads.Add(1)
+		return false, nil, nil
+	})
 	a := startReplica(t, client, "a")
 	waitChan(t, a.led, "a to lead")
+	// The leader renews without reading the lease first (client-go's
+	// fast path), so from here every read is one of b's tries.
+	before := reads.Load()
 	b := startReplica(t, client, "b")
-	time.Sleep(500 * time.Millisecond) // several of b's retry periods
+	eventually(t, "several of b's tries", func() bool { return reads.Load() >= before+3 })
 	if b.leading.Load() {
 		t.Fatal("b leads while a holds the lease")
 	}

@@ -24,9 +24,11 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/wasmsched/wasmsched/host/vpod"
 	"github.com/wasmsched/wasmsched/internal/testlog"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 var kafkaGVR = schema.GroupVersionResource{Group: "sources.example.dev", Version: "v1", Resource: "kafkasources"}
@@ -104,6 +106,39 @@ type vpodFixture struct {
 	engine *fakeEngine
 	parts  *vpodParts
 	logs   *testlog.Buffer
+	queue  *doneQueue // the scheduler's queue
+}
+
+// doneQueue counts, per item, the reconciles the worker finished, so a
+// test waits for a queued vpod to be handled instead of sleeping.
+type doneQueue struct {
+	workqueue.TypedRateLimitingInterface[vpodItem]
+	mu   sync.Mutex
+	done map[vpodItem]int
+}
+
+func (q *doneQueue) Done(it vpodItem) {
+	q.TypedRateLimitingInterface.Done(it)
+	q.mu.Lock()
+	q.done[it]++
+	q.mu.Unlock()
+}
+
+// dones is how many reconciles of it finished.
+func (q *doneQueue) dones(it vpodItem) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.done[it]
+}
+
+// handled runs queue, which must queue it, and waits until the worker
+// has reconciled it. The scheduler must be settled (it not being
+// reconciled already), or the wait may end with the reconcile before.
+func (f *vpodFixture) handled(t *testing.T, it vpodItem, queue func()) {
+	t.Helper()
+	before := f.queue.dones(it)
+	queue()
+	eventually(t, it.key.String()+" reconciled", func() bool { return f.queue.dones(it) > before })
 }
 
 // startVPodParts makes parts for one scheduler (adapters/disp, sources:
@@ -133,11 +168,16 @@ func startVPodParts(t *testing.T, engine *fakeEngine, objs ...runtime.Object) *v
 		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
+	var queue *doneQueue
 	spec := vpodSpec{Settings: vpod.Settings{Name: "disp", Namespace: "adapters", StatefulSet: "disp", Capacity: 10},
 		Sources: []VPodSource{CRDVPodSource(), kafka}}
 	parts, err := newVPodPartsWith(ctx, vpodPartsOptions{Client: client, Dynamic: dyn, Specs: []vpodSpec{spec},
 		Log:       hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
-		newEngine: func(vpod.Settings, vpod.Cluster, vpod.Evictor) (vpodEngine, error) { return engine, nil }})
+		newEngine: func(vpod.Settings, vpod.Cluster, vpod.Evictor) (vpodEngine, error) { return engine, nil },
+		wrapQueue: func(q workqueue.TypedRateLimitingInterface[vpodItem]) workqueue.TypedRateLimitingInterface[vpodItem] {
+			queue = &doneQueue{TypedRateLimitingInterface: q, done: map[vpodItem]int{}}
+			return queue
+		}})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -153,7 +193,7 @@ func startVPodParts(t *testing.T, engine *fakeEngine, objs ...runtime.Object) *v
 		parts.close(context.Background())
 	})
 	<-engine.running
-	return &vpodFixture{client: client, dyn: dyn, engine: engine, parts: parts, logs: logs}
+	return &vpodFixture{client: client, dyn: dyn, engine: engine, parts: parts, logs: logs, queue: queue}
 }
 
 // placements reads an object's status.placements from the fake API.
@@ -172,13 +212,7 @@ func (f *vpodFixture) placements(t *testing.T, gvr schema.GroupVersionResource, 
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, cond, "timed out waiting for %s", what)
 }
 
 func TestVPodControllerPlacesEveryWellFormedVPodOfItsSources(t *testing.T) {
@@ -386,7 +420,10 @@ func TestVPodEvictorRemovesThePlacementAndRequeues(t *testing.T) {
 		vs, _ := c.VPods()
 		return len(vs) == 1 && len(e.callTimes("a")) >= 2
 	})
-	time.Sleep(50 * time.Millisecond)
+	// Each reconcile of a schedules it once: the echo's is over when
+	// as many have finished as were scheduled.
+	itemA := vpodItem{0, vpod.Key{Namespace: "default", Name: "a"}}
+	eventually(t, "the echo's reconcile over", func() bool { return f.queue.dones(itemA) >= len(e.callTimes("a")) })
 	vs, _ := c.VPods()
 	before := len(e.callTimes("a"))
 	if err := c.evict(context.Background(), nil, vs[0], vpod.Placement{PodName: "disp-1", VReplicas: 1}); err != nil {
@@ -557,8 +594,7 @@ func TestVPodControllerSkipsVersionsItWroteOnTopOf(t *testing.T) {
 	// Pretend version 3 was written on top of too: requeues leave it alone.
 	c.markDone(item, "3")
 	for range 5 {
-		c.enqueueAll()
-		time.Sleep(20 * time.Millisecond)
+		f.handled(t, item, c.enqueueAll)
 	}
 	if n := len(e.callTimes("a")); n != 2 {
 		t.Fatalf("an outdated version was scheduled again (%d calls)", n)
@@ -604,8 +640,7 @@ func TestVPodControllerKeepsCountingAVPodThatTurnsMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the malformed version logged", func() bool { return strings.Contains(f.logs.String(), "spec.vreplicas: a string (lots)") })
-	c.enqueueAll()
-	time.Sleep(100 * time.Millisecond)
+	f.handled(t, vpodItem{0, vpod.Key{Namespace: "default", Name: "a"}}, c.enqueueAll)
 	if n := len(e.callTimes("a")); n != calls {
 		t.Errorf("a malformed vpod was scheduled (%d calls, were %d)", n, calls)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
@@ -119,6 +120,9 @@ type vpodPartsOptions struct {
 	Metrics *metrics.VPod
 	// newEngine replaces vpod.New and vpod.NewPolicies (tests).
 	newEngine func(s vpod.Settings, c vpod.Cluster, ev vpod.Evictor) (vpodEngine, error)
+	// wrapQueue, when set, wraps each controller's queue before any
+	// informer feeds it (tests: to see when an item was handled).
+	wrapQueue func(workqueue.TypedRateLimitingInterface[vpodItem]) workqueue.TypedRateLimitingInterface[vpodItem]
 }
 
 // newVPodPartsWith checks that every source resource is served, binds
@@ -153,6 +157,9 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 			nsFactories[s.Namespace] = f
 		}
 		c := &vpodController{name: s.Name, queue: newVPodQueue(s.Name), log: log, events: o.Events}
+		if o.wrapQueue != nil {
+			c.queue = o.wrapQueue(c.queue)
+		}
 		c.cluster = NewVPodCluster(VPodClusterOptions{Namespace: s.Namespace, StatefulSet: s.StatefulSet,
 			Pods: f.Core().V1().Pods().Lister().Pods(s.Namespace), Nodes: nodes.Lister(),
 			StatefulSets: f.Apps().V1().StatefulSets().Lister().StatefulSets(s.Namespace),

@@ -87,7 +87,7 @@ func (c *compilers) get(name string) (Compiler, error) {
 	}
 	dir := c.dir
 	if dir != "" && name != config.RuntimeWazero {
-		// wazero's cache keeps its historic place; another runtime's
+		// wazero's cache is the configured directory; another runtime's
 		// goes next to it ("wazero" -> "wasmtime").
 		if filepath.Base(dir) == config.RuntimeWazero {
 			dir = filepath.Join(filepath.Dir(dir), name)

@@ -15,6 +15,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/memapi"
 	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 // raceEnv is a simulation driven cycle by cycle, with a gate on the API
@@ -137,13 +138,7 @@ func racing(t *testing.T, fail func(op memapi.Op, pod *abi.Pod) error, extra ...
 	if got := r.nominated("pod1"); got != "n1" {
 		t.Fatalf("pod1 nominated to %q, want n1 at once", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for r.env.Cache.GetPod(r.uid("v1")) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("v1 was never deleted")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, func() bool { return r.env.Cache.GetPod(r.uid("v1")) == nil }, "v1 was never deleted")
 	// The gate holds pod1 back while its last victim is alive, even
 	// though v1's deletion was an event that retries parked pods.
 	if active, _, _ := r.env.Queue.PendingPods(); active != 0 {

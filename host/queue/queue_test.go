@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 // fitEvents is NodeResourcesFit's registration in the scenarios below.
@@ -776,21 +777,11 @@ func TestRunFlushLoops(t *testing.T) {
 	_ = q.Add(parked)
 	park(t, q, parked, "Deaf")
 	q.Run(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for fc.Waiters() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("flush loops did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, func() bool { return fc.Waiters() >= 2 }, "flush loops did not start")
 	eventually := func(pod *abi.Pod, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for where(t, q, pod.UID) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: in %s, want %s", pod.Name, where(t, q, pod.UID), want)
-			}
-			time.Sleep(time.Millisecond)
+		if !testwait.Within(5*time.Second, func() bool { return where(t, q, pod.UID) == want }) {
+			t.Fatalf("%s: in %s, want %s", pod.Name, where(t, q, pod.UID), want)
 		}
 	}
 	fc.Step(time.Second)

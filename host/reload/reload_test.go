@@ -24,6 +24,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/scheduler"
 	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
@@ -388,10 +389,7 @@ func TestConfigMapSymlinkSwapReloads(t *testing.T) {
 	}
 	// A broken update is refused; the last good one keeps serving.
 	configMapUpdate(t, e.dir, "3", map[string]string{"config.yaml": "profiles: [\n"})
-	deadline := time.Now().Add(10 * time.Second)
-	for e.reloads(metrics.ReloadRefused) < 1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Within(10*time.Second, func() bool { return e.reloads(metrics.ReloadRefused) >= 1 })
 	if got := e.reloads(metrics.ReloadRefused); got != 1 {
 		t.Fatalf("reloads_total{refused} = %v after a broken ConfigMap update, want 1", got)
 	}
@@ -444,13 +442,8 @@ func shadowConfig(live, shadow string) string {
 // with its pod (and rested), so it takes the next one.
 func (e *env) waitShadowIdle() {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !e.parts.Scheduler.ShadowIdle(config.DefaultSchedulerName) {
-		if time.Now().After(deadline) {
-			e.t.Fatal("the shadow stayed busy")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Eventually(e.t, 10*time.Second, func() bool { return e.parts.Scheduler.ShadowIdle(config.DefaultSchedulerName) },
+		"the shadow stayed busy")
 }
 
 func TestShadowProfileReportsDifferencesAndNeverBinds(t *testing.T) {

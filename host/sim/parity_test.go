@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// The rules below are kube-scheduler v1.35's; each case failed before
-// wasmsched followed it (issue 16).
+// The rules below are kube-scheduler v1.35's; each case checks one of
+// them.
 
 func runYAML(t *testing.T, yaml string) *Report {
 	t.Helper()

@@ -70,7 +70,7 @@ vpod:
 // A vpod policy module that traps is a module failure, not a lack of
 // pods: the run reports the failure (module, plugin, reason) on the
 // vpod, which keeps its placements, and the StatefulSet keeps its
-// replicas (it used to grow from 3 to 14).
+// replicas (3; counting the failure as a lack of pods would make 14).
 func TestSimulateVPodModuleFailureScalesNothing(t *testing.T) {
 	cfg := vpodConfig(t, "modules: [{name: faulty, path: in-process}]", `podCapacity: 2, schedulerPolicy: {predicates: [{name: PodFitsResources}, {name: Boom}]}`)
 	objs := vpodCluster(t, `---

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 // recordingEvictor records the evictions asked of it.
@@ -233,9 +236,24 @@ func TestCompaction(t *testing.T) {
 	})
 }
 
+// failCountingCluster counts the StatefulSet reads that failed: one per
+// autoscaler pass that found no StatefulSet.
+type failCountingCluster struct {
+	*StaticCluster
+	failed atomic.Int32
+}
+
+func (c *failCountingCluster) Replicas(ctx context.Context) (int32, error) {
+	r, err := c.StaticCluster.Replicas(ctx)
+	if err != nil {
+		c.failed.Add(1)
+	}
+	return r, err
+}
+
 // TestRun: a trigger makes a scale-up pass; a failing pass is retried.
 func TestRun(t *testing.T) {
-	c := zonedCluster(1, 1, 1, vp("a", 25))
+	c := &failCountingCluster{StaticCluster: zonedCluster(1, 1, 1, vp("a", 25))}
 	s := newSched(t, Settings{Capacity: 10, Strategy: StrategyMaxFillUp, RefreshPeriod: time.Hour, RetryPeriod: 10 * time.Millisecond}, c, nil, Options{})
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
@@ -249,20 +267,15 @@ func TestRun(t *testing.T) {
 	c.DeleteStatefulSet()
 	c.SetVPod(vp("a", 45))
 	s.Trigger()
-	time.Sleep(30 * time.Millisecond)
+	// The triggered pass and at least one retry fail before it comes back.
+	waitFor(t, func() bool { return c.failed.Load() >= 2 })
 	c.SetReplicas(3)
 	waitFor(t, func() bool { return reflect.DeepEqual(c.Scaled(), []int32{3, 5}) })
 }
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, cond, "condition not met in time")
 }
 
 // TestConcurrentUse runs Schedule, Autoscale, Reserved and SetPolicies

@@ -80,8 +80,8 @@ func TestScheduleRefusesAbsurdVPods(t *testing.T) {
 
 // TestAutoscalerCountsNoDemandForRefusedVPods: a vpod listed with more
 // than MaxVReplicas (a source that bypassed the checks) is no demand:
-// the autoscaler does not scale for it (the simulation used to create
-// 214 million adapter pods for 2147483647 vreplicas).
+// the autoscaler does not scale for it (counting it would make the
+// simulation create 214 million adapter pods for 2147483647 vreplicas).
 func TestAutoscalerCountsNoDemandForRefusedVPods(t *testing.T) {
 	for _, strategy := range []Strategy{StrategyMaxFillUp, StrategyMaxFillUpSpread, StrategyPolicy} {
 		c := zonedCluster(3, 1, 1, vp("huge", math.MaxInt32, pl(0, 4)), vp("small", 5, pl(0, 5)))

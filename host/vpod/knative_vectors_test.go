@@ -45,6 +45,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/native"
 	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 	"github.com/wasmsched/wasmsched/plugins-wasm/knativedefaults"
 )
 
@@ -601,10 +602,7 @@ func TestKnativeVectorsAutoscalerScaleDownToZero(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
-	deadline := time.Now().Add(4 * time.Second)
-	for len(c.Scaled()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Within(4*time.Second, func() bool { return len(c.Scaled()) > 0 })
 	cancel()
 	select {
 	case <-done:

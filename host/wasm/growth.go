@@ -12,7 +12,7 @@ import (
 // Why: a guest that grows from 128 to 256 MiB in a policy call makes the
 // host allocate and copy that much under the Go garbage collector's mark
 // assists, which on a loaded machine took seconds and cost a 1 s policy
-// call its answer (the eviction bundle at 15 000 nodes, issue 30). The
+// call its answer (the eviction bundle at 15 000 nodes). The
 // guest asked for the memory, but how long the host takes to provide it
 // depends on the host's heap and load, not on the guest's code.
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/internal/testlog"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 const (
@@ -441,13 +442,8 @@ func TestFsnotifyErrorIsLoggedAndSurvived(t *testing.T) {
 	// The real fsnotify watcher delivers errors on this channel; sending
 	// one ourselves exercises the same path.
 	w.fw.Errors <- errors.New("injected failure")
-	deadline := time.Now().Add(signalTimeout)
-	for !strings.Contains(logs.String(), "injected failure") {
-		if time.Now().After(deadline) {
-			t.Fatal("fsnotify error was not logged")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, signalTimeout, func() bool { return strings.Contains(logs.String(), "injected failure") },
+		"fsnotify error was not logged")
 	// An error only triggers a recheck; nothing changed, so no signal.
 	expectNoSignal(t, w, "after error")
 	writeFile(t, p, "2")
@@ -478,14 +474,10 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	writeFile(t, p, "3")
 	expectNoSignal(t, w, "after Close")
 
-	deadline := time.Now().Add(signalTimeout)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines: %d before New, %d after Close\n%s",
-				before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Within(signalTimeout, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("goroutines: %d before New, %d after Close\n%s",
+			before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/kube"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 func controlPlane(t *testing.T) kubernetes.Interface {
@@ -198,11 +199,8 @@ func TestServeBindsAndReports(t *testing.T) {
 
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(100 * time.Millisecond):
-		}
+	// Each check reads the API server: every 100ms is often enough.
+	if !testwait.Until(ctx, 100*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -81,7 +81,7 @@ func TestVerifyDirRemovesWhatTheManifestDoesNotVouchFor(t *testing.T) {
 
 // A cache directory whose manifest is a FIFO (only our own user can put
 // one there, but the directory comes from --wasm-cache-dir) is treated
-// as unsealed, at once: opening it used to wait for a writer for ever.
+// as unsealed, at once: opening it must not wait for a writer for ever.
 func TestAFIFOManifestDoesNotBlock(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "entry"), []byte("code"), 0o600); err != nil {

@@ -48,7 +48,7 @@ func TestGuardReachedFallsBackToDeleteOn429(t *testing.T) {
 	for _, mode := range []string{"{asyncPreemption: false}", ""} {
 		// The budget allows nothing: the victim violates it, which the
 		// preemptor (5000 >= 2000) may do; the Eviction API says 429 and
-		// the pod is deleted instead (best effort, as today).
+		// the pod is deleted instead (best effort, as the KEP says).
 		o := objects(t, append(guardedNode("n1", 0), podYAML("boss", "top", "", "1", "", ""))...)
 		rep := run(t, profileConfig(t, mode), o, sim.Options{})
 		ok, refused := evictions(rep)
