@@ -45,6 +45,18 @@ type funcFacts struct {
 	grows    bool     // it has a memory.grow (recorded in GrowGlobal)
 }
 
+// frameWeight estimates a frame in StackUnitBytes units: 128 bytes for
+// the call itself (return address, saved registers, alignment: wazero's
+// frames of small functions measure about 80), 16 bytes per parameter and
+// local, and (for spilled values) a byte per byte of code, the latter
+// counted up to 64 KiB.
+func frameWeight(params int, locals uint64, codeLen int) int32 {
+	if codeLen > 64<<10 {
+		codeLen = 64 << 10
+	}
+	return int32(2 + (16*(uint64(params)+locals)+uint64(codeLen))/StackUnitBytes)
+}
+
 // entryPlan says what one function gets at entry.
 type entryPlan struct {
 	instrumented bool

@@ -20,40 +20,52 @@ import (
 // Instead, before compiling, we rewrite the module. We add three mutable
 // i32 globals — a countdown, an interrupt flag (exported as
 // InterruptGlobal) and a stack budget — and a "tick" at every place where
-// a guest can spend unbounded time: the top of every loop body and the
-// entry of every function that calls another (recursion, or a call tree
-// fanning out exponentially, has no loop). A tick is
+// a guest can spend unbounded time: the top of every loop body, and the
+// entry of the functions the call graph requires (callgraph.go: those in
+// a call cycle, those a table can reach or that call through one, and
+// those whose static work or stack, their unchecked callees' included,
+// exceeds TickFreeWork or TickFreeStack). A tick of n is
 //
-//	countdown -= 1
+//	countdown -= n
 //	if countdown <= 0 {
 //	    memory.grow 0        // leaves machine code for Go: a safe point
 //	    if interrupt { unreachable }
 //	    countdown = SafePointEvery
 //	}
 //
-// so it costs a decrement and a branch, and every SafePointEvery ticks the
-// guest passes through Go (where the scheduler and the garbage collector
-// can stop it) and checks the flag. When a call's deadline passes, a timer
-// sets the flag and the guest traps at its next safe point. Bulk memory
-// instructions (memory.copy, memory.fill, memory.init) tick by their size,
-// one per BulkBytesPerTick bytes, so a loop copying tens of MiB per
-// iteration reaches a safe point every iteration. Between two ticks a
-// guest runs only straight-line code, calls to functions that call
-// nothing, and returns, so the time between safe points is bounded by the
-// module's size, not by its input.
+// so it costs a subtraction and a branch, and every SafePointEvery ticks
+// the guest passes through Go (where the scheduler and the garbage
+// collector can stop it) and checks the flag. When a call's deadline
+// passes, a timer sets the flag (module.go) and the guest traps at its
+// next safe point; host imports check the deadline themselves. A loop
+// body counts one tick; a checked function counts at entry one per
+// WorkPerTick bytes of the code its call covers (at most maxEntryTicks),
+// so the time between safe points does not grow with the shape of the
+// call graph. Bulk memory instructions (memory.copy, memory.fill,
+// memory.init) tick by their length, one per BulkBytesPerTick bytes, so
+// a loop copying tens of MiB per iteration reaches a safe point every
+// iteration. Between two ticks a guest runs only straight-line code,
+// returns, and calls to unchecked functions, which run at most
+// TickFreeWork bytes of code (every call site counted), so the time
+// between safe points is bounded by the module's code, not by its input.
 //
-// Functions that call others also pay for their stack frame: at entry the
-// stack budget drops by the frame's estimated size (in StackUnitBytes
-// units: parameters, locals and body size), and every way out of the
+// Checked functions also pay for the stack: at entry the stack budget
+// drops by their estimated frame (frameWeight, in StackUnitBytes units:
+// the call itself, parameters, locals and body size) plus the frames of
+// their deepest chain of unchecked callees, and every way out of the
 // function (return, tail calls, the end of the body, a branch to the
-// body's label) gives it back. A call that would overdraw the budget sets
-// the interrupt flag to interruptStack and traps, so recursion is bounded
-// by StackBudget·StackUnitBytes bytes of estimated frames, far below
-// wazero's own ceiling (~50 MB per call stack, grown by copying). Leaf
-// functions are not counted: they add at most one frame.
+// body's label, which the body is wrapped in a block for) gives it
+// back. An entry that would overdraw the budget sets the interrupt flag
+// to interruptStack and traps, so recursion is bounded by
+// StackBudget·StackUnitBytes bytes of estimated frames, far below
+// wazero's own ceiling (~50 MB per call stack, grown by copying). An
+// unchecked function that calls others stacks, with its callees, at
+// most TickFreeStack units, and one that calls none adds one frame; a
+// checked caller has paid for either.
 //
 // Both rewrites (Instrument, and InlineFills for runtimes that bound time
-// and stack themselves) also record what the guest's own memory.grow
+// and stack themselves) also turn small constant memory.fill instructions
+// into stores (fills.go) and record what the guest's own memory.grow
 // instructions return: each is followed by a store of its result into a
 // mutable i32 global the module exports as GrowGlobal, so that after a
 // failed call the host can tell a guest that ran out of memory (its
@@ -66,6 +78,8 @@ import (
 // outside its linear memory: at most MaxLocals locals per function, at
 // most MaxTables tables of at most MaxTableElements elements (a larger
 // maximum is lowered, so table.grow fails past it as the spec allows).
+//
+// The module is read and written with host/internal/wasmbin.
 
 // SafePointEvery is how many ticks a guest runs between two passes
 // through Go: small enough that a stop-the-world pause or a deadline waits
@@ -522,18 +536,6 @@ func stackLeave(g globals, weight int32) []byte {
 	b = wasmbin.AppendS32(append(b, 0x41), weight)
 	b = append(b, 0x6A) // i32.add
 	return globalSet(b, g.stack)
-}
-
-// frameWeight estimates a frame in StackUnitBytes units: 128 bytes for
-// the call itself (return address, saved registers, alignment: wazero's
-// frames of small functions measure about 80), 16 bytes per parameter and
-// local, and (for spilled values) a byte per byte of code, the latter
-// counted up to 64 KiB.
-func frameWeight(params int, locals uint64, codeLen int) int32 {
-	if codeLen > 64<<10 {
-		codeLen = 64 << 10
-	}
-	return int32(2 + (16*(uint64(params)+locals)+uint64(codeLen))/StackUnitBytes)
 }
 
 // appendNewExport appends the export of an added global.
