@@ -1,6 +1,6 @@
 package wasm
 
-import "fmt"
+import "github.com/wasmsched/wasmsched/host/internal/wasmbin"
 
 // Which functions need a tick and a stack charge at entry.
 //
@@ -43,6 +43,18 @@ type funcFacts struct {
 	bulk     bool     // it uses memory.copy, memory.fill or memory.init
 	fills    bool     // it has a fill inlined as stores (fills.go)
 	grows    bool     // it has a memory.grow (recorded in GrowGlobal)
+}
+
+// frameWeight estimates a frame in StackUnitBytes units: 128 bytes for
+// the call itself (return address, saved registers, alignment: wazero's
+// frames of small functions measure about 80), 16 bytes per parameter and
+// local, and (for spilled values) a byte per byte of code, the latter
+// counted up to 64 KiB.
+func frameWeight(params int, locals uint64, codeLen int) int32 {
+	if codeLen > 64<<10 {
+		codeLen = 64 << 10
+	}
+	return int32(2 + (16*(uint64(params)+locals)+uint64(codeLen))/StackUnitBytes)
 }
 
 // entryPlan says what one function gets at entry.
@@ -191,80 +203,34 @@ func callCycles(facts []funcFacts, imported uint32) [][]int {
 // initializer names (table entries, ref.func): the ones an indirect call
 // may reach. ok is false when a segment could not be read, and then every
 // function must be treated as reachable.
-func referencedFuncs(secs []section) (refs map[uint32]bool, ok bool) {
+func referencedFuncs(secs []wasmbin.Section) (refs map[uint32]bool, ok bool) {
 	refs = map[uint32]bool{}
+	ref := func(f uint32) { refs[f] = true }
 	for _, s := range secs {
-		r := reader{b: s.payload}
-		switch s.id {
-		case secElement:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				if err := r.elementSegment(refs); err != nil {
+		r := wasmbin.NewReader(s.Payload)
+		switch s.ID {
+		case wasmbin.SecElement:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				if err := r.ElementSegment(ref); err != nil {
 					return nil, false
 				}
 			}
-		case secGlobal:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				r.byte() // value type
-				r.byte() // mutability
-				if err := r.constExpr(refs); err != nil {
+		case wasmbin.SecGlobal:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				r.Byte() // value type
+				r.Byte() // mutability
+				if err := r.ConstExpr(ref); err != nil {
 					return nil, false
 				}
 			}
 		default:
 			continue
 		}
-		if r.err != nil || r.off != len(r.b) {
+		if r.Err() != nil || r.Remaining() != 0 {
 			return nil, false
 		}
 	}
 	return refs, true
-}
-
-// elementSegment reads one element segment (any of the eight encodings)
-// and adds the functions it names to refs.
-func (r *reader) elementSegment(refs map[uint32]bool) error {
-	flags := r.u32()
-	if flags > 7 {
-		return fmt.Errorf("element segment flags %d", flags)
-	}
-	if flags&2 != 0 && flags&1 == 0 { // explicit table index
-		r.u32()
-	}
-	if flags&1 == 0 { // active: an offset expression
-		if err := r.constExpr(refs); err != nil {
-			return err
-		}
-	}
-	if flags&3 != 0 { // element kind (0x00) or reference type
-		r.byte()
-	}
-	n := r.u32()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		if flags&4 == 0 {
-			refs[r.u32()] = true
-		} else if err := r.constExpr(refs); err != nil {
-			return err
-		}
-	}
-	return r.err
-}
-
-// constExpr reads a constant expression up to its end, adding the
-// functions its ref.func instructions name to refs.
-func (r *reader) constExpr(refs map[uint32]bool) error {
-	for r.err == nil {
-		in, err := r.instr()
-		if err != nil {
-			return err
-		}
-		switch in.op {
-		case 0x0B:
-			return nil
-		case 0xD2:
-			refs[in.idx] = true
-		}
-	}
-	return r.err
 }

@@ -5,20 +5,17 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wasmsched/wasmsched/host/internal/wasmbin"
 )
 
 // plansOf runs the rewriter's analysis on a module and returns the plan
 // of each defined function.
 func plansOf(t *testing.T, bin []byte) []entryPlan {
 	t.Helper()
-	var secs []section
-	r := reader{b: bin, off: 8}
-	for r.off < len(r.b) {
-		id := r.byte()
-		secs = append(secs, section{id, r.bytes(int(r.u32()))})
-	}
-	if r.err != nil {
-		t.Fatal(r.err)
+	secs, err := wasmbin.ReadSections(bin)
+	if err != nil {
+		t.Fatal(err)
 	}
 	info, err := analyze(secs)
 	if err != nil {
@@ -31,13 +28,13 @@ func plansOf(t *testing.T, bin []byte) []entryPlan {
 	g := globals{countdown: uint32(info.importedGlobals + info.definedGlobals)}
 	var facts []funcFacts
 	for _, s := range secs {
-		if s.id != secCode {
+		if s.ID != wasmbin.SecCode {
 			continue
 		}
-		cr := reader{b: s.payload}
-		n := cr.u32()
+		cr := wasmbin.NewReader(s.Payload)
+		n := cr.U32()
 		for i := uint32(0); i < n; i++ {
-			f, err := scanBody(cr.bytes(int(cr.u32())), info.types[info.funcs[i]], g, refs)
+			f, err := scanBody(cr.Bytes(int(cr.U32())), info.types[info.funcs[i]], g, refs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,5 +1,7 @@
 package wasm
 
+import "github.com/wasmsched/wasmsched/host/internal/wasmbin"
+
 // Small constant memory.fill instructions become plain stores.
 //
 // TinyGo zeroes the frame it keeps for its garbage collector (the shadow
@@ -36,21 +38,21 @@ const MaxInlineFillBytes = 128
 // stack were pushed by value and length (the instructions just before
 // it) is replaced, and returns the byte value it fills with. memIdx is
 // its memory index immediate.
-func inlineFill(value, length instr, memIdx byte) (byte, bool) {
-	if value.op != 0x41 || length.op != 0x41 || memIdx != 0 {
+func inlineFill(value, length wasmbin.Instr, memIdx byte) (byte, bool) {
+	if value.Op != 0x41 || length.Op != 0x41 || memIdx != 0 {
 		return 0, false
 	}
-	if value.imm != int64(int32(value.imm)) || length.imm < 1 || length.imm > MaxInlineFillBytes {
+	if value.Imm != int64(int32(value.Imm)) || length.Imm < 1 || length.Imm > MaxInlineFillBytes {
 		return 0, false
 	}
-	return byte(value.imm), true
+	return byte(value.Imm), true
 }
 
 // appendInlineFill appends the stores that replace `i32.const v;
 // i32.const n; memory.fill` (the destination is on the stack), with dst
 // a free i32 local.
 func appendInlineFill(out []byte, dst uint32, v byte, n int64) []byte {
-	out = appendU32(append(out, 0x21), dst) // local.set
+	out = wasmbin.AppendU32(append(out, 0x21), dst) // local.set
 	pattern := int64(v) * 0x0101010101010101
 	off := int64(0)
 	for _, w := range [...]struct {
@@ -59,27 +61,15 @@ func appendInlineFill(out []byte, dst uint32, v byte, n int64) []byte {
 		wide  bool
 	}{{8, 0x37, true}, {4, 0x36, false}, {2, 0x3B, false}, {1, 0x3A, false}} {
 		for ; off+w.size <= n; off += w.size {
-			out = appendU32(append(out, 0x20), dst) // local.get
+			out = wasmbin.AppendU32(append(out, 0x20), dst) // local.get
 			if w.wide {
-				out = appendS64(append(out, 0x42), pattern) // i64.const
+				out = wasmbin.AppendS64(append(out, 0x42), pattern) // i64.const
 			} else {
-				out = appendS32(append(out, 0x41), int32(pattern)) // i32.const
+				out = wasmbin.AppendS32(append(out, 0x41), int32(pattern)) // i32.const
 			}
 			out = append(out, w.store, 0x00) // store, alignment 1
-			out = appendU32(out, uint32(off))
+			out = wasmbin.AppendU32(out, uint32(off))
 		}
 	}
 	return out
-}
-
-// appendS64 appends a signed LEB128 (for i64.const).
-func appendS64(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7F)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }

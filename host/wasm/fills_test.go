@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmsched/wasmsched/host/internal/wasmbin"
 )
 
 // fillCase is one exported function of fillModule: body is its code
@@ -23,9 +24,9 @@ type fillCase struct {
 // constFill is `local.get 0; i32.const v; i32.const n; memory.fill`.
 func constFill(v, n int32) []byte {
 	b := []byte{0x20, 0x00, 0x41}
-	b = appendS32(b, v)
+	b = wasmbin.AppendS32(b, v)
 	b = append(b, 0x41)
-	b = appendS32(b, n)
+	b = wasmbin.AppendS32(b, n)
 	return append(b, 0xFC, 0x0B, 0x00)
 }
 
@@ -64,61 +65,62 @@ func fillCases() []fillCase {
 // exported function f<i>(dst i32).
 func fillModule(cs []fillCase) []byte {
 	bin := []byte("\x00asm\x01\x00\x00\x00")
-	bin = appendSection(bin, secType, []byte{0x01, 0x60, 0x01, 0x7F, 0x00})
-	fns := appendU32(nil, uint32(len(cs)))
+	bin = wasmbin.AppendSection(bin, wasmbin.SecType, []byte{0x01, 0x60, 0x01, 0x7F, 0x00})
+	fns := wasmbin.AppendU32(nil, uint32(len(cs)))
 	for range cs {
 		fns = append(fns, 0x00)
 	}
-	bin = appendSection(bin, secFunction, fns)
-	bin = appendSection(bin, secMemory, []byte{0x01, 0x00, 0x01})
-	exp := appendU32(nil, uint32(len(cs)+1))
+	bin = wasmbin.AppendSection(bin, wasmbin.SecFunction, fns)
+	bin = wasmbin.AppendSection(bin, wasmbin.SecMemory, []byte{0x01, 0x00, 0x01})
+	exp := wasmbin.AppendU32(nil, uint32(len(cs)+1))
 	exp = append(exp, 0x06)
 	exp = append(exp, "memory"...)
 	exp = append(exp, 0x02, 0x00)
 	for i := range cs {
 		name := fmt.Sprintf("f%d", i)
-		exp = appendU32(exp, uint32(len(name)))
+		exp = wasmbin.AppendU32(exp, uint32(len(name)))
 		exp = append(exp, name...)
 		exp = append(exp, 0x00)
-		exp = appendU32(exp, uint32(i))
+		exp = wasmbin.AppendU32(exp, uint32(i))
 	}
-	bin = appendSection(bin, secExport, exp)
-	code := appendU32(nil, uint32(len(cs)))
+	bin = wasmbin.AppendSection(bin, wasmbin.SecExport, exp)
+	code := wasmbin.AppendU32(nil, uint32(len(cs)))
 	for _, c := range cs {
 		body := append([]byte{0x00}, c.body...)
 		body = append(body, 0x0B)
-		code = appendU32(code, uint32(len(body)))
+		code = wasmbin.AppendU32(code, uint32(len(body)))
 		code = append(code, body...)
 	}
-	return appendSection(bin, secCode, code)
+	return wasmbin.AppendSection(bin, wasmbin.SecCode, code)
 }
 
 // fillsPerFunction counts the memory.fill instructions of each defined
 // function of bin.
 func fillsPerFunction(t *testing.T, bin []byte) []int {
 	t.Helper()
-	r := reader{b: bin, off: 8}
-	for r.off < len(r.b) {
-		id, size := r.byte(), r.u32()
-		payload := r.bytes(int(size))
-		if id != secCode {
+	secs, err := wasmbin.ReadSections(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secs {
+		if s.ID != wasmbin.SecCode {
 			continue
 		}
-		cr := reader{b: payload}
-		n := cr.u32()
+		cr := wasmbin.NewReader(s.Payload)
+		n := cr.U32()
 		counts := make([]int, n)
 		for i := range counts {
-			body := reader{b: cr.bytes(int(cr.u32()))}
-			for g := body.u32(); g > 0; g-- {
-				body.u32()
-				body.byte()
+			body := wasmbin.NewReader(cr.Bytes(int(cr.U32())))
+			for g := body.U32(); g > 0; g-- {
+				body.U32()
+				body.Byte()
 			}
-			for body.off < len(body.b) {
-				in, err := body.instr()
+			for body.Remaining() > 0 {
+				in, err := body.Instr()
 				if err != nil {
 					t.Fatalf("function %d: %v", i, err)
 				}
-				if in.op == 0xFC && in.sub == 11 {
+				if in.Op == 0xFC && in.Sub == 11 {
 					counts[i]++
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+
+	"github.com/wasmsched/wasmsched/host/internal/wasmbin"
 )
 
 // Bounding a guest's time and stack without wazero's termination checks.
@@ -18,40 +20,52 @@ import (
 // Instead, before compiling, we rewrite the module. We add three mutable
 // i32 globals — a countdown, an interrupt flag (exported as
 // InterruptGlobal) and a stack budget — and a "tick" at every place where
-// a guest can spend unbounded time: the top of every loop body and the
-// entry of every function that calls another (recursion, or a call tree
-// fanning out exponentially, has no loop). A tick is
+// a guest can spend unbounded time: the top of every loop body, and the
+// entry of the functions the call graph requires (callgraph.go: those in
+// a call cycle, those a table can reach or that call through one, and
+// those whose static work or stack, their unchecked callees' included,
+// exceeds TickFreeWork or TickFreeStack). A tick of n is
 //
-//	countdown -= 1
+//	countdown -= n
 //	if countdown <= 0 {
 //	    memory.grow 0        // leaves machine code for Go: a safe point
 //	    if interrupt { unreachable }
 //	    countdown = SafePointEvery
 //	}
 //
-// so it costs a decrement and a branch, and every SafePointEvery ticks the
-// guest passes through Go (where the scheduler and the garbage collector
-// can stop it) and checks the flag. When a call's deadline passes, a timer
-// sets the flag and the guest traps at its next safe point. Bulk memory
-// instructions (memory.copy, memory.fill, memory.init) tick by their size,
-// one per BulkBytesPerTick bytes, so a loop copying tens of MiB per
-// iteration reaches a safe point every iteration. Between two ticks a
-// guest runs only straight-line code, calls to functions that call
-// nothing, and returns, so the time between safe points is bounded by the
-// module's size, not by its input.
+// so it costs a subtraction and a branch, and every SafePointEvery ticks
+// the guest passes through Go (where the scheduler and the garbage
+// collector can stop it) and checks the flag. When a call's deadline
+// passes, a timer sets the flag (module.go) and the guest traps at its
+// next safe point; host imports check the deadline themselves. A loop
+// body counts one tick; a checked function counts at entry one per
+// WorkPerTick bytes of the code its call covers (at most maxEntryTicks),
+// so the time between safe points does not grow with the shape of the
+// call graph. Bulk memory instructions (memory.copy, memory.fill,
+// memory.init) tick by their length, one per BulkBytesPerTick bytes, so
+// a loop copying tens of MiB per iteration reaches a safe point every
+// iteration. Between two ticks a guest runs only straight-line code,
+// returns, and calls to unchecked functions, which run at most
+// TickFreeWork bytes of code (every call site counted), so the time
+// between safe points is bounded by the module's code, not by its input.
 //
-// Functions that call others also pay for their stack frame: at entry the
-// stack budget drops by the frame's estimated size (in StackUnitBytes
-// units: parameters, locals and body size), and every way out of the
+// Checked functions also pay for the stack: at entry the stack budget
+// drops by their estimated frame (frameWeight, in StackUnitBytes units:
+// the call itself, parameters, locals and body size) plus the frames of
+// their deepest chain of unchecked callees, and every way out of the
 // function (return, tail calls, the end of the body, a branch to the
-// body's label) gives it back. A call that would overdraw the budget sets
-// the interrupt flag to interruptStack and traps, so recursion is bounded
-// by StackBudget·StackUnitBytes bytes of estimated frames, far below
-// wazero's own ceiling (~50 MB per call stack, grown by copying). Leaf
-// functions are not counted: they add at most one frame.
+// body's label, which the body is wrapped in a block for) gives it
+// back. An entry that would overdraw the budget sets the interrupt flag
+// to interruptStack and traps, so recursion is bounded by
+// StackBudget·StackUnitBytes bytes of estimated frames, far below
+// wazero's own ceiling (~50 MB per call stack, grown by copying). An
+// unchecked function that calls others stacks, with its callees, at
+// most TickFreeStack units, and one that calls none adds one frame; a
+// checked caller has paid for either.
 //
 // Both rewrites (Instrument, and InlineFills for runtimes that bound time
-// and stack themselves) also record what the guest's own memory.grow
+// and stack themselves) also turn small constant memory.fill instructions
+// into stores (fills.go) and record what the guest's own memory.grow
 // instructions return: each is followed by a store of its result into a
 // mutable i32 global the module exports as GrowGlobal, so that after a
 // failed call the host can tell a guest that ran out of memory (its
@@ -64,6 +78,8 @@ import (
 // outside its linear memory: at most MaxLocals locals per function, at
 // most MaxTables tables of at most MaxTableElements elements (a larger
 // maximum is lowered, so table.grow fails past it as the spec allows).
+//
+// The module is read and written with host/internal/wasmbin.
 
 // SafePointEvery is how many ticks a guest runs between two passes
 // through Go: small enough that a stop-the-world pause or a deadline waits
@@ -118,41 +134,9 @@ const (
 // above.
 var ErrUnsupportedModule = errors.New("module cannot be instrumented")
 
-// Section ids of the Wasm binary format.
-const (
-	secCustom   = 0
-	secType     = 1
-	secImport   = 2
-	secFunction = 3
-	secTable    = 4
-	secMemory   = 5
-	secGlobal   = 6
-	secExport   = 7
-	secStart    = 8
-	secElement  = 9
-	secCode     = 10
-	secData     = 11
-	secDataCnt  = 12
-	secTag      = 13
-)
-
-// sectionRank orders non-custom sections as the binary format requires.
-var sectionRank = map[byte]int{
-	secType: 1, secImport: 2, secFunction: 3, secTable: 4, secMemory: 5, secTag: 6,
-	secGlobal: 7, secExport: 8, secStart: 9, secElement: 10, secDataCnt: 11, secCode: 12, secData: 13,
-}
-
-type section struct {
-	id      byte
-	payload []byte
-}
-
-// funcType is a function type: its parameter and result value types.
-type funcType struct{ params, results []byte }
-
 // moduleInfo is what the rewriter needs to know about a module.
 type moduleInfo struct {
-	types           []funcType
+	types           []wasmbin.FuncType
 	funcs           []uint32 // type index of each defined function
 	importedFuncs   uint32
 	importedGlobals int
@@ -185,33 +169,14 @@ const RewriteRevision = 4
 
 // rewrite is Instrument (checks) or InlineFills.
 func rewrite(bin []byte, checks bool) ([]byte, error) {
-	if len(bin) < 8 || string(bin[:4]) != "\x00asm" || bin[4] != 1 || bin[5] != 0 || bin[6] != 0 || bin[7] != 0 {
-		return nil, fmt.Errorf("%w: not a Wasm 1.0 binary", ErrUnsupportedModule)
+	secs, err := wasmbin.ReadSections(bin)
+	// A start section is refused as soon as it is met, before whatever
+	// follows it is found malformed.
+	if hasSection(secs, wasmbin.SecStart) {
+		return nil, fmt.Errorf("%w: it has a start section; a reactor initialises in _initialize", ErrUnsupportedModule)
 	}
-	var secs []section
-	r := reader{b: bin, off: 8}
-	last := 0
-	for r.off < len(r.b) {
-		id := r.byte()
-		size := r.u32()
-		payload := r.bytes(int(size))
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: section %d: %v", ErrUnsupportedModule, id, r.err)
-		}
-		if id != secCustom {
-			rank, ok := sectionRank[id]
-			if !ok {
-				return nil, fmt.Errorf("%w: unknown section id %d", ErrUnsupportedModule, id)
-			}
-			if rank <= last {
-				return nil, fmt.Errorf("%w: section %d out of order", ErrUnsupportedModule, id)
-			}
-			last = rank
-		}
-		if id == secStart {
-			return nil, fmt.Errorf("%w: it has a start section; a reactor initialises in _initialize", ErrUnsupportedModule)
-		}
-		secs = append(secs, section{id, payload})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedModule, err)
 	}
 
 	info, err := analyze(secs)
@@ -239,69 +204,71 @@ func rewrite(bin []byte, checks bool) ([]byte, error) {
 	var code []byte
 	grows := false
 	for _, s := range secs {
-		if s.id == secCode {
-			if code, grows, err = instrumentCode(s.payload, info, refs, allRefs, checks, g, types); err != nil {
+		if s.ID == wasmbin.SecCode {
+			if code, grows, err = instrumentCode(s.Payload, info, refs, allRefs, checks, g, types); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if len(types.added) > 0 && !hasSection(secs, secType) {
+	if len(types.added) > 0 && !hasSection(secs, wasmbin.SecType) {
 		return nil, fmt.Errorf("%w: functions without a type section", ErrUnsupportedModule)
 	}
 	added := addedGlobals{checks: checks, grow: grows, g: g}
 
 	out := append([]byte(nil), bin[:8]...)
 	haveGlobal, haveExport := added.count() == 0, added.count() == 0 // nothing to add
+	globalRank, _ := wasmbin.Rank(wasmbin.SecGlobal)
+	exportRank, _ := wasmbin.Rank(wasmbin.SecExport)
 	emitMissing := func(beforeRank int) {
-		if !haveGlobal && beforeRank > sectionRank[secGlobal] {
-			out = appendSection(out, secGlobal, added.appendGlobals(appendU32(nil, added.count())))
+		if !haveGlobal && beforeRank > globalRank {
+			out = wasmbin.AppendSection(out, wasmbin.SecGlobal, added.appendGlobals(wasmbin.AppendU32(nil, added.count())))
 			haveGlobal = true
 		}
-		if !haveExport && beforeRank > sectionRank[secExport] {
-			out = appendSection(out, secExport, added.appendExports(appendU32(nil, added.exports())))
+		if !haveExport && beforeRank > exportRank {
+			out = wasmbin.AppendSection(out, wasmbin.SecExport, added.appendExports(wasmbin.AppendU32(nil, added.exports())))
 			haveExport = true
 		}
 	}
 	for _, s := range secs {
-		if s.id != secCustom {
-			emitMissing(sectionRank[s.id])
+		if rank, ok := wasmbin.Rank(s.ID); ok {
+			emitMissing(rank)
 		}
-		payload := s.payload
-		switch s.id {
-		case secType:
+		payload := s.Payload
+		switch s.ID {
+		case wasmbin.SecType:
 			payload, err = extendVector(payload, uint32(len(types.added)), func(b []byte) []byte {
 				for _, t := range types.added {
 					b = append(b, t...)
 				}
 				return b
 			})
-		case secTable:
+		case wasmbin.SecTable:
 			payload, err = capTables(payload)
-		case secGlobal:
+		case wasmbin.SecGlobal:
 			if added.count() > 0 {
 				payload, err = extendVector(payload, added.count(), added.appendGlobals)
 			}
 			haveGlobal = true
-		case secExport:
+		case wasmbin.SecExport:
 			if err = checkExports(payload, first); err == nil && added.exports() > 0 {
 				payload, err = extendVector(payload, added.exports(), added.appendExports)
 			}
 			haveExport = true
-		case secCode:
+		case wasmbin.SecCode:
 			payload = code
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = appendSection(out, s.id, payload)
+		out = wasmbin.AppendSection(out, s.ID, payload)
 	}
 	emitMissing(1 << 30)
 	return out, nil
 }
 
-func hasSection(secs []section, id byte) bool {
+func hasSection(secs []wasmbin.Section, id byte) bool {
 	for _, s := range secs {
-		if s.id == id {
+		if s.ID == id {
 			return true
 		}
 	}
@@ -309,62 +276,62 @@ func hasSection(secs []section, id byte) bool {
 }
 
 // analyze reads the type, import, function, memory and global sections.
-func analyze(secs []section) (*moduleInfo, error) {
+func analyze(secs []wasmbin.Section) (*moduleInfo, error) {
 	info := &moduleInfo{}
 	for _, s := range secs {
-		r := reader{b: s.payload}
-		switch s.id {
-		case secType:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				if form := r.byte(); form != 0x60 && r.err == nil {
+		r := wasmbin.NewReader(s.Payload)
+		switch s.ID {
+		case wasmbin.SecType:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				if form := r.Byte(); form != 0x60 && r.Err() == nil {
 					return nil, fmt.Errorf("%w: type %d has form 0x%02x, not a function type", ErrUnsupportedModule, i, form)
 				}
-				var t funcType
-				t.params = r.valTypes()
-				t.results = r.valTypes()
+				var t wasmbin.FuncType
+				t.Params = r.ValTypes()
+				t.Results = r.ValTypes()
 				info.types = append(info.types, t)
 			}
-		case secImport:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				r.bytes(int(r.u32())) // module
-				r.bytes(int(r.u32())) // name
-				switch kind := r.byte(); kind {
+		case wasmbin.SecImport:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				r.Bytes(int(r.U32())) // module
+				r.Bytes(int(r.U32())) // name
+				switch kind := r.Byte(); kind {
 				case 0x00: // func
-					r.u32()
+					r.U32()
 					info.importedFuncs++
 				case 0x01: // table
 					return nil, fmt.Errorf("%w: it imports a table", ErrUnsupportedModule)
 				case 0x02: // memory
-					r.limits()
+					r.SkipLimits()
 					info.hasMemory = true
 				case 0x03: // global
-					r.byte()
-					r.byte()
+					r.Byte()
+					r.Byte()
 					info.importedGlobals++
 				default:
-					if r.err == nil {
+					if r.Err() == nil {
 						return nil, fmt.Errorf("%w: import kind %d", ErrUnsupportedModule, kind)
 					}
 				}
 			}
-		case secFunction:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				info.funcs = append(info.funcs, r.u32())
+		case wasmbin.SecFunction:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				info.funcs = append(info.funcs, r.U32())
 			}
-		case secMemory:
-			if r.u32() > 0 {
+		case wasmbin.SecMemory:
+			if r.U32() > 0 {
 				info.hasMemory = true
 			}
-		case secGlobal:
-			info.definedGlobals = int(r.u32())
+		case wasmbin.SecGlobal:
+			info.definedGlobals = int(r.U32())
 		default:
 			continue
 		}
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: section %d: %v", ErrUnsupportedModule, s.id, r.err)
+		if r.Err() != nil {
+			return nil, fmt.Errorf("%w: section %d: %v", ErrUnsupportedModule, s.ID, r.Err())
 		}
 	}
 	for i, t := range info.funcs {
@@ -377,7 +344,7 @@ func analyze(secs []section) (*moduleInfo, error) {
 
 // typeTable finds or adds the function types block types need.
 type typeTable struct {
-	types []funcType
+	types []wasmbin.FuncType
 	added [][]byte // encoded types to append to the type section
 }
 
@@ -390,36 +357,36 @@ func (t *typeTable) blockType(results []byte) []byte {
 		return []byte{results[0]}
 	}
 	for i, ft := range t.types {
-		if len(ft.params) == 0 && bytes.Equal(ft.results, results) {
-			return appendS32(nil, int32(i))
+		if len(ft.Params) == 0 && bytes.Equal(ft.Results, results) {
+			return wasmbin.AppendS32(nil, int32(i))
 		}
 	}
 	idx := len(t.types)
-	t.types = append(t.types, funcType{results: results})
+	t.types = append(t.types, wasmbin.FuncType{Results: results})
 	enc := []byte{0x60, 0x00}
-	enc = appendU32(enc, uint32(len(results)))
+	enc = wasmbin.AppendU32(enc, uint32(len(results)))
 	t.added = append(t.added, append(enc, results...))
-	return appendS32(nil, int32(idx))
+	return wasmbin.AppendS32(nil, int32(idx))
 }
 
 // capTables checks the table section against MaxTables and
 // MaxTableElements and lowers every maximum to MaxTableElements.
 func capTables(payload []byte) ([]byte, error) {
-	r := reader{b: payload}
-	n := r.u32()
+	r := wasmbin.NewReader(payload)
+	n := r.U32()
 	if n > MaxTables {
 		return nil, fmt.Errorf("%w: it declares %d tables; at most %d", ErrUnsupportedModule, n, MaxTables)
 	}
-	out := appendU32(nil, n)
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		ref := r.byte()
-		flags := r.byte()
-		if r.err == nil && (ref != 0x70 && ref != 0x6F || flags > 1) {
+	out := wasmbin.AppendU32(nil, n)
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		ref := r.Byte()
+		flags := r.Byte()
+		if r.Err() == nil && (ref != 0x70 && ref != 0x6F || flags > 1) {
 			return nil, fmt.Errorf("%w: table %d has an unsupported type (0x%02x, limits 0x%02x)", ErrUnsupportedModule, i, ref, flags)
 		}
-		min, max := r.u32(), uint32(MaxTableElements)
+		min, max := r.U32(), uint32(MaxTableElements)
 		if flags == 1 {
-			if m := r.u32(); m < max {
+			if m := r.U32(); m < max {
 				max = m
 			}
 		}
@@ -427,9 +394,9 @@ func capTables(payload []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%w: table %d starts with %d elements; at most %d", ErrUnsupportedModule, i, min, MaxTableElements)
 		}
 		out = append(out, ref, 0x01)
-		out = appendU32(appendU32(out, min), max)
+		out = wasmbin.AppendU32(wasmbin.AppendU32(out, min), max)
 	}
-	if r.err != nil || r.off != len(r.b) {
+	if r.Err() != nil || r.Remaining() != 0 {
 		return nil, fmt.Errorf("%w: table section malformed", ErrUnsupportedModule)
 	}
 	return out, nil
@@ -494,17 +461,17 @@ func (a addedGlobals) appendExports(b []byte) []byte {
 // StackBudget).
 func appendNewGlobals(b []byte) []byte {
 	b = append(b, 0x7F, 0x01, 0x41)
-	b = appendS32(b, SafePointEvery)
+	b = wasmbin.AppendS32(b, SafePointEvery)
 	b = append(b, 0x0B)
 	b = append(b, 0x7F, 0x01, 0x41, 0x00, 0x0B)
 	b = append(b, 0x7F, 0x01, 0x41)
-	b = appendS32(b, StackBudget)
+	b = wasmbin.AppendS32(b, StackBudget)
 	return append(b, 0x0B)
 }
 
 // Instruction sequences the rewriter inserts.
-func globalGet(b []byte, idx uint32) []byte { return appendU32(append(b, 0x23), idx) }
-func globalSet(b []byte, idx uint32) []byte { return appendU32(append(b, 0x24), idx) }
+func globalGet(b []byte, idx uint32) []byte { return wasmbin.AppendU32(append(b, 0x23), idx) }
+func globalSet(b []byte, idx uint32) []byte { return wasmbin.AppendU32(append(b, 0x24), idx) }
 
 // recordGrow follows a memory.grow: its result goes into the GrowGlobal
 // global and stays on the stack.
@@ -516,7 +483,7 @@ func safePoint(b []byte, g globals) []byte {
 	b = globalGet(b, g.interrupt)
 	b = append(b, 0x04, 0x40, 0x00, 0x0B) // if; unreachable; end
 	b = append(b, 0x41)
-	b = appendS32(b, SafePointEvery)
+	b = wasmbin.AppendS32(b, SafePointEvery)
 	return globalSet(b, g.countdown)
 }
 
@@ -532,8 +499,8 @@ func ifCountdownSpent(b []byte, g globals) []byte {
 // and at the entry of every instrumented function.
 func tick(g globals, n int32) []byte {
 	b := globalGet(nil, g.countdown)
-	b = appendS32(append(b, 0x41), n) // i32.const n
-	b = append(b, 0x6B)               // i32.sub
+	b = wasmbin.AppendS32(append(b, 0x41), n) // i32.const n
+	b = append(b, 0x6B)                       // i32.sub
 	b = globalSet(b, g.countdown)
 	return ifCountdownSpent(b, g)
 }
@@ -541,10 +508,10 @@ func tick(g globals, n int32) []byte {
 // bulkTick charges a bulk memory instruction by its length, the value on
 // top of the stack, which it leaves there (scratch is an i32 local).
 func bulkTick(g globals, scratch uint32) []byte {
-	b := appendU32([]byte{0x22}, scratch) // local.tee
+	b := wasmbin.AppendU32([]byte{0x22}, scratch) // local.tee
 	b = globalGet(b, g.countdown)
-	b = appendU32(append(b, 0x20), scratch)    // local.get
-	b = append(b, 0x41, bulkShift, 0x76, 0x6B) // i32.const shift; i32.shr_u; i32.sub
+	b = wasmbin.AppendU32(append(b, 0x20), scratch) // local.get
+	b = append(b, 0x41, bulkShift, 0x76, 0x6B)      // i32.const shift; i32.shr_u; i32.sub
 	b = globalSet(b, g.countdown)
 	return ifCountdownSpent(b, g)
 }
@@ -553,12 +520,12 @@ func bulkTick(g globals, scratch uint32) []byte {
 // the budget is overdrawn.
 func stackEnter(g globals, weight int32) []byte {
 	b := globalGet(nil, g.stack)
-	b = appendS32(append(b, 0x41), weight)
+	b = wasmbin.AppendS32(append(b, 0x41), weight)
 	b = append(b, 0x6B) // i32.sub
 	b = globalSet(b, g.stack)
 	b = globalGet(b, g.stack)
 	b = append(b, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.const 0; i32.lt_s; if
-	b = appendS32(append(b, 0x41), interruptStack)
+	b = wasmbin.AppendS32(append(b, 0x41), interruptStack)
 	b = globalSet(b, g.interrupt)
 	return append(b, 0x00, 0x0B) // unreachable; end
 }
@@ -566,63 +533,48 @@ func stackEnter(g globals, weight int32) []byte {
 // stackLeave gives a frame's weight back.
 func stackLeave(g globals, weight int32) []byte {
 	b := globalGet(nil, g.stack)
-	b = appendS32(append(b, 0x41), weight)
+	b = wasmbin.AppendS32(append(b, 0x41), weight)
 	b = append(b, 0x6A) // i32.add
 	return globalSet(b, g.stack)
 }
 
-// frameWeight estimates a frame in StackUnitBytes units: 128 bytes for
-// the call itself (return address, saved registers, alignment: wazero's
-// frames of small functions measure about 80), 16 bytes per parameter and
-// local, and (for spilled values) a byte per byte of code, the latter
-// counted up to 64 KiB.
-func frameWeight(params int, locals uint64, codeLen int) int32 {
-	if codeLen > 64<<10 {
-		codeLen = 64 << 10
-	}
-	return int32(2 + (16*(uint64(params)+locals)+uint64(codeLen))/StackUnitBytes)
-}
-
 // appendNewExport appends the export of an added global.
 func appendNewExport(b []byte, name string, idx uint32) []byte {
-	b = appendU32(b, uint32(len(name)))
+	b = wasmbin.AppendU32(b, uint32(len(name)))
 	b = append(b, name...)
 	b = append(b, 0x03) // global
-	return appendU32(b, idx)
+	return wasmbin.AppendU32(b, idx)
 }
 
-// extendVector rewrites a section that is a vector of entries, adding
-// `extra` entries at the end.
+// extendVector is wasmbin.ExtendVector, refusing a section whose entry
+// count cannot be read.
 func extendVector(payload []byte, extra uint32, add func([]byte) []byte) ([]byte, error) {
-	r := reader{b: payload}
-	n := r.u32()
-	if r.err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedModule, r.err)
+	out, err := wasmbin.ExtendVector(payload, extra, add)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedModule, err)
 	}
-	out := appendU32(nil, n+extra)
-	out = append(out, payload[r.off:]...)
-	return add(out), nil
+	return out, nil
 }
 
 // checkExports refuses exports named InterruptGlobal or GrowGlobal and
 // exports of globals that do not exist before instrumentation (they would
 // name the added ones).
 func checkExports(payload []byte, globals uint32) error {
-	r := reader{b: payload}
-	n := r.u32()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		name := r.bytes(int(r.u32()))
-		kind := r.byte()
-		idx := r.u32()
+	r := wasmbin.NewReader(payload)
+	n := r.U32()
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		name := r.Bytes(int(r.U32()))
+		kind := r.Byte()
+		idx := r.U32()
 		if string(name) == InterruptGlobal || string(name) == GrowGlobal {
 			return fmt.Errorf("%w: it already exports %s", ErrUnsupportedModule, name)
 		}
-		if kind == 0x03 && idx >= globals && r.err == nil {
+		if kind == 0x03 && idx >= globals && r.Err() == nil {
 			return fmt.Errorf("%w: it exports global %d, which does not exist", ErrUnsupportedModule, idx)
 		}
 	}
-	if r.err != nil {
-		return fmt.Errorf("%w: export section: %v", ErrUnsupportedModule, r.err)
+	if r.Err() != nil {
+		return fmt.Errorf("%w: export section: %v", ErrUnsupportedModule, r.Err())
 	}
 	return nil
 }
@@ -633,18 +585,18 @@ func checkExports(payload []byte, globals uint32) error {
 // pass writes the bodies (instrumentBody). grows says a body has a
 // memory.grow of its own, recorded in GrowGlobal.
 func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs, checks bool, g globals, types *typeTable) (_ []byte, grows bool, _ error) {
-	r := reader{b: payload}
-	n := r.u32()
-	if r.err == nil && int(n) != len(info.funcs) {
+	r := wasmbin.NewReader(payload)
+	n := r.U32()
+	if r.Err() == nil && int(n) != len(info.funcs) {
 		return nil, false, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
 	}
 	bodies := make([][]byte, 0, len(info.funcs))
 	facts := make([]funcFacts, 0, len(info.funcs))
 	for i := uint32(0); i < n; i++ {
-		size := r.u32()
-		code := r.bytes(int(size))
-		if r.err != nil {
-			return nil, false, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.err)
+		size := r.U32()
+		code := r.Bytes(int(size))
+		if r.Err() != nil {
+			return nil, false, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.Err())
 		}
 		f, err := scanBody(code, info.types[info.funcs[i]], g, refs)
 		if err != nil {
@@ -658,20 +610,20 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 		grows = grows || f.grows
 		bodies, facts = append(bodies, code), append(facts, f)
 	}
-	if r.off != len(r.b) {
+	if r.Remaining() != 0 {
 		return nil, false, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
 	}
 	plans := make([]entryPlan, len(facts))
 	if checks {
 		plans = planEntries(facts, info.importedFuncs, refs, allRefs)
 	}
-	out := appendU32(nil, n)
+	out := wasmbin.AppendU32(nil, n)
 	var body []byte
 	for i, code := range bodies {
 		// A scratch local for bulk ticks (checks) and inlined fills.
 		scratch := facts[i].fills || (checks && facts[i].bulk)
 		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], scratch, checks, plans[i], g, types)
-		out = appendU32(out, uint32(len(body)))
+		out = wasmbin.AppendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
 	return out, grows, nil
@@ -679,70 +631,57 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 
 // scanBody validates one function body and returns what planEntries needs
 // to know about it. Function indexes named by ref.func are added to refs.
-func scanBody(code []byte, ft funcType, g globals, refs map[uint32]bool) (funcFacts, error) {
+func scanBody(code []byte, ft wasmbin.FuncType, g globals, refs map[uint32]bool) (funcFacts, error) {
 	var f funcFacts
-	r := reader{b: code}
-	groups := r.u32()
+	r := wasmbin.NewReader(code)
+	groups := r.U32()
 	var locals uint64
-	for i := uint32(0); i < groups && r.err == nil; i++ {
-		locals += uint64(r.u32())
-		r.byte() // value type
+	for i := uint32(0); i < groups && r.Err() == nil; i++ {
+		locals += uint64(r.U32())
+		r.Byte() // value type
 	}
-	if r.err != nil {
-		return f, r.err
+	if r.Err() != nil {
+		return f, r.Err()
 	}
 	if locals > MaxLocals {
 		return f, fmt.Errorf("it declares %d locals; at most %d", locals, MaxLocals)
 	}
-	nlocals := uint32(uint64(len(ft.params)) + locals)
-	var prev, prev2 instr
+	nlocals := uint32(uint64(len(ft.Params)) + locals)
+	var prev, prev2 wasmbin.Instr
 	extra := 0
-	for r.off < len(r.b) {
-		in, err := r.instr()
+	for r.Remaining() > 0 {
+		in, err := r.Instr()
 		if err != nil {
 			return f, err
 		}
-		if in.op == 0xFC && in.sub == 11 {
-			if v, ok := inlineFill(prev2, prev, r.b[r.off-1]); ok {
+		if in.Op == 0xFC && in.Sub == 11 {
+			if v, ok := inlineFill(prev2, prev, code[r.Off()-1]); ok {
 				f.fills = true
-				extra += len(appendInlineFill(nil, nlocals, v, prev.imm))
+				extra += len(appendInlineFill(nil, nlocals, v, prev.Imm))
 			}
 		}
 		prev2, prev = prev, in
 		switch {
-		case in.op >= 0x20 && in.op <= 0x22 && in.idx >= nlocals:
-			return f, fmt.Errorf("uses local %d, which does not exist", in.idx)
-		case (in.op == 0x23 || in.op == 0x24) && in.idx >= g.countdown:
-			return f, fmt.Errorf("uses global %d, which does not exist", in.idx)
-		case in.op == 0x10 || in.op == 0x12:
-			f.callees = append(f.callees, in.idx)
-		case in.op == 0x11 || in.op == 0x13:
+		case in.Op >= 0x20 && in.Op <= 0x22 && in.Idx >= nlocals:
+			return f, fmt.Errorf("uses local %d, which does not exist", in.Idx)
+		case (in.Op == 0x23 || in.Op == 0x24) && in.Idx >= g.countdown:
+			return f, fmt.Errorf("uses global %d, which does not exist", in.Idx)
+		case in.Op == 0x10 || in.Op == 0x12:
+			f.callees = append(f.callees, in.Idx)
+		case in.Op == 0x11 || in.Op == 0x13:
 			f.indirect = true
-		case in.op == 0xD2:
-			refs[in.idx] = true
-		case in.op == 0x40:
+		case in.Op == 0xD2:
+			refs[in.Idx] = true
+		case in.Op == 0x40:
 			f.grows = true
 			extra += len(recordGrow(nil, g)) // straight-line code too
 		}
-		f.bulk = f.bulk || in.bulk()
+		f.bulk = f.bulk || in.BulkMemory()
 	}
 	f.size = len(code) + extra // inlined fills run as straight-line code
-	f.weight = frameWeight(len(ft.params), locals, len(code))
+	f.weight = frameWeight(len(ft.Params), locals, len(code))
 	return f, nil
 }
-
-// instr is one decoded instruction: its opcode, the sub-opcode of a
-// prefixed one, and its first index immediate (local, global or function
-// index), and the value of an i32.const.
-type instr struct {
-	op  byte
-	sub uint32
-	idx uint32
-	imm int64
-}
-
-func (in instr) returns() bool { return in.op == 0x0F || in.op == 0x12 || in.op == 0x13 }
-func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub == 10 || in.sub == 11) }
 
 // instrumentBody copies one (scanned) function body with its small
 // constant fills inlined (fills.go) and, with checks, its checks: a tick
@@ -752,19 +691,19 @@ func (in instr) bulk() bool    { return in.op == 0xFC && (in.sub == 8 || in.sub 
 // the body's label lands before the exit), and the charge given back
 // before every way out. It walks every instruction so that an immediate
 // byte that happens to equal an opcode is never mistaken for one.
-func instrumentBody(out, code []byte, ft funcType, needScratch, checks bool, plan entryPlan, g globals, types *typeTable) []byte {
-	r := reader{b: code}
-	groups := r.u32()
-	groupsEnd := r.off
+func instrumentBody(out, code []byte, ft wasmbin.FuncType, needScratch, checks bool, plan entryPlan, g globals, types *typeTable) []byte {
+	r := wasmbin.NewReader(code)
+	groups := r.U32()
+	groupsEnd := r.Off()
 	var locals uint64
 	for i := uint32(0); i < groups; i++ {
-		locals += uint64(r.u32())
-		r.byte() // value type
+		locals += uint64(r.U32())
+		r.Byte() // value type
 	}
-	localsEnd := r.off
-	scratch := uint32(uint64(len(ft.params)) + locals)
+	localsEnd := r.Off()
+	scratch := uint32(uint64(len(ft.Params)) + locals)
 	if needScratch {
-		out = appendU32(out, groups+1)
+		out = wasmbin.AppendU32(out, groups+1)
 		out = append(out, code[groupsEnd:localsEnd]...)
 		out = append(out, 0x01, 0x7F) // one i32
 	} else {
@@ -775,37 +714,37 @@ func instrumentBody(out, code []byte, ft funcType, needScratch, checks bool, pla
 		out = append(out, stackEnter(g, plan.charge)...)
 		out = append(out, tick(g, plan.ticks)...)
 		out = append(out, 0x02) // block
-		out = append(out, types.blockType(ft.results)...)
+		out = append(out, types.blockType(ft.Results)...)
 		leave = stackLeave(g, plan.charge)
 	}
 	loop := tick(g, 1)
 	// The last two instructions and where they start in out: an inlined
 	// fill replaces its two constant operands.
-	var prev, prev2 instr
+	var prev, prev2 wasmbin.Instr
 	var prevAt, prev2At int
-	for r.off < len(r.b) {
-		start := r.off
-		in, _ := r.instr() // validated by scanBody
-		if in.op == 0xFC && in.sub == 11 {
-			if v, ok := inlineFill(prev2, prev, code[r.off-1]); ok {
-				out = appendInlineFill(out[:prev2At], scratch, v, prev.imm)
-				prev, prev2 = instr{}, instr{}
+	for r.Remaining() > 0 {
+		start := r.Off()
+		in, _ := r.Instr() // validated by scanBody
+		if in.Op == 0xFC && in.Sub == 11 {
+			if v, ok := inlineFill(prev2, prev, code[r.Off()-1]); ok {
+				out = appendInlineFill(out[:prev2At], scratch, v, prev.Imm)
+				prev, prev2 = wasmbin.Instr{}, wasmbin.Instr{}
 				continue
 			}
 		}
 		prev2, prev, prev2At = prev, in, prevAt
 		switch {
-		case plan.instrumented && in.returns():
+		case plan.instrumented && in.Returns():
 			out = append(out, leave...)
-		case checks && in.bulk():
+		case checks && in.BulkMemory():
 			out = append(out, bulkTick(g, scratch)...)
 		}
 		prevAt = len(out)
-		out = append(out, code[start:r.off]...)
+		out = append(out, code[start:r.Off()]...)
 		switch {
-		case checks && in.op == 0x03:
+		case checks && in.Op == 0x03:
 			out = append(out, loop...)
-		case in.op == 0x40:
+		case in.Op == 0x40:
 			out = recordGrow(out, g)
 		}
 	}
@@ -815,207 +754,4 @@ func instrumentBody(out, code []byte, ft funcType, needScratch, checks bool, pla
 		out = append(out, 0x0B)
 	}
 	return out
-}
-
-// instr decodes the next instruction.
-func (r *reader) instr() (instr, error) {
-	start := r.off
-	in := instr{op: r.byte()}
-	switch op := in.op; {
-	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
-		r.s33()
-	case op == 0x0C || op == 0x0D: // br, br_if
-		r.u32()
-	case op == 0x0E: // br_table
-		k := r.u32()
-		for j := uint32(0); j <= k && r.err == nil; j++ {
-			r.u32()
-		}
-	case op == 0x10 || op == 0x12: // call, return_call
-		in.idx = r.u32()
-	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
-		r.u32()
-		r.u32()
-	case op == 0x1C: // select with types
-		k := r.u32()
-		for j := uint32(0); j < k && r.err == nil; j++ {
-			r.byte()
-		}
-	case op >= 0x20 && op <= 0x26: // local/global get/set/tee, table.get/set
-		in.idx = r.u32()
-	case op >= 0x28 && op <= 0x3E: // loads and stores: memarg
-		r.u32()
-		r.u32()
-	case op == 0x3F || op == 0x40: // memory.size, memory.grow
-		r.byte()
-	case op == 0x41: // i32.const
-		in.imm = r.sleb(32)
-	case op == 0x42: // i64.const
-		r.sleb(64)
-	case op == 0x43:
-		r.bytes(4)
-	case op == 0x44:
-		r.bytes(8)
-	case op == 0xD0: // ref.null
-		r.byte()
-	case op == 0xD2: // ref.func
-		in.idx = r.u32()
-	case op == 0xFC:
-		in.sub = r.u32()
-		if err := r.prefixedFC(in.sub); err != nil {
-			return in, err
-		}
-	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0B || op == 0x0F ||
-		op == 0x1A || op == 0x1B || (op >= 0x45 && op <= 0xC4) || op == 0xD1:
-		// no immediates
-	default:
-		return in, fmt.Errorf("unsupported opcode 0x%02x at byte %d", op, start)
-	}
-	return in, r.err
-}
-
-// prefixedFC reads the immediates of a 0xFC-prefixed instruction
-// (saturating conversions, bulk memory, table operations).
-func (r *reader) prefixedFC(sub uint32) error {
-	switch {
-	case sub <= 7: // trunc_sat
-	case sub == 8: // memory.init
-		r.u32()
-		r.byte()
-	case sub == 9 || sub == 13: // data.drop, elem.drop
-		r.u32()
-	case sub == 10: // memory.copy
-		r.byte()
-		r.byte()
-	case sub == 11: // memory.fill
-		r.byte()
-	case sub == 12 || sub == 14: // table.init, table.copy
-		r.u32()
-		r.u32()
-	case sub >= 15 && sub <= 17: // table.grow, table.size, table.fill
-		r.u32()
-	default:
-		return fmt.Errorf("unsupported instruction 0xfc %d", sub)
-	}
-	return nil
-}
-
-// valTypes reads a vector of value types.
-func (r *reader) valTypes() []byte {
-	n := r.u32()
-	if int(n) > len(r.b)-r.off {
-		r.fail(errTruncated)
-		return nil
-	}
-	ts := r.bytes(int(n))
-	for _, t := range ts {
-		switch t {
-		case 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
-		default:
-			r.fail(fmt.Errorf("unsupported value type 0x%02x", t))
-			return nil
-		}
-	}
-	return ts
-}
-
-func appendSection(out []byte, id byte, payload []byte) []byte {
-	out = append(out, id)
-	out = appendU32(out, uint32(len(payload)))
-	return append(out, payload...)
-}
-
-// appendS32 appends a signed LEB128 (for i32.const).
-func appendS32(b []byte, v int32) []byte { return appendS64(b, int64(v)) }
-
-func appendU32(b []byte, v uint32) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-// reader decodes the binary format; the first error sticks and stops it.
-type reader struct {
-	b   []byte
-	off int
-	err error
-}
-
-var errTruncated = errors.New("truncated")
-
-func (r *reader) fail(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-	r.off = len(r.b)
-}
-
-func (r *reader) byte() byte {
-	if r.off >= len(r.b) {
-		r.fail(errTruncated)
-		return 0
-	}
-	c := r.b[r.off]
-	r.off++
-	return c
-}
-
-func (r *reader) bytes(n int) []byte {
-	if n < 0 || n > len(r.b)-r.off {
-		r.fail(errTruncated)
-		return nil
-	}
-	b := r.b[r.off : r.off+n]
-	r.off += n
-	return b
-}
-
-func (r *reader) u32() uint32 {
-	var v uint32
-	for shift := uint(0); shift < 35; shift += 7 {
-		c := r.byte()
-		if r.err != nil {
-			return 0
-		}
-		v |= uint32(c&0x7F) << shift
-		if c < 0x80 {
-			return v
-		}
-	}
-	r.fail(errors.New("u32 too long"))
-	return 0
-}
-
-// sleb reads a signed LEB128 of at most bits bits (at most 64).
-func (r *reader) sleb(bits uint) int64 {
-	var v int64
-	for n, shift := uint(0), uint(0); n < (bits+6)/7; n, shift = n+1, shift+7 {
-		c := r.byte()
-		if r.err != nil {
-			return 0
-		}
-		v |= int64(c&0x7F) << shift
-		if c < 0x80 {
-			if shift+7 < 64 && c&0x40 != 0 {
-				v |= -1 << (shift + 7)
-			}
-			return v
-		}
-	}
-	r.fail(errors.New("signed integer too long"))
-	return 0
-}
-
-// s33 skips a block type: one byte for an empty or value type, or a
-// signed LEB128 type index.
-func (r *reader) s33() { r.sleb(33) }
-
-func (r *reader) limits() {
-	flags := r.byte()
-	r.u32()
-	if flags&1 != 0 {
-		r.u32()
-	}
 }
