@@ -48,11 +48,20 @@ func evictionConfig(t *testing.T, section string) *config.Configuration {
 // test fails; it returns serve's metrics.
 func serveForEviction(t *testing.T, ctx context.Context, admin kubernetes.Interface, kubeconfig string, cfg *config.Configuration) prometheus.Gatherer {
 	t.Helper()
+	return serveAs(t, ctx, admin, kubeconfig, evictionUserAgent, cfg)
+}
+
+// serveAs starts serve with cfg as a client with the given user agent
+// (so the audit log tells its requests apart), a fake kubelet finishing
+// deletions, and serve's log (info and up) printed if the test fails; it
+// returns serve's metrics.
+func serveAs(t *testing.T, ctx context.Context, admin kubernetes.Interface, kubeconfig, userAgent string, cfg *config.Configuration) prometheus.Gatherer {
+	t.Helper()
 	rc, err := kube.RESTConfig(kubeconfig, 100, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.UserAgent = evictionUserAgent
+	rc.UserAgent = userAgent
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

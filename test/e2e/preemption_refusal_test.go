@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -18,10 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/kube"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/preemption"
-	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
@@ -71,37 +68,10 @@ func addLaggingBudget(t *testing.T, ctx context.Context, client kubernetes.Inter
 }
 
 // servePreemption starts serve with the default configuration as a
-// client of its own user agent, with a fake kubelet finishing deletions
-// and serve's log (info and up) printed if the test fails; it returns
-// serve's metrics.
+// client of its own user agent (serveAs); it returns serve's metrics.
 func servePreemption(t *testing.T, ctx context.Context, admin kubernetes.Interface, kubeconfig string) prometheus.Gatherer {
 	t.Helper()
-	rc, err := kube.RESTConfig(kubeconfig, 100, 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.UserAgent = preemptionUserAgent
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := metrics.NewRegistry()
-	met, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs testlog.Buffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("serve's log:\n%s", logs.String())
-		}
-	})
-	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
-	startServe(t, ctx, kube.ServeOptions{Client: client, RESTConfig: rc, Config: config.Default(), Metrics: met, Log: log})
-	kubeletCtx, stop := context.WithCancel(ctx)
-	t.Cleanup(stop)
-	go fakeKubelet(kubeletCtx, admin)
-	return reg
+	return serveAs(t, ctx, admin, kubeconfig, preemptionUserAgent, config.Default())
 }
 
 // nominationTrail watches the pod and returns, once it is nominated to or
