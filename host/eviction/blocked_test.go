@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
@@ -26,7 +27,7 @@ func TestKillerReportsARefusalNamingTheBudget(t *testing.T) {
 		e.api.goneOnKill = true
 		p := killPodFixture("db", "u1", nil)
 		e.api.add(p)
-		e.api.evictErrs = []error{&TooManyRequestsError{RetryAfter: 10 * time.Second, PDB: "db-pdb",
+		e.api.evictErrs = []error{&podremoval.RefusedError{RetryAfter: 10 * time.Second, PDB: "db-pdb",
 			Err: errors.New("evict pod ns/db: Cannot evict pod as it would violate the pod's disruption budget.")}}
 		e.k.Submit([]KillRequest{{Pod: p, Policy: "mem", Reason: "why", ForceDelete: force}})
 		e.run()

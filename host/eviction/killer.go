@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 // Kill modes (KillerOptions.Mode).
@@ -442,16 +443,17 @@ func (k *Killer) kill(ctx context.Context, req *KillRequest, grace int64, stop <
 	g := grace
 	err := call(ctx, pod, &g)
 	forced := false
-	var tooMany *TooManyRequestsError
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		return killStopped
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, podremoval.ErrNotFound):
 		log.Debug("pod gone at its kill")
 		k.metrics.Kill(metrics.KillSucceeded)
 		return killDone
-	case errors.As(err, &tooMany):
+	case errors.Is(err, podremoval.ErrTooManyRequests):
+		tooMany := &podremoval.RefusedError{} // no Retry-After, no budget named
+		errors.As(err, &tooMany)
 		k.metrics.APIBlocked()
 		wait := tooMany.RetryAfter
 		if wait <= 0 {
@@ -484,7 +486,7 @@ func (k *Killer) kill(ctx context.Context, req *KillRequest, grace int64, stop <
 		case err == nil:
 		case ctx.Err() != nil:
 			return killStopped
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, podremoval.ErrNotFound):
 			k.metrics.Kill(metrics.KillForced)
 			return killDone
 		default:
@@ -545,7 +547,7 @@ func (k *Killer) failed(log hclog.Logger, req *KillRequest, what string, err err
 func (k *Killer) gone(ctx context.Context, pod *abi.Pod) (bool, error) {
 	uid, err := k.api.PodUID(ctx, pod.Namespace, pod.Name)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, podremoval.ErrNotFound):
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("read pod %s/%s: %w", pod.Namespace, pod.Name, err)

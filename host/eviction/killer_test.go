@@ -15,6 +15,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
@@ -70,7 +71,7 @@ func (a *killAPI) kill(ctx context.Context, pod *abi.Pod, grace *int64, errs *[]
 		g = *grace
 	}
 	if err == nil && a.pods[pod.Namespace+"/"+pod.Name] != pod.UID {
-		err = fmt.Errorf("pod %s: %w", pod.Name, ErrNotFound)
+		err = fmt.Errorf("pod %s: %w", pod.Name, podremoval.ErrNotFound)
 	}
 	*calls = append(*calls, killCall{uid: pod.UID, grace: g, ok: err == nil})
 	if err == nil && a.goneOnKill {
@@ -92,7 +93,7 @@ func (a *killAPI) PodUID(_ context.Context, namespace, name string) (string, err
 	defer a.mu.Unlock()
 	uid, ok := a.pods[namespace+"/"+name]
 	if !ok {
-		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, ErrNotFound)
+		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, podremoval.ErrNotFound)
 	}
 	return uid, nil
 }
@@ -551,7 +552,7 @@ func TestKillerPDBRefusal(t *testing.T) {
 			e := newKillerEnv(t, nil)
 			p := killPodFixture("a", "u1", nil)
 			e.api.add(p)
-			e.api.evictErrs = []error{&TooManyRequestsError{RetryAfter: tc.retryAfter, Err: errors.New("Cannot evict pod as it would violate the pod's disruption budget.")}}
+			e.api.evictErrs = []error{&podremoval.RefusedError{RetryAfter: tc.retryAfter, Err: errors.New("Cannot evict pod as it would violate the pod's disruption budget.")}}
 			e.k.Submit([]KillRequest{{Pod: p, Policy: "mem", Reason: "why"}})
 			e.run()
 			waitUntil(t, "the killer to be idle", e.k.Idle)
@@ -577,7 +578,7 @@ func TestKillerPDBRefusal(t *testing.T) {
 		e.api.goneOnKill = true
 		p := killPodFixture("a", "u1", nil)
 		e.api.add(p)
-		e.api.evictErrs = []error{&TooManyRequestsError{RetryAfter: 7 * time.Second}}
+		e.api.evictErrs = []error{&podremoval.RefusedError{RetryAfter: 7 * time.Second}}
 		e.k.Submit([]KillRequest{{Pod: p, GracePeriodSeconds: i64(3), Policy: "mem", ForceDelete: true}})
 		e.run()
 		waitUntil(t, "the refusal", func() bool { return slices.Contains(e.api.reasons(), ReasonEvictBlocked) })

@@ -3,16 +3,91 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/eviction"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
+
+// PodRemover removes pods through the Kubernetes API: the one
+// podremoval.Remover behind preemption (PreemptionAPI) and the eviction
+// killer (EvictionAPI).
+//
+// RBAC: create pods/eviction, delete pods.
+type PodRemover struct {
+	Client kubernetes.Interface
+}
+
+var (
+	_ podremoval.Remover       = PodRemover{}
+	_ podremoval.DryRunEvictor = PodRemover{}
+)
+
+// EvictPod implements podremoval.Remover: a policy/v1 Eviction with the
+// grace period and the pod's UID as precondition, made once, without
+// client-go's silent retries (evictOnce), so a 429 comes back at once.
+func (r PodRemover) EvictPod(ctx context.Context, pod *abi.Pod, grace *int64) error {
+	return r.evict(ctx, "evict", pod, deleteOptions(pod, grace))
+}
+
+// EvictPodDryRun implements podremoval.DryRunEvictor: the API server
+// checks the pod's budgets and spends none.
+func (r PodRemover) EvictPodDryRun(ctx context.Context, pod *abi.Pod) error {
+	opts := deleteOptions(pod, nil)
+	opts.DryRun = []string{metav1.DryRunAll}
+	return r.evict(ctx, "dry-run evict", pod, opts)
+}
+
+func (r PodRemover) evict(ctx context.Context, what string, pod *abi.Pod, opts *metav1.DeleteOptions) error {
+	err := evictOnce(ctx, r.Client, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		DeleteOptions: opts,
+	})
+	return classify(what, pod, err)
+}
+
+// DeletePod implements podremoval.Remover with the same options as
+// EvictPod, ignoring PodDisruptionBudgets.
+func (r PodRemover) DeletePod(ctx context.Context, pod *abi.Pod, grace *int64) error {
+	err := r.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, *deleteOptions(pod, grace))
+	return classify("delete", pod, err)
+}
+
+func deleteOptions(pod *abi.Pod, grace *int64) *metav1.DeleteOptions {
+	uid := types.UID(pod.UID)
+	return &metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &uid}}
+}
+
+// classify maps the API server's answer to a call on pod (what: "evict",
+// "delete", ...) to podremoval's errors: 404 wraps ErrNotFound, 409
+// ErrConflict, and 429 is a *podremoval.RefusedError with the budget and
+// Retry-After the answer gives. Every error names the call and the pod.
+func classify(what string, pod *abi.Pod, err error) error {
+	name := pod.Namespace + "/" + pod.Name
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s pod %s: %w (%v)", what, name, podremoval.ErrNotFound, err)
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("%s pod %s: %w (%w)", what, name, podremoval.ErrConflict, err)
+	case apierrors.IsTooManyRequests(err):
+		r := refusalOf(err)
+		return &podremoval.RefusedError{PDB: r.pdb, RetryAfter: r.retryAfter,
+			Err: fmt.Errorf("%s pod %s: %w%s", what, name, err, r.suffix())}
+	}
+	return fmt.Errorf("%s pod %s: %w", what, name, err)
+}
 
 // evictOnce posts a policy/v1 Eviction and returns the API server's first
 // answer. client-go's REST client silently repeats a request answered 429

@@ -18,8 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/wasmsched/wasmsched/abi"
-	"github.com/wasmsched/wasmsched/host/eviction"
-	"github.com/wasmsched/wasmsched/host/preemption"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 // budgetRefusal is the body kube-apiserver writes when a budget's status
@@ -78,7 +77,7 @@ func TestEvictionCallsSeeTheFirst429(t *testing.T) {
 		call func(context.Context, kubernetes.Interface) error
 	}{
 		{"preemption", func(ctx context.Context, c kubernetes.Interface) error {
-			return PreemptionAPI{Client: c}.EvictPod(ctx, victim)
+			return PreemptionAPI{Client: c}.EvictPod(ctx, victim, nil)
 		}},
 		{"preemption dry run", func(ctx context.Context, c kubernetes.Interface) error {
 			return PreemptionAPI{Client: c}.EvictPodDryRun(ctx, victim)
@@ -113,19 +112,14 @@ func TestEvictionCallsSeeTheFirst429(t *testing.T) {
 // says about the budget and Retry-After.
 func refusalSeen(t *testing.T, err error) (string, time.Duration) {
 	t.Helper()
-	var blocked *preemption.BlockedError
-	if errors.As(err, &blocked) {
-		if !errors.Is(err, preemption.ErrTooManyRequests) {
-			t.Fatalf("%v is not ErrTooManyRequests", err)
-		}
-		return blocked.PDB, blocked.RetryAfter
+	var refused *podremoval.RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("%v: not a 429", err)
 	}
-	var tooMany *eviction.TooManyRequestsError
-	if errors.As(err, &tooMany) {
-		return tooMany.PDB, tooMany.RetryAfter
+	if !errors.Is(err, podremoval.ErrTooManyRequests) {
+		t.Fatalf("%v is not ErrTooManyRequests", err)
 	}
-	t.Fatalf("%v: not a 429", err)
-	return "", 0
+	return refused.PDB, refused.RetryAfter
 }
 
 // Any other answer client-go would repeat (a 429 without a budget, as
@@ -146,7 +140,7 @@ func TestEvictionCallsDoNotRepeatOtherRetryAfterAnswers(t *testing.T) {
 		srv, client := newEvictionServer(t, http.StatusTooManyRequests, "3", "text/plain", []byte("Too many requests, please try again later.\n"))
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		err := PreemptionAPI{Client: client}.EvictPod(ctx, victim)
+		err := PreemptionAPI{Client: client}.EvictPod(ctx, victim, nil)
 		if n := srv.requests.Load(); n != 1 {
 			t.Fatalf("the server saw %d requests, want 1 (err %v)", n, err)
 		}
@@ -163,7 +157,7 @@ func TestEvictionCallsDoNotRepeatOtherRetryAfterAnswers(t *testing.T) {
 		if n := srv.requests.Load(); n != 1 {
 			t.Fatalf("the server saw %d requests, want 1 (err %v)", n, err)
 		}
-		var tooMany *eviction.TooManyRequestsError
+		var tooMany *podremoval.RefusedError
 		if err == nil || errors.As(err, &tooMany) || !apierrors.IsTimeout(err) {
 			t.Fatalf("504 mapped to %v", err)
 		}

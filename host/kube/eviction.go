@@ -10,10 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/convert"
 	"github.com/wasmsched/wasmsched/host/eviction"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/usage"
 )
@@ -44,23 +43,32 @@ type EvictionAPI struct {
 
 var _ eviction.API = EvictionAPI{}
 
-// EvictPod implements eviction.API: a policy/v1 Eviction with the grace
-// period and the pod's UID as precondition, so that a pod re-created
-// under the same name is not the one evicted. It is made once, without
-// client-go's silent retries (evictOnce): a 429 comes back at once.
+// EvictPod implements podremoval.Remover through PodRemover, settling
+// a conflict (settle).
 func (a EvictionAPI) EvictPod(ctx context.Context, pod *abi.Pod, grace *int64) error {
-	err := evictOnce(ctx, a.Client, &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
-		DeleteOptions: deleteOptions(pod, grace),
-	})
-	return a.classify(ctx, "evict", pod, err)
+	return a.settle(ctx, pod, PodRemover{Client: a.Client}.EvictPod(ctx, pod, grace))
 }
 
-// DeletePod implements eviction.API with the same options as EvictPod,
-// ignoring PodDisruptionBudgets.
+// DeletePod implements podremoval.Remover through PodRemover, settling
+// a conflict (settle).
 func (a EvictionAPI) DeletePod(ctx context.Context, pod *abi.Pod, grace *int64) error {
-	err := a.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, *deleteOptions(pod, grace))
-	return a.classify(ctx, "delete", pod, err)
+	return a.settle(ctx, pod, PodRemover{Client: a.Client}.DeletePod(ctx, pod, grace))
+}
+
+// settle reads the pod again after a conflict (409): when the UID
+// precondition failed, the name belongs to another pod now, or to none,
+// so ours is gone (podremoval.ErrNotFound). The Eviction API also answers
+// 409 when its budget update keeps conflicting; then a live read finds
+// our pod still there, the error stands and the killer retries.
+func (a EvictionAPI) settle(ctx context.Context, pod *abi.Pod, err error) error {
+	if !errors.Is(err, podremoval.ErrConflict) {
+		return err
+	}
+	uid, getErr := a.PodUID(ctx, pod.Namespace, pod.Name)
+	if errors.Is(getErr, podremoval.ErrNotFound) || getErr == nil && uid != pod.UID {
+		return fmt.Errorf("another pod has its name now: %w (%w)", podremoval.ErrNotFound, err)
+	}
+	return err
 }
 
 // PodUID implements eviction.API with a GET to the API server: the
@@ -69,7 +77,7 @@ func (a EvictionAPI) PodUID(ctx context.Context, namespace, name string) (string
 	p, err := a.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", fmt.Errorf("get pod %s/%s: %w (%v)", namespace, name, eviction.ErrNotFound, err)
+		return "", fmt.Errorf("get pod %s/%s: %w (%v)", namespace, name, podremoval.ErrNotFound, err)
 	case err != nil:
 		return "", fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 	}
@@ -87,38 +95,6 @@ func (a EvictionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
 		typ = corev1.EventTypeWarning
 	}
 	a.Recorder.recorderFor(EvictionComponent).Event(ref(pod), typ, reason, message)
-}
-
-func deleteOptions(pod *abi.Pod, grace *int64) *metav1.DeleteOptions {
-	uid := types.UID(pod.UID)
-	return &metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &uid}}
-}
-
-// classify maps an API error to what the killer tells apart: 429 (a
-// PodDisruptionBudget refusal) to *eviction.TooManyRequestsError with the
-// server's Retry-After, 404 to eviction.ErrNotFound. A 409 is the UID
-// precondition failing — the name belongs to another pod now, so ours is
-// gone — unless a live read finds our pod still there (the Eviction API
-// also answers 409 when its budget update keeps conflicting), in which
-// case the error stands and the killer retries.
-func (a EvictionAPI) classify(ctx context.Context, what string, pod *abi.Pod, err error) error {
-	name := pod.Namespace + "/" + pod.Name
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%s pod %s: %w (%v)", what, name, eviction.ErrNotFound, err)
-	case apierrors.IsTooManyRequests(err):
-		r := refusalOf(err)
-		return &eviction.TooManyRequestsError{RetryAfter: r.retryAfter, PDB: r.pdb,
-			Err: fmt.Errorf("%s pod %s: %w%s", what, name, err, r.suffix())}
-	case apierrors.IsConflict(err):
-		uid, getErr := a.PodUID(ctx, pod.Namespace, pod.Name)
-		if errors.Is(getErr, eviction.ErrNotFound) || getErr == nil && uid != pod.UID {
-			return fmt.Errorf("%s pod %s: another pod has its name now: %w (%v)", what, name, eviction.ErrNotFound, err)
-		}
-	}
-	return fmt.Errorf("%s pod %s: %w", what, name, err)
 }
 
 // NodeUpdater is told of a node changed by the coordinator before the

@@ -22,6 +22,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/eviction"
 	"github.com/wasmsched/wasmsched/host/modules"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/usage"
 	"github.com/wasmsched/wasmsched/internal/testwait"
@@ -88,10 +89,10 @@ func TestEvictionAPIEvictSendsGraceAndUIDAndMapsErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if got := errors.Is(err, eviction.ErrNotFound); got != tc.wantNotFound {
+			if got := errors.Is(err, podremoval.ErrNotFound); got != tc.wantNotFound {
 				t.Fatalf("%v: ErrNotFound = %v, want %v", err, got, tc.wantNotFound)
 			}
-			var tooMany *eviction.TooManyRequestsError
+			var tooMany *podremoval.RefusedError
 			if got := errors.As(err, &tooMany); got != tc.wantTooMany {
 				t.Fatalf("%v: TooManyRequestsError = %v, want %v", err, got, tc.wantTooMany)
 			}
@@ -124,10 +125,10 @@ func TestEvictionAPIDeleteAndPodUID(t *testing.T) {
 	if opts.Preconditions == nil || string(*opts.Preconditions.UID) != "u1" || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
 		t.Fatalf("delete options %+v", opts)
 	}
-	if _, err := api.PodUID(ctx, "ns", "v"); !errors.Is(err, eviction.ErrNotFound) {
+	if _, err := api.PodUID(ctx, "ns", "v"); !errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("PodUID of a deleted pod: %v, want ErrNotFound", err)
 	}
-	if err := api.DeletePod(ctx, &abi.Pod{UID: "u1", Namespace: "ns", Name: "v"}, nil); !errors.Is(err, eviction.ErrNotFound) {
+	if err := api.DeletePod(ctx, &abi.Pod{UID: "u1", Namespace: "ns", Name: "v"}, nil); !errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("deleting a deleted pod: %v, want ErrNotFound", err)
 	}
 }

@@ -3,18 +3,16 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/convert"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/host/preemption"
 )
 
@@ -30,20 +28,10 @@ type PreemptionAPI struct {
 	Recorder *Recorder
 }
 
-var _ preemption.API = PreemptionAPI{}
-
-func classify(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: %v", preemption.ErrNotFound, err)
-	case apierrors.IsTooManyRequests(err):
-		r := refusalOf(err)
-		return &preemption.BlockedError{PDB: r.pdb, RetryAfter: r.retryAfter, Err: fmt.Errorf("%w%s", err, r.suffix())}
-	}
-	return err
-}
+var (
+	_ preemption.API           = PreemptionAPI{}
+	_ podremoval.DryRunEvictor = PreemptionAPI{}
+)
 
 // MarkVictim implements preemption.API: a strategic merge patch of the
 // pod's status conditions (merged by type).
@@ -60,43 +48,23 @@ func (a PreemptionAPI) MarkVictim(ctx context.Context, victim *abi.Pod, message 
 		return err
 	}
 	_, err = a.Client.CoreV1().Pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
-	return classify(err)
+	return classify("mark", victim, err)
 }
 
-// DeletePod implements preemption.API, with the victim's UID as a
-// precondition so a re-created pod of the same name is left alone.
-func (a PreemptionAPI) DeletePod(ctx context.Context, victim *abi.Pod) error {
-	uid := types.UID(victim.UID)
-	err := a.Client.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("%w: %v", preemption.ErrNotFound, err) // another pod by that name now
-	}
-	return classify(err)
+// DeletePod implements podremoval.Remover through PodRemover.
+func (a PreemptionAPI) DeletePod(ctx context.Context, victim *abi.Pod, grace *int64) error {
+	return PodRemover{Client: a.Client}.DeletePod(ctx, victim, grace)
 }
 
-// EvictPod implements preemption.API through the pods/eviction
-// subresource, without client-go's silent retries (evictOnce): a 429 is
-// a *preemption.BlockedError at once.
-func (a PreemptionAPI) EvictPod(ctx context.Context, victim *abi.Pod) error {
-	return a.evict(ctx, victim, nil)
+// EvictPod implements podremoval.Remover through PodRemover.
+func (a PreemptionAPI) EvictPod(ctx context.Context, victim *abi.Pod, grace *int64) error {
+	return PodRemover{Client: a.Client}.EvictPod(ctx, victim, grace)
 }
 
-// EvictPodDryRun implements preemption.DryRunEvictor: the API server
-// checks the victim's budgets and spends none, so a 429 is learned
-// before anything on the candidate node is removed.
+// EvictPodDryRun implements podremoval.DryRunEvictor through PodRemover,
+// so a 429 is learned before anything on the candidate node is removed.
 func (a PreemptionAPI) EvictPodDryRun(ctx context.Context, victim *abi.Pod) error {
-	return a.evict(ctx, victim, []string{metav1.DryRunAll})
-}
-
-var _ preemption.DryRunEvictor = PreemptionAPI{}
-
-func (a PreemptionAPI) evict(ctx context.Context, victim *abi.Pod, dryRun []string) error {
-	uid := types.UID(victim.UID)
-	err := evictOnce(ctx, a.Client, &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Namespace: victim.Namespace, Name: victim.Name},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: dryRun},
-	})
-	return classify(err)
+	return PodRemover{Client: a.Client}.EvictPodDryRun(ctx, victim)
 }
 
 // SetNomination implements preemption.API.

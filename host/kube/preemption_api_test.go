@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wasmsched/wasmsched/abi"
-	"github.com/wasmsched/wasmsched/host/preemption"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 func TestPreemptionAPIMapsErrorsAndSendsTheRightCalls(t *testing.T) {
@@ -39,13 +39,13 @@ func TestPreemptionAPIMapsErrorsAndSendsTheRightCalls(t *testing.T) {
 	})
 	api := PreemptionAPI{Client: client}
 	ctx := context.Background()
-	if err := api.EvictPod(ctx, victim); !errors.Is(err, preemption.ErrTooManyRequests) {
+	if err := api.EvictPod(ctx, victim, nil); !errors.Is(err, podremoval.ErrTooManyRequests) {
 		t.Fatalf("evict: %v, want ErrTooManyRequests", err)
 	}
 	if evicted == nil || evicted.Name != "v" || string(*evicted.DeleteOptions.Preconditions.UID) != "u1" {
 		t.Fatalf("eviction %+v", evicted)
 	}
-	if err := api.DeletePod(ctx, victim); !errors.Is(err, preemption.ErrNotFound) {
+	if err := api.DeletePod(ctx, victim, nil); !errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("delete: %v, want ErrNotFound", err)
 	}
 	if err := api.MarkVictim(ctx, victim, "default-scheduler: preempting"); err != nil {
@@ -55,7 +55,7 @@ func TestPreemptionAPIMapsErrorsAndSendsTheRightCalls(t *testing.T) {
 		t.Fatalf("patch %s", patched)
 	}
 	evictErr = apierrors.NewInternalError(errors.New("etcd down"))
-	if err := api.EvictPod(ctx, victim); err == nil || errors.Is(err, preemption.ErrTooManyRequests) || errors.Is(err, preemption.ErrNotFound) {
+	if err := api.EvictPod(ctx, victim, nil); err == nil || errors.Is(err, podremoval.ErrTooManyRequests) || errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("500 mapped to %v", err)
 	}
 }

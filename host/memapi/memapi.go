@@ -17,6 +17,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/host/scheduler"
 )
@@ -52,11 +53,17 @@ const (
 	OpScaleDown Op = "scale-down"
 )
 
-// Injectable failures, wrapping the errors preemption tells apart.
+// Injectable failures, wrapping the errors preemption and the eviction
+// killer tell apart. A budget's refusal is ErrTooManyRequests too: it
+// names neither the budget nor a Retry-After, which a
+// podremoval.RefusedError would carry.
 var (
-	ErrTooManyRequests = fmt.Errorf("memapi: %w", preemption.ErrTooManyRequests)
-	ErrNotFound        = fmt.Errorf("memapi: %w", preemption.ErrNotFound)
-	ErrInternal        = errors.New("memapi: internal error (500)")
+	ErrTooManyRequests = fmt.Errorf("memapi: %w", podremoval.ErrTooManyRequests)
+	ErrNotFound        = fmt.Errorf("memapi: %w", podremoval.ErrNotFound)
+	// ErrConflict is a 409: for a removal, its UID precondition failing
+	// because another pod has the name now.
+	ErrConflict = fmt.Errorf("memapi: %w", podremoval.ErrConflict)
+	ErrInternal = errors.New("memapi: internal error (500)")
 )
 
 // Entry is one line of the timeline.
@@ -260,13 +267,14 @@ func (c *Cluster) lockVictim(op Op, victim *abi.Pod) (*abi.Pod, error) {
 	return old, nil
 }
 
-// DeletePod implements preemption.API.
-func (c *Cluster) DeletePod(ctx context.Context, victim *abi.Pod) error {
+// DeletePod implements podremoval.Remover for preemption: the call is
+// recorded as OpDelete. The pod goes at once, whatever the grace period.
+func (c *Cluster) DeletePod(ctx context.Context, victim *abi.Pod, _ *int64) error {
 	return c.DeleteAs(ctx, victim, OpDelete)
 }
 
-// DeleteAs deletes a pod, recording the call as op (OpDelete for
-// preemption, OpEvictionDelete for the eviction coordinator).
+// DeleteAs is DeletePod recording the call as op (OpDelete for
+// preemption, OpEvictionDelete for the eviction killer).
 func (c *Cluster) DeleteAs(ctx context.Context, victim *abi.Pod, op Op) error {
 	if err := c.call(ctx, op, victim, true); err != nil {
 		return c.fail(op, victim, victim.NodeName, err)
@@ -285,22 +293,23 @@ func (c *Cluster) DeleteAs(ctx context.Context, victim *abi.Pod, op Op) error {
 	return nil
 }
 
-// EvictPod implements preemption.API with the Eviction API's budget
-// check: every budget in the pod's namespace whose selector matches it
-// (an empty selector matches every pod, as the API defines) must allow a
-// disruption, unless it already lists the pod; then each is spent and the
-// pod deleted. Otherwise 429.
-func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod) error {
+// EvictPod implements podremoval.Remover for preemption (recorded as
+// OpEvict) with the Eviction API's budget check: every budget in the
+// pod's namespace whose selector matches it (an empty selector matches
+// every pod, as the API defines) must allow a disruption, unless it
+// already lists the pod; then each is spent and the pod deleted at once,
+// whatever the grace period. Otherwise ErrTooManyRequests.
+func (c *Cluster) EvictPod(ctx context.Context, victim *abi.Pod, _ *int64) error {
 	return c.EvictAs(ctx, victim, OpEvict)
 }
 
 // EvictAs is EvictPod recording the call as op (OpEvict for preemption,
-// OpEvictionEvict for the eviction coordinator).
+// OpEvictionEvict for the eviction killer).
 func (c *Cluster) EvictAs(ctx context.Context, victim *abi.Pod, op Op) error {
 	return c.evict(ctx, victim, op, false)
 }
 
-// EvictPodDryRun implements preemption.DryRunEvictor: the Eviction API
+// EvictPodDryRun implements podremoval.DryRunEvictor: the Eviction API
 // with dryRun: All answers as EvictPod would now (429 when a budget
 // allows no disruption, NotFound when the pod is gone) but spends no
 // budget and removes nothing. Injected failures see OpEvictDryRun.
@@ -308,7 +317,10 @@ func (c *Cluster) EvictPodDryRun(ctx context.Context, victim *abi.Pod) error {
 	return c.evict(ctx, victim, OpEvictDryRun, true)
 }
 
-var _ preemption.DryRunEvictor = (*Cluster)(nil)
+var (
+	_ preemption.API           = (*Cluster)(nil)
+	_ podremoval.DryRunEvictor = (*Cluster)(nil)
+)
 
 // evict is the Eviction API; dry checks the budgets only.
 func (c *Cluster) evict(ctx context.Context, victim *abi.Pod, op Op, dry bool) error {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
-	"github.com/wasmsched/wasmsched/host/preemption"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 type watcher struct {
@@ -38,13 +38,13 @@ func TestEvictionHonoursBudgets(t *testing.T) {
 	}
 	c.SetPDB(&abi.PDB{Namespace: "ns", Name: "db", DisruptionsAllowed: 1, Selector: &abi.LabelSelector{MatchLabels: app}})
 	ctx := context.Background()
-	if err := c.EvictPod(ctx, a); err != nil {
+	if err := c.EvictPod(ctx, a, nil); err != nil {
 		t.Fatalf("first eviction: %v", err)
 	}
-	if err := c.EvictPod(ctx, b); !errors.Is(err, preemption.ErrTooManyRequests) {
+	if err := c.EvictPod(ctx, b, nil); !errors.Is(err, podremoval.ErrTooManyRequests) {
 		t.Fatalf("second eviction: %v, want 429", err)
 	}
-	if err := c.EvictPod(ctx, other); err != nil {
+	if err := c.EvictPod(ctx, other, nil); err != nil {
 		t.Fatalf("a pod no budget covers: %v", err)
 	}
 	if got := c.PDB("ns", "db"); got.DisruptionsAllowed != 0 || len(got.DisruptedPods) != 1 || got.DisruptedPods[0] != "a" {
@@ -53,7 +53,7 @@ func TestEvictionHonoursBudgets(t *testing.T) {
 	if c.Pod("b") == nil || c.Pod("a") != nil || len(w.deleted) != 2 || len(w.pdbs) != 1 {
 		t.Fatalf("cluster: a=%v b=%v deleted=%v pdbs=%v", c.Pod("a"), c.Pod("b"), w.deleted, w.pdbs)
 	}
-	if err := c.DeletePod(ctx, a); !errors.Is(err, preemption.ErrNotFound) {
+	if err := c.DeletePod(ctx, a, nil); !errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("delete of a gone pod: %v, want NotFound", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestLatencyAndInjectedFailures(t *testing.T) {
 		return nil
 	})
 	start := time.Now()
-	if err := c.DeletePod(context.Background(), p); !errors.Is(err, ErrInternal) {
+	if err := c.DeletePod(context.Background(), p, nil); !errors.Is(err, ErrInternal) {
 		t.Fatalf("delete: %v", err)
 	}
 	if d := time.Since(start); d < 20*time.Millisecond {
@@ -80,7 +80,7 @@ func TestLatencyAndInjectedFailures(t *testing.T) {
 		t.Fatal("a failed delete removed the pod")
 	}
 	start = time.Now()
-	if err := c.SetNomination(context.Background(), &abi.Pod{UID: "x", Name: "x"}, "n1"); !errors.Is(err, preemption.ErrNotFound) {
+	if err := c.SetNomination(context.Background(), &abi.Pod{UID: "x", Name: "x"}, "n1"); !errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("nominate unknown: %v", err)
 	}
 	if d := time.Since(start); d >= 20*time.Millisecond {
@@ -114,13 +114,13 @@ func TestDryRunEvictionChecksBudgetsAndChangesNothing(t *testing.T) {
 	if c.Pod("a") == nil || c.Pod("b") == nil || len(w.deleted) != 0 || len(w.pdbs) != 0 {
 		t.Fatalf("a dry run changed the cluster: deleted %v pdbs %v", w.deleted, w.pdbs)
 	}
-	if err := c.EvictPod(ctx, a); err != nil {
+	if err := c.EvictPod(ctx, a, nil); err != nil {
 		t.Fatalf("eviction: %v", err)
 	}
-	if err := c.EvictPodDryRun(ctx, b); !errors.Is(err, preemption.ErrTooManyRequests) {
+	if err := c.EvictPodDryRun(ctx, b); !errors.Is(err, podremoval.ErrTooManyRequests) {
 		t.Fatalf("dry run with the budget spent: %v, want 429", err)
 	}
-	if err := c.EvictPodDryRun(ctx, a); !errors.Is(err, preemption.ErrNotFound) {
+	if err := c.EvictPodDryRun(ctx, a); !errors.Is(err, podremoval.ErrNotFound) {
 		t.Fatalf("dry run of a gone pod: %v, want NotFound", err)
 	}
 	c.Inject(func(op Op, _ *abi.Pod) error {

@@ -268,26 +268,31 @@ func TestFailedPreemptionRevertsTheNominationAndSkipsTheLastVictim(t *testing.T)
 
 // kubernetes issue #141694: a preemption whose victim is already gone
 // (NotFound, so no delete event will ever come) must not strand the
-// preemptor until the five-minute flush.
+// preemptor until the five-minute flush. A deletion's conflict is a gone
+// victim too: its UID precondition failed, another pod has the name now.
 func TestPreemptorIsAlwaysReactivated(t *testing.T) {
-	notFound := func(op memapi.Op, pod *abi.Pod) error {
-		if op == memapi.OpDelete && pod.Name == "v1" {
-			return memapi.ErrNotFound // counted as done, yet nothing changes
-		}
-		return nil
-	}
-	o := objects(t, nodeYAML("n1", "1"), podYAML("v1", "low", "n1", "1", "", ""), podYAML("pod1", "mid", "", "1", "", ""))
-	r := startRace(t, "", o, notFound)
-	r.cycle()
-	r.env.Preemption.Wait()
-	if !reflect.DeepEqual(r.m.results, []string{preemption.ResultSuccess}) {
-		t.Fatalf("goroutine results %v", r.m.results)
-	}
-	if active, backoff, parked := r.env.Queue.PendingPods(); active != 1 {
-		t.Fatalf("active=%d backoff=%d unschedulable=%d: pod1 must be re-activated when the goroutine ends", active, backoff, parked)
-	}
-	if got := r.nominated("pod1"); got != "n1" {
-		t.Fatalf("nomination %q, want n1 kept after success", got)
+	for name, gone := range map[string]error{"not found": memapi.ErrNotFound, "conflict": memapi.ErrConflict} {
+		t.Run(name, func(t *testing.T) {
+			inject := func(op memapi.Op, pod *abi.Pod) error {
+				if op == memapi.OpDelete && pod.Name == "v1" {
+					return gone // counted as done, yet nothing changes
+				}
+				return nil
+			}
+			o := objects(t, nodeYAML("n1", "1"), podYAML("v1", "low", "n1", "1", "", ""), podYAML("pod1", "mid", "", "1", "", ""))
+			r := startRace(t, "", o, inject)
+			r.cycle()
+			r.env.Preemption.Wait()
+			if !reflect.DeepEqual(r.m.results, []string{preemption.ResultSuccess}) {
+				t.Fatalf("goroutine results %v", r.m.results)
+			}
+			if active, backoff, parked := r.env.Queue.PendingPods(); active != 1 {
+				t.Fatalf("active=%d backoff=%d unschedulable=%d: pod1 must be re-activated when the goroutine ends", active, backoff, parked)
+			}
+			if got := r.nominated("pod1"); got != "n1" {
+				t.Fatalf("nomination %q, want n1 kept after success", got)
+			}
+		})
 	}
 }
 

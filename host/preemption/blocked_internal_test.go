@@ -12,10 +12,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 // refusingAPI is dryAPI refusing g2-n1 as kube-apiserver does (a
-// BlockedError naming the budget, with Retry-After), recording Events.
+// RefusedError naming the budget, with Retry-After), recording Events.
 type refusingAPI struct {
 	dryAPI
 	mu     sync.Mutex
@@ -24,12 +25,14 @@ type refusingAPI struct {
 
 func (a *refusingAPI) answer(op string, v *abi.Pod) error {
 	if err := a.callAPI.answer(op, v); err != nil {
-		return &BlockedError{PDB: "pdb-" + v.Name, RetryAfter: 10 * time.Second, Err: errors.New("Cannot evict pod as it would violate the pod's disruption budget.")}
+		return &podremoval.RefusedError{PDB: "pdb-" + v.Name, RetryAfter: 10 * time.Second, Err: errors.New("Cannot evict pod as it would violate the pod's disruption budget.")}
 	}
 	return nil
 }
 
-func (a *refusingAPI) EvictPod(_ context.Context, v *abi.Pod) error       { return a.answer("evict", v) }
+func (a *refusingAPI) EvictPod(_ context.Context, v *abi.Pod, _ *int64) error {
+	return a.answer("evict", v)
+}
 func (a *refusingAPI) EvictPodDryRun(_ context.Context, v *abi.Pod) error { return a.answer("dry", v) }
 func (a *refusingAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
 	a.mu.Lock()
@@ -43,7 +46,7 @@ func (a *refusingAPI) Event(pod *abi.Pod, warning bool, reason, message string) 
 // noDryRun hides refusingAPI's dry runs.
 type noDryRun struct{ *refusingAPI }
 
-func (noDryRun) EvictPodDryRun() {} // not DryRunEvictor's method: no dry runs
+func (noDryRun) EvictPodDryRun() {} // not podremoval.DryRunEvictor's method: no dry runs
 
 // blockedCount counts EvictionBlocked.
 type blockedCount struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/framework"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 // Event reasons.
@@ -231,16 +232,16 @@ func (p *Plugin) splitGuarded(pod *abi.Pod, victims []*abi.Pod) (guarded, rest [
 // whether it would evict each guarded victim now: errRefused if it would
 // refuse one. Without dry runs in the API it checks nothing.
 func (p *Plugin) checkGuarded(ctx context.Context, pod *abi.Pod, node string, guarded []*abi.Pod) error {
-	dry, ok := p.opts.API.(DryRunEvictor)
+	dry, ok := p.opts.API.(podremoval.DryRunEvictor)
 	if !ok || len(guarded) == 0 {
 		return nil
 	}
 	return forEach(ctx, guarded, func(ctx context.Context, v *abi.Pod) error {
 		err := dry.EvictPodDryRun(ctx, v)
 		switch {
-		case err == nil, errors.Is(err, ErrNotFound):
+		case err == nil, errors.Is(err, podremoval.ErrNotFound):
 			return nil // a gone victim counts as done, as when removing it
-		case errors.Is(err, ErrTooManyRequests):
+		case errors.Is(err, podremoval.ErrTooManyRequests):
 			p.evictionBlocked(pod, v, node, true, err, "the pod stays, and preemption tries the next candidate node")
 			return fmt.Errorf("victim %s/%s on %s (dry run): %w", v.Namespace, v.Name, node, errRefused)
 		}
@@ -301,7 +302,7 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 	if !protected {
 		msg := fmt.Sprintf("%s: preempting to accommodate a higher priority pod", p.profile)
 		if err := p.opts.API.MarkVictim(ctx, v, msg); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, podremoval.ErrNotFound) {
 				return nil
 			}
 			return fmt.Errorf("mark victim %s/%s: %w", v.Namespace, v.Name, err)
@@ -311,11 +312,11 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 	how := "deleted"
 	switch {
 	case guard == nil:
-		err = p.opts.API.DeletePod(ctx, v)
+		err = p.deleteVictim(ctx, v)
 	default:
 		how = "evicted through the Eviction API"
-		err = p.opts.API.EvictPod(ctx, v)
-		if errors.Is(err, ErrTooManyRequests) {
+		err = p.opts.API.EvictPod(ctx, v, nil)
+		if errors.Is(err, podremoval.ErrTooManyRequests) {
 			if protected {
 				p.evictionBlocked(pod, v, node, false, err, "the pod stays, and preemption tries the next candidate node")
 				return fmt.Errorf("victim %s/%s on %s: %w", v.Namespace, v.Name, node, errRefused)
@@ -323,14 +324,25 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 			p.evictionBlocked(pod, v, node, false, err,
 				"deleting the pod instead, as its PriorityClass lets this priority violate the budget (KEP-3280 best effort)")
 			how = "deleted after the Eviction API refused (429)"
-			err = p.opts.API.DeletePod(ctx, v)
+			err = p.deleteVictim(ctx, v)
 		}
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, podremoval.ErrNotFound) {
 		return fmt.Errorf("remove victim %s/%s: %w", v.Namespace, v.Name, err)
 	}
 	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how))
 	return nil
+}
+
+// deleteVictim deletes v with its own grace period. The only conflict a
+// deletion meets is its UID precondition failing: the name belongs to
+// another pod now, so v is gone, as if the answer had been 404.
+func (p *Plugin) deleteVictim(ctx context.Context, v *abi.Pod) error {
+	err := p.opts.API.DeletePod(ctx, v, nil)
+	if errors.Is(err, podremoval.ErrConflict) {
+		return fmt.Errorf("another pod has the name of victim %s/%s: %w (%w)", v.Namespace, v.Name, podremoval.ErrNotFound, err)
+	}
+	return err
 }
 
 // evictionBlocked reports a 429 from the Eviction API for victim v of
@@ -345,7 +357,7 @@ func (p *Plugin) evictionBlocked(pod, v *abi.Pod, node string, dry bool, err err
 		kind = "dry-run eviction"
 	}
 	var retryAfter time.Duration
-	var blocked *BlockedError
+	var blocked *podremoval.RefusedError
 	if errors.As(err, &blocked) {
 		if blocked.PDB != "" {
 			by = "PodDisruptionBudget " + blocked.PDB
@@ -391,7 +403,7 @@ func (p *Plugin) clearLowerNominations(ctx context.Context, pod *abi.Pod, node s
 			continue
 		}
 		p.opts.Queue.DeleteNominatedPodIfExists(np)
-		if err := p.opts.API.SetNomination(ctx, np, ""); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := p.opts.API.SetNomination(ctx, np, ""); err != nil && !errors.Is(err, podremoval.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("clear nomination of %s/%s: %w", np.Namespace, np.Name, err))
 		}
 	}

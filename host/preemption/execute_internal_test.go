@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
 // callAPI records preemption's calls and refuses the evictions (real
@@ -31,7 +32,7 @@ func (a *callAPI) record(op string, v *abi.Pod) {
 func (a *callAPI) answer(op string, v *abi.Pod) error {
 	a.record(op, v)
 	if a.refuse[v.Name] {
-		return fmt.Errorf("budget: %w", ErrTooManyRequests)
+		return fmt.Errorf("budget: %w", podremoval.ErrTooManyRequests)
 	}
 	return nil
 }
@@ -40,11 +41,13 @@ func (a *callAPI) MarkVictim(_ context.Context, v *abi.Pod, _ string) error {
 	a.record("mark", v)
 	return nil
 }
-func (a *callAPI) DeletePod(_ context.Context, v *abi.Pod) error {
+func (a *callAPI) DeletePod(_ context.Context, v *abi.Pod, _ *int64) error {
 	a.record("delete", v)
 	return nil
 }
-func (a *callAPI) EvictPod(_ context.Context, v *abi.Pod) error          { return a.answer("evict", v) }
+func (a *callAPI) EvictPod(_ context.Context, v *abi.Pod, _ *int64) error {
+	return a.answer("evict", v)
+}
 func (a *callAPI) SetNomination(context.Context, *abi.Pod, string) error { return nil }
 func (a *callAPI) Event(*abi.Pod, bool, string, string)                  {}
 

@@ -14,7 +14,7 @@ import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/eviction"
 	"github.com/wasmsched/wasmsched/host/memapi"
-	"github.com/wasmsched/wasmsched/host/preemption"
+	"github.com/wasmsched/wasmsched/host/podremoval"
 	"github.com/wasmsched/wasmsched/host/snapshot"
 	"github.com/wasmsched/wasmsched/host/usage"
 )
@@ -232,7 +232,7 @@ func (e *Env) killOutcomes() map[string]string {
 		switch {
 		case t.Err == "":
 			out[t.Pod] = "evicted"
-		case strings.Contains(t.Err, preemption.ErrTooManyRequests.Error()):
+		case strings.Contains(t.Err, podremoval.ErrTooManyRequests.Error()):
 			out[t.Pod] = "blocked"
 		default:
 			out[t.Pod] = "failed: " + t.Err
@@ -279,38 +279,28 @@ func (ev *evictionEnv) replacement(pod *abi.Pod, round int) *corev1.Pod {
 	return p
 }
 
-// killAPI is the in-memory API as the killer sees it.
+// killAPI is the in-memory API as the killer sees it: its removals are
+// recorded under the killer's own ops, so the report tells them apart
+// from preemption's.
 type killAPI struct{ c *memapi.Cluster }
 
 func (k killAPI) EvictPod(ctx context.Context, pod *abi.Pod, _ *int64) error {
-	return killErr(k.c.EvictAs(ctx, pod, memapi.OpEvictionEvict))
+	return k.c.EvictAs(ctx, pod, memapi.OpEvictionEvict)
 }
 
 func (k killAPI) DeletePod(ctx context.Context, pod *abi.Pod, _ *int64) error {
-	return killErr(k.c.DeleteAs(ctx, pod, memapi.OpEvictionDelete))
+	return k.c.DeleteAs(ctx, pod, memapi.OpEvictionDelete)
 }
 
 func (k killAPI) PodUID(_ context.Context, namespace, name string) (string, error) {
 	if p := k.c.PodByName(namespace, name); p != nil {
 		return p.UID, nil
 	}
-	return "", fmt.Errorf("pod %s/%s: %w", namespace, name, eviction.ErrNotFound)
+	return "", fmt.Errorf("pod %s/%s: %w", namespace, name, podremoval.ErrNotFound)
 }
 
 func (k killAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
 	k.c.Event(pod, warning, reason, message)
-}
-
-func killErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, preemption.ErrTooManyRequests):
-		return &eviction.TooManyRequestsError{Err: err}
-	case errors.Is(err, preemption.ErrNotFound):
-		return fmt.Errorf("%v: %w", err, eviction.ErrNotFound)
-	}
-	return err
 }
 
 // simCluster is the simulation's cache and nodes as the coordinator sees
