@@ -400,28 +400,21 @@ type preFilterOutcome struct {
 func (c *cycle) preFilter(ctx context.Context) (preFilterOutcome, error) {
 	var out preFilterOutcome
 	var unschedulable *Status
-	for k, p := range c.prof.preFilter {
-		if c.skip[p.name] {
-			continue
-		}
-		cl, err := c.client(ctx, p.module)
-		if c.fatal != nil {
-			return out, c.fatal
-		}
-		if c.gone[p.name] {
-			continue // its module is down; counted there
-		}
+	at := &pluginPoint{name: metrics.PreFilter, skip: c.skip}
+	for k := range c.prof.preFilter {
+		p := &c.prof.preFilter[k]
 		var st abi.PluginStatus
-		if err == nil {
+		ran, err := c.runPlugin(ctx, at, p, func(cl *policy.Client) (err error) {
 			t0 := c.start()
 			st, err = cl.PreFilter(ctx, p.index)
 			c.observe(p.timer, callCode(st.Code, err), t0)
-		}
+			return err
+		})
 		if err != nil {
-			if ferr := c.prof.pluginFailed(&p, metrics.PreFilter, err); ferr != nil {
-				return out, fmt.Errorf("running PreFilter plugin %q: %w", p.name, ferr)
-			}
-			c.skip[p.name] = true
+			return out, err
+		}
+		if !ran {
+			c.skip[p.name] = true // a failure under Ignore counts as Skip
 			continue
 		}
 		switch st.Code {
@@ -572,26 +565,21 @@ func nodeError(node string, reasons []string) error {
 func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, nom Nominator, diag *Diagnosis) ([]bool, error) {
 	remaining := append(c.remaining[:0], chunk...)
 	defer func() { c.remaining = remaining[:0] }()
+	at := &pluginPoint{name: metrics.Filter, skip: c.skip}
 	for k := range c.prof.filter {
 		p := &c.prof.filter[k]
-		if c.skip[p.name] || len(remaining) == 0 {
-			continue
-		}
-		cl, err := c.client(ctx, p.module)
-		if c.fatal != nil {
-			return nil, c.fatal
-		}
-		if c.gone[p.name] {
+		if len(remaining) == 0 {
 			continue
 		}
 		var reply *abi.FilterReply
-		if err == nil {
+		ran, err := c.runPlugin(ctx, at, p, func(cl *policy.Client) (err error) {
 			reply, err = c.timedFilter(ctx, cl, p, remaining)
-		}
+			return err
+		})
 		if err != nil {
-			if ferr := c.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
-				return nil, fmt.Errorf("running Filter plugin %q: %w", p.name, ferr)
-			}
+			return nil, err
+		}
+		if !ran {
 			c.skip[p.name] = true // the nodes pass it, now and for the rest of the cycle
 			continue
 		}
@@ -632,57 +620,37 @@ func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBr
 		}
 	}
 	skip := map[string]bool{}
+	at := &pluginPoint{name: metrics.PreScore}
 	for k := range c.prof.preScore {
 		p := &c.prof.preScore[k]
-		if c.gone[p.name] {
-			continue
-		}
-		cl, err := c.client(ctx, p.module)
-		if c.fatal != nil {
-			return nil, c.fatal
-		}
-		if c.gone[p.name] {
-			continue
-		}
 		var st abi.PluginStatus
-		if err == nil {
+		ran, err := c.runPlugin(ctx, at, p, func(cl *policy.Client) (err error) {
 			t0 := c.start()
 			st, err = cl.PreScore(ctx, p.index, feasible)
 			c.observe(p.timer, callCode(st.Code, err), t0)
-		}
+			return err
+		})
 		if err != nil {
-			if ferr := c.prof.pluginFailed(p, metrics.PreScore, err); ferr != nil {
-				return nil, fmt.Errorf("running PreScore plugin %q: %w", p.name, ferr)
-			}
-			skip[p.name] = true
-			continue
+			return nil, err
 		}
-		if st.Code == abi.Skip { // else Success: the client refuses other codes
+		if !ran || st.Code == abi.Skip { // else Success: the client refuses other codes
 			skip[p.name] = true
 		}
 	}
+	at = &pluginPoint{name: metrics.Score, skip: skip}
 	for k := range c.prof.score {
 		p := &c.prof.score[k]
-		if skip[p.name] || c.gone[p.name] {
-			continue
-		}
-		cl, err := c.client(ctx, p.module)
-		if c.fatal != nil {
-			return nil, c.fatal
-		}
-		if c.gone[p.name] {
-			continue
-		}
 		var scores []int64
-		if err == nil {
+		ran, err := c.runPlugin(ctx, at, p, func(cl *policy.Client) (err error) {
 			t0 := c.start()
 			scores, err = cl.Score(ctx, p.index, feasible)
 			c.observe(p.timer, callCode(abi.Success, err), t0)
-		}
+			return err
+		})
 		if err != nil {
-			if ferr := c.prof.pluginFailed(p, metrics.Score, err); ferr != nil {
-				return nil, fmt.Errorf("running Score plugin %q: %w", p.name, ferr)
-			}
+			return nil, err
+		}
+		if !ran {
 			continue
 		}
 		for i, s := range scores {

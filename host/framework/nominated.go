@@ -9,24 +9,36 @@ import (
 	"github.com/wasmsched/wasmsched/host/policy"
 )
 
-// checkNominated applies kube-scheduler's rule for nominated pods: a node
-// that passed the filters must also pass them with the pods nominated to
-// it of equal or higher priority added (they will get there once their
-// preemption victims leave). Both runs must pass, because some filters
-// only pass with those pods present (affinity) and some only without.
-// Lower-priority nominated pods are ignored: this pod may take their room.
+// nominatedPeers lists the pods that kube-scheduler's rule for nominated
+// pods adds to node before filtering pod there: those nominated to it (by
+// nom, which may be nil) with equal or higher priority, other than pod
+// itself. They will get there once their preemption victims leave;
+// lower-priority ones are left out, as this pod may take their room.
+func nominatedPeers(pod *abi.Pod, nom Nominator, node string) []*abi.Pod {
+	if nom == nil || !nom.HasNominatedPods() {
+		return nil
+	}
+	var peers []*abi.Pod
+	for _, np := range nom.NominatedPodsForNode(node) {
+		if np.UID != pod.UID && np.Priority >= pod.Priority {
+			peers = append(peers, np)
+		}
+	}
+	return peers
+}
+
+// checkNominated applies kube-scheduler's rule for nominated pods
+// (nominatedPeers): a node that passed the filters must also pass them
+// with its nominated peers added. Both runs must pass, because some
+// filters only pass with those pods present (affinity) and some only
+// without.
 func (c *cycle) checkNominated(ctx context.Context, pod *abi.Pod, chunk []uint32, passed []bool, nom Nominator, diag *Diagnosis) error {
 	for i, slot := range chunk {
 		if !passed[i] {
 			continue
 		}
 		name := c.snap.Slot(slot).Info.Node.Name
-		var add []*abi.Pod
-		for _, np := range nom.NominatedPodsForNode(name) {
-			if np.UID != pod.UID && np.Priority >= pod.Priority {
-				add = append(add, np)
-			}
-		}
+		add := nominatedPeers(pod, nom, name)
 		if len(add) == 0 {
 			continue
 		}
@@ -86,26 +98,19 @@ func (c *cycle) filterWith(ctx context.Context, slot uint32, pods []*abi.Pod) (*
 		}
 	}
 	one := []uint32{slot}
+	at := &pluginPoint{name: metrics.Filter, where: " with nominated pods", skip: c.skip,
+		client: func(_ context.Context, i int) (*policy.Client, error) { return prepare(i) }}
 	for k := range c.prof.filter {
 		p := &c.prof.filter[k]
-		if c.skip[p.name] {
-			continue
-		}
-		cl, err := prepare(p.module)
-		if c.fatal != nil {
-			return nil, c.fatal
-		}
-		if c.gone[p.name] {
-			continue
-		}
 		var reply *abi.FilterReply
-		if err == nil {
+		ran, err := c.runPlugin(ctx, at, p, func(cl *policy.Client) (err error) {
 			reply, err = c.timedFilter(ctx, cl, p, one)
-		}
+			return err
+		})
 		if err != nil {
-			if ferr := c.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
-				return nil, fmt.Errorf("running Filter plugin %q with nominated pods: %w", p.name, ferr)
-			}
+			return nil, err
+		}
+		if !ran {
 			c.skip[p.name] = true
 			continue
 		}
