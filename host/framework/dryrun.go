@@ -176,20 +176,12 @@ func (s *Session) filter(ctx context.Context, p *wasmPlugin, slots []uint32) (*a
 }
 
 // Fits runs the filters for pod on one node of the current view, with
-// kube-scheduler's rule for nominated pods: those nominated to the node
-// with equal or higher priority are added first, and if any were, the
-// filters must pass without them too. It returns the first rejection, or
-// nil when the pod fits.
+// kube-scheduler's rule for nominated pods: the node's nominated peers
+// (nominatedPeers) are added first, and if there were any, the filters
+// must pass without them too. It returns the first rejection, or nil
+// when the pod fits.
 func (s *Session) Fits(ctx context.Context, pod *abi.Pod, slot uint32, nom Nominator) (*Status, error) {
-	var add []*abi.Pod
-	if nom != nil && nom.HasNominatedPods() {
-		for _, np := range nom.NominatedPodsForNode(s.snap.Slot(slot).Info.Node.Name) {
-			if np.UID != pod.UID && np.Priority >= pod.Priority {
-				add = append(add, np)
-			}
-		}
-	}
-	if len(add) > 0 {
+	if add := nominatedPeers(pod, nom, s.snap.Slot(slot).Info.Node.Name); len(add) > 0 {
 		if err := s.Push(ctx); err != nil {
 			return nil, err
 		}
@@ -301,7 +293,7 @@ func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, no
 	var plain []uint32
 	var at []int
 	for i, slot := range slots {
-		if nom != nil && nom.HasNominatedPods() && hasNominatedPeers(pod, nom, s.snap.Slot(slot).Info.Node.Name) {
+		if len(nominatedPeers(pod, nom, s.snap.Slot(slot).Info.Node.Name)) > 0 {
 			st, err := s.Fits(ctx, pod, slot, nom)
 			if err != nil {
 				return nil, err
@@ -337,13 +329,4 @@ func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, no
 		remaining, pos = keepPassed(remaining, passed), keepPassed(pos, passed)
 	}
 	return sts, nil
-}
-
-func hasNominatedPeers(pod *abi.Pod, nom Nominator, node string) bool {
-	for _, np := range nom.NominatedPodsForNode(node) {
-		if np.UID != pod.UID && np.Priority >= pod.Priority {
-			return true
-		}
-	}
-	return false
 }
