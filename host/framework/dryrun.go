@@ -175,6 +175,21 @@ func (s *Session) filter(ctx context.Context, p *wasmPlugin, slots []uint32) (*a
 	return cl.Filter(ctx, p.index, slots)
 }
 
+// runFilter is a session's guard around one Filter call (the cycle's is
+// runPlugin): a call that fails, or cannot be made, is handled by the
+// plugin's failurePolicy. A nil reply with a nil error means the nodes
+// pass the plugin (Ignore); the error is a Fail plugin's, naming it.
+func (s *Session) runFilter(ctx context.Context, p *wasmPlugin, slots []uint32) (*abi.FilterReply, error) {
+	reply, err := s.filter(ctx, p, slots)
+	if err == nil {
+		return reply, nil
+	}
+	if ferr := s.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
+		return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, ferr)
+	}
+	return nil, nil
+}
+
 // Fits runs the filters for pod on one node of the current view, with
 // kube-scheduler's rule for nominated pods: the node's nominated peers
 // (nominatedPeers) are added first, and if there were any, the filters
@@ -220,10 +235,10 @@ func (s *Session) filterOne(ctx context.Context, slot uint32) (*Status, error) {
 		if s.skip[p.name] {
 			continue
 		}
-		reply, err := s.filter(ctx, p, one)
-		if err != nil {
-			if ferr := s.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
-				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, ferr)
+		reply, err := s.runFilter(ctx, p, one)
+		if reply == nil {
+			if err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -314,10 +329,10 @@ func (s *Session) FitsMany(ctx context.Context, pod *abi.Pod, slots []uint32, no
 		if s.skip[p.name] || len(remaining) == 0 {
 			continue
 		}
-		reply, err := s.filter(ctx, p, remaining)
-		if err != nil {
-			if ferr := s.prof.pluginFailed(p, metrics.Filter, err); ferr != nil {
-				return nil, fmt.Errorf("running Filter plugin %q in a dry run: %w", p.name, ferr)
+		reply, err := s.runFilter(ctx, p, remaining)
+		if reply == nil {
+			if err != nil {
+				return nil, err
 			}
 			continue
 		}
