@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +108,9 @@ type vpodFixture struct {
 	parts  *vpodParts
 	logs   *testlog.Buffer
 	queue  *doneQueue // the scheduler's queue
+	// adapterEvents counts the adapter pod, StatefulSet and node events
+	// the scheduler's handlers have handled.
+	adapterEvents *atomic.Int32
 }
 
 // doneQueue counts, per item, the reconciles the worker finished, so a
@@ -169,6 +173,7 @@ func startVPodParts(t *testing.T, engine *fakeEngine, objs ...runtime.Object) *v
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	var queue *doneQueue
+	adapterEvents := &atomic.Int32{}
 	spec := vpodSpec{Settings: vpod.Settings{Name: "disp", Namespace: "adapters", StatefulSet: "disp", Capacity: 10},
 		Sources: []VPodSource{CRDVPodSource(), kafka}}
 	parts, err := newVPodPartsWith(ctx, vpodPartsOptions{Client: client, Dynamic: dyn, Specs: []vpodSpec{spec},
@@ -177,7 +182,8 @@ func startVPodParts(t *testing.T, engine *fakeEngine, objs ...runtime.Object) *v
 		wrapQueue: func(q workqueue.TypedRateLimitingInterface[vpodItem]) workqueue.TypedRateLimitingInterface[vpodItem] {
 			queue = &doneQueue{TypedRateLimitingInterface: q, done: map[vpodItem]int{}}
 			return queue
-		}})
+		},
+		adapterEvent: func() { adapterEvents.Add(1) }})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -193,7 +199,7 @@ func startVPodParts(t *testing.T, engine *fakeEngine, objs ...runtime.Object) *v
 		parts.close(context.Background())
 	})
 	<-engine.running
-	return &vpodFixture{client: client, dyn: dyn, engine: engine, parts: parts, logs: logs, queue: queue}
+	return &vpodFixture{client: client, dyn: dyn, engine: engine, parts: parts, logs: logs, queue: queue, adapterEvents: adapterEvents}
 }
 
 // placements reads an object's status.placements from the fake API.
@@ -343,19 +349,24 @@ func TestVPodControllerRequeuesOnAdapterChangesOnly(t *testing.T) {
 	eventually(t, "a placed", func() bool { return len(f.placements(t, VPodCRD, "a")) == 1 })
 	// Let the write's own echo be reconciled.
 	eventually(t, "a rescheduled after its status write", func() bool { return len(e.callTimes("a")) >= 2 })
-	settle := func() int {
-		n := len(e.callTimes("a"))
-		for range 20 {
-			time.Sleep(10 * time.Millisecond)
-			if m := len(e.callTimes("a")); m != n {
-				n = m
-			}
+	// settle waits until the handlers have handled events adapter events
+	// in all, then until the worker has reconciled whatever they queued:
+	// a marker item queued behind it is reconciled twice (a vpod being
+	// reconciled when the first marker is queued, and queued again
+	// meanwhile, runs again after that marker but before the second).
+	marker := vpodItem{key: vpod.Key{Namespace: "default", Name: "marker"}}
+	settle := func(events int32) int {
+		eventually(t, "the adapter events handled", func() bool { return f.adapterEvents.Load() >= events })
+		for range 2 {
+			f.handled(t, marker, func() { f.queue.Add(marker) })
 		}
-		return n
+		return len(e.callTimes("a"))
 	}
 	ctx := context.Background()
-	base := settle()
+	// The fixture's two adapter pods, its StatefulSet and its node.
+	base := settle(4)
 	// Not an adapter pod (name), not a relevant change: no requeue.
+	seen := f.adapterEvents.Load()
 	if _, err := f.client.CoreV1().Pods("adapters").Create(ctx, adapterPod("other-0", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +375,7 @@ func TestVPodControllerRequeuesOnAdapterChangesOnly(t *testing.T) {
 	if _, err := f.client.CoreV1().Pods("adapters").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := settle(); n != base {
+	if n := settle(seen + 2); n != base {
 		t.Fatalf("irrelevant pod changes rescheduled a: %d → %d calls", base, n)
 	}
 	for _, change := range []struct {
@@ -395,12 +406,12 @@ func TestVPodControllerRequeuesOnAdapterChangesOnly(t *testing.T) {
 			return err
 		}},
 	} {
-		before := len(e.callTimes("a"))
+		before, seen := len(e.callTimes("a")), f.adapterEvents.Load()
 		if err := change.do(); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, change.what+" to reschedule a", func() bool { return len(e.callTimes("a")) > before })
-		settle()
+		settle(seen + 1)
 	}
 }
 

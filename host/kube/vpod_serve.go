@@ -123,6 +123,11 @@ type vpodPartsOptions struct {
 	// wrapQueue, when set, wraps each controller's queue before any
 	// informer feeds it (tests: to see when an item was handled).
 	wrapQueue func(workqueue.TypedRateLimitingInterface[vpodItem]) workqueue.TypedRateLimitingInterface[vpodItem]
+	// adapterEvent, when set, is called after the adapter pod,
+	// StatefulSet and node handlers have handled an event, whether or
+	// not it queued anything (tests: to know that an event which must
+	// not requeue a vpod has been seen).
+	adapterEvent func()
 }
 
 // newVPodPartsWith checks that every source resource is served, binds
@@ -185,7 +190,7 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 				return nil, fmt.Errorf("vpod scheduler %s: %s informer: %w", s.Name, resourceName(src.Resource), err)
 			}
 		}
-		if err := watchAdapters(f, s, c); err != nil {
+		if err := watchAdapters(f, s, c, o.adapterEvent); err != nil {
 			return nil, fmt.Errorf("vpod scheduler %s: %w", s.Name, err)
 		}
 		log.Info("vpod scheduler ready; it schedules while this replica leads", "statefulset", s.Namespace+"/"+s.StatefulSet,
@@ -196,11 +201,11 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 			return nil, fmt.Errorf("vpod: VPod informer: %w", err)
 		}
 	}
-	if _, err := nodes.Informer().AddEventHandler(changeHandler(nodeChanged, func() {
+	if _, err := nodes.Informer().AddEventHandler(notifying(changeHandler(nodeChanged, func() {
 		for _, c := range p.ctrls {
 			c.enqueueAll()
 		}
-	})); err != nil {
+	}), o.adapterEvent)); err != nil {
 		return nil, fmt.Errorf("vpod: node informer: %w", err)
 	}
 	nodeFactory.Start(ctx.Done())

@@ -22,14 +22,15 @@ const vpodZoneLabel = "topology.kubernetes.io/zone"
 
 // watchAdapters requeues c's vpods when the adapter pods (named
 // <statefulSet>-<ordinal>) or the StatefulSet change in a way the engine
-// sees, and drops the cached scale when spec.replicas changes.
-func watchAdapters(f informers.SharedInformerFactory, s vpod.Settings, c *vpodController) error {
+// sees, and drops the cached scale when spec.replicas changes. seen, if
+// not nil, is called after each pod or StatefulSet event is handled.
+func watchAdapters(f informers.SharedInformerFactory, s vpod.Settings, c *vpodController, seen func()) error {
 	isAdapter := func(obj any) bool {
 		p, ok := unwrap(obj).(*corev1.Pod)
 		return ok && adapterOrdinal(p.Name, s.StatefulSet) >= 0
 	}
 	pods := cache.FilteringResourceEventHandler{FilterFunc: isAdapter, Handler: changeHandler(podChanged, c.enqueueAll)}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(pods); err != nil {
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(notifying(pods, seen)); err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
 	isSTS := func(obj any) bool {
@@ -41,7 +42,7 @@ func watchAdapters(f informers.SharedInformerFactory, s vpod.Settings, c *vpodCo
 		c.enqueueAll()
 	}
 	sts := cache.FilteringResourceEventHandler{FilterFunc: isSTS, Handler: changeHandler(statefulSetChanged, onSTS)}
-	if _, err := f.Apps().V1().StatefulSets().Informer().AddEventHandler(sts); err != nil {
+	if _, err := f.Apps().V1().StatefulSets().Informer().AddEventHandler(notifying(sts, seen)); err != nil {
 		return fmt.Errorf("statefulset informer: %w", err)
 	}
 	return nil
@@ -59,6 +60,35 @@ func changeHandler(changed func(old, cur any) bool, do func()) cache.ResourceEve
 		},
 		DeleteFunc: func(any) { do() },
 	}
+}
+
+// notifying is h, followed on every event (also those h filters out or
+// finds unchanged) by a call of after; h itself when after is nil.
+func notifying(h cache.ResourceEventHandler, after func()) cache.ResourceEventHandler {
+	if after == nil {
+		return h
+	}
+	return notifyingHandler{h, after}
+}
+
+type notifyingHandler struct {
+	h     cache.ResourceEventHandler
+	after func()
+}
+
+func (n notifyingHandler) OnAdd(obj any, isInInitialList bool) {
+	n.h.OnAdd(obj, isInInitialList)
+	n.after()
+}
+
+func (n notifyingHandler) OnUpdate(old, cur any) {
+	n.h.OnUpdate(old, cur)
+	n.after()
+}
+
+func (n notifyingHandler) OnDelete(obj any) {
+	n.h.OnDelete(obj)
+	n.after()
 }
 
 // podChanged: what the engine reads of an adapter pod (its node, the

@@ -116,6 +116,9 @@ type Reloader struct {
 	reg    *modules.Registry
 	digest [sha256.Size]byte // of the config bytes and module digests serving
 	snap   *snapshot.Snapshot
+	// watching, when set, is called once Run watches the files, so that
+	// a change made after it is seen (tests).
+	watching func()
 }
 
 // New returns a reloader for the running configuration in o, and
@@ -360,6 +363,9 @@ func (r *Reloader) Run(ctx context.Context, watchFiles, signals bool) error {
 		}
 		defer w.Close()
 		changes = w.Changes()
+		if r.watching != nil {
+			r.watching()
+		}
 	}
 	var hup chan os.Signal
 	if signals {

@@ -365,6 +365,8 @@ func TestConfigMapSymlinkSwapReloads(t *testing.T) {
 		configMapUpdate(t, dir, "1", map[string]string{"config.yaml": cfg})
 		return filepath.Join(dir, "config.yaml")
 	}, func(c *config.Configuration) { swapped <- c })
+	watching := make(chan struct{})
+	reload.SetWatching(e.r, func() { close(watching) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.r.Run(ctx, true, false) }()
@@ -377,7 +379,7 @@ func TestConfigMapSymlinkSwapReloads(t *testing.T) {
 	if got := e.schedule(""); got != "empty" {
 		t.Fatalf("pod went to %s, want empty", got)
 	}
-	time.Sleep(100 * time.Millisecond) // let the watcher start
+	<-watching // a swap before the watcher's first look would go unseen
 	configMapUpdate(t, e.dir, "2", map[string]string{"config.yaml": policyConfig("MostAllocated", "")})
 	select {
 	case <-swapped:

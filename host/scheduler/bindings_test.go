@@ -309,6 +309,9 @@ func TestBoundedBindingLosesNoPod(t *testing.T) {
 			// Failed bindings back off: let them out.
 			e.clk.Step(time.Minute)
 			e.q.FlushBackoffCompleted()
+			// Pacing, not ordering: every turn re-checks the bindings
+			// and the channels; the pause only keeps this loop from
+			// starving the scheduler's goroutines of the CPU.
 			time.Sleep(100 * time.Microsecond)
 		}
 	}

@@ -159,6 +159,9 @@ func TestLoopPassesThroughGoSoGarbageCollectionCanStopIt(t *testing.T) {
 		_, err := mod.ExportedFunction("spin").Call(context.Background(), 0)
 		done <- err
 	}()
+	// Give the guest time to enter its loop. Not ordering that can be
+	// signalled: spin reports no progress while it runs, and a GC that
+	// came first would pass without proving anything, never fail.
 	time.Sleep(20 * time.Millisecond)
 	gcDone := make(chan struct{})
 	go func() { runtime.GC(); close(gcDone) }()

@@ -22,6 +22,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/wasm"
 	"github.com/wasmsched/wasmsched/host/wasmtime"
 	"github.com/wasmsched/wasmsched/internal/testlog"
+	"github.com/wasmsched/wasmsched/internal/testwait"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
@@ -532,7 +533,7 @@ func TestCloseDuringACall(t *testing.T) {
 		_, err := inst.Call(ctx, trapsLoop, 0, 0)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	testwait.Eventually(t, 5*time.Second, func() bool { return wasmtime.InCall(inst) }, "the call did not start")
 	if err := inst.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

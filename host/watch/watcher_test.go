@@ -255,12 +255,15 @@ func TestBurstCoalesces(t *testing.T) {
 	// event could not hide behind the one-slot channel.
 	stop := make(chan struct{})
 	count := make(chan int)
+	first := make(chan struct{})
 	go func() {
 		n := 0
 		for {
 			select {
 			case <-w.Changes():
-				n++
+				if n++; n == 1 {
+					close(first)
+				}
 			case <-stop:
 				count <- n
 				return
@@ -269,10 +272,17 @@ func TestBurstCoalesces(t *testing.T) {
 	}()
 	for i := range 20 {
 		writeFile(t, p, strings.Repeat("x", i+1))
+		// Separate writes spread over a few debounce-short gaps: the
+		// pause is the burst's shape, not ordering.
 		time.Sleep(2 * time.Millisecond)
 	}
-	// Wait for the trailing-edge signal, then a quiet window for extras.
-	time.Sleep(maxWaitFactor*testDebounce + quiet)
+	// Wait for the trailing-edge signal, then a quiet window for extras
+	// (only time can show that no further signal comes).
+	select {
+	case <-first:
+		time.Sleep(quiet)
+	case <-time.After(signalTimeout):
+	}
 	close(stop)
 	if n := <-count; n < 1 || n > 2 {
 		t.Fatalf("burst of 20 writes gave %d signals, want 1 (at most 2)", n)
