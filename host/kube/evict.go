@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/wasmsched/wasmsched/abi"
-	"github.com/wasmsched/wasmsched/host/eviction"
 	"github.com/wasmsched/wasmsched/host/podremoval"
 )
 
@@ -130,7 +129,9 @@ const budgetNamePrefix = "The disruption budget "
 func refusalOf(err error) refusal {
 	var r refusal
 	if secs, ok := apierrors.SuggestsClientDelay(err); ok && secs > 0 {
-		r.retryAfter = eviction.Seconds(int64(secs)) // saturates, never wraps
+		// secs is the Status's int32 RetryAfterSeconds: it cannot
+		// overflow a Duration.
+		r.retryAfter = time.Duration(secs) * time.Second
 	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) || status.Status().Details == nil {
