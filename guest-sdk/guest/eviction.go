@@ -82,10 +82,10 @@ func (g *Guest) dropObservation(slot uint32) {
 // asked). A candidate index past the node's pods is an error: the host's
 // candidates and the mirror disagree, and no policy could answer.
 func (g *Guest) evictionNode(name string, slot uint32, candidates []uint32) (*plugin.EvictionNode, error) {
-	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
+	if int(slot) >= len(g.mirror.nodes) || g.mirror.nodes[slot] == nil {
 		return nil, nil
 	}
-	ni := g.nodes[slot]
+	ni := g.mirror.nodes[slot]
 	for _, c := range candidates {
 		if uint64(c) >= uint64(len(ni.Pods)) {
 			return nil, newError(name + ": node " + ni.Name() + ": candidate pod index " + utoa(uint64(c)) +

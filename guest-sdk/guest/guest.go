@@ -29,22 +29,7 @@ type Guest struct {
 	exts    []namedExt // the plugins with PreFilter extensions, told of what-if edits
 	inited  bool
 
-	nodes    []*plugin.NodeInfo // by slot; nil where no node
-	numNodes int
-	list     []*plugin.NodeInfo // the non-nil nodes, for Handle.Nodes
-	listAt   []int32            // by slot: the node's index in list
-	listOK   bool               // list and listAt hold every node (syncs that only replace nodes keep them)
-	affList  []*plugin.NodeInfo // nodes with affinity pods, for Handle.NodesWithAffinityPods
-	affOK    bool
-	nsList   []abi.Namespace       // the namespace table as last synced
-	ns       map[string]abi.Labels // nsList by name, made by Handle.NamespaceLabels
-	pdbs     []abi.PDB             // PodDisruptionBudgets, for PDBHandle
-
-	// Nodes per image name, for Handle.ImageNumNodes: counted on its first
-	// call, then kept up to date by syncs through countImages, a func value
-	// so that modules whose plugins never ask do not link the counting.
-	images      map[string]int
-	countImages func(ni *plugin.NodeInfo, delta int)
+	mirror mirror // the nodes, namespaces and PDBs as synced (mirror.go)
 
 	pod     abi.Pod
 	havePod bool
@@ -72,10 +57,7 @@ type Guest struct {
 	views   []*viewNode            // free copies, reused
 	maps    []map[uint32]*viewNode // free overlay maps, reused
 	slab    abi.Slab               // the pods edits carried, until the cycle ends
-	// lists, when the module asked for it (LayOutNodeLists), keeps the
-	// mirror's node lists by kind (layout.go).
-	lists   nodeLayout
-	scratch abi.Pod // a pod being added or removed
+	scratch abi.Pod                // a pod being added or removed
 
 	// The eviction view (eviction.go): one observation per slot, dropped
 	// with its node; and what an eviction call reuses per node.
@@ -87,13 +69,6 @@ type Guest struct {
 
 	vpod    *vpodRuntime // the vpod calls' state (vpod.go), made on first use
 	victims *victimCall  // the preemption calls' storage (preemption.go), made on first use
-
-	// strs is the host's string table (ABI v1.5) that node records
-	// number their labels, taints, images and namespaces with; interned
-	// says the records of the sync being applied are numbered (the sync
-	// carried SyncStrings).
-	strs     abi.StringTable
-	interned bool
 
 	in  []byte
 	enc abi.Encoder
@@ -302,251 +277,6 @@ func (g *Guest) init(in []byte) error {
 	return nil
 }
 
-// NumNodes implements plugin.Handle.
-func (g *Guest) NumNodes() int { return g.numNodes }
-
-// Nodes implements plugin.Handle: the mirror's nodes by slot. The list is
-// rebuilt only after a sync added or removed nodes; a sync that replaces
-// a node (the usual one: a pod bound) updates its entry in place, so a
-// per-cycle caller does not pay for every node on every cycle.
-func (g *Guest) Nodes() []*plugin.NodeInfo {
-	if !g.listOK {
-		g.rebuildList()
-	}
-	return g.list
-}
-
-// rebuildList fills list and listAt by index, without append: TinyGo's
-// append is a runtime call and a copy per element.
-func (g *Guest) rebuildList() {
-	if cap(g.list) < g.numNodes {
-		g.list = make([]*plugin.NodeInfo, g.numNodes)
-	}
-	g.list = g.list[:g.numNodes]
-	if cap(g.listAt) < len(g.nodes) {
-		g.listAt = make([]int32, len(g.nodes), 2*len(g.nodes))
-	}
-	g.listAt = g.listAt[:len(g.nodes)]
-	k := 0
-	for slot, n := range g.nodes {
-		g.listAt[slot] = -1
-		if n != nil && k < len(g.list) {
-			g.list[k] = n
-			g.listAt[slot] = int32(k)
-			k++
-		}
-	}
-	g.list = g.list[:k]
-	g.listOK = true
-}
-
-// NodesWithAffinityPods implements plugin.Handle. The list is rebuilt
-// only after a sync that changed which nodes have affinity pods.
-func (g *Guest) NodesWithAffinityPods() []*plugin.NodeInfo {
-	if !g.affOK {
-		g.affList = g.affList[:0]
-		for _, n := range g.nodes {
-			if n != nil && len(n.PodsWithAffinity) > 0 {
-				g.affList = append(g.affList, n)
-			}
-		}
-		g.affOK = true
-	}
-	return g.affList
-}
-
-// NamespaceLabels implements plugin.Handle. The table is indexed by the
-// first lookup after a sync that changed it.
-func (g *Guest) NamespaceLabels(name string) (abi.Labels, bool) {
-	if g.ns == nil {
-		g.ns = make(map[string]abi.Labels, len(g.nsList))
-		for _, n := range g.nsList {
-			g.ns[n.Name] = n.Labels
-		}
-	}
-	l, ok := g.ns[name]
-	return l, ok
-}
-
-// ImageNumNodes implements plugin.Handle.
-func (g *Guest) ImageNumNodes(name string) int {
-	if g.countImages == nil {
-		g.images = map[string]int{}
-		g.countImages = g.countNodeImages
-		for _, n := range g.nodes {
-			if n != nil {
-				g.countNodeImages(n, 1)
-			}
-		}
-	}
-	return g.images[name]
-}
-
-func (g *Guest) sync(in []byte) error {
-	clear(g.lastNodes) // the nodes may be replaced: hold none of them
-	g.lastSlots, g.lastNodes = g.lastSlots[:0], g.lastNodes[:0]
-	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
-		g.listOK = false
-		g.affOK = false
-		for i := range g.nodes {
-			g.nodes[i] = nil
-		}
-		g.nodes = g.nodes[:0]
-		g.images, g.countImages = nil, nil // recounted by the next ImageNumNodes
-		g.numNodes = 0
-		g.obs = nil // observations go with their nodes
-		if g.lists != nil {
-			g.lists.reset()
-		}
-	}
-	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
-		g.nsList, g.ns = nil, nil
-	}
-	if len(in) > 0 && in[0]&abi.SyncPDBs != 0 {
-		g.pdbs = nil // a new array: policies may cache what they derived from the old one
-	}
-	g.interned = len(in) > 0 && in[0]&abi.SyncStrings != 0
-	_, _, err := abi.ParseSyncWith(in, abi.SyncHandlers{Strings: g.addStrings,
-		Upsert: g.upsertNode, Delete: g.deleteNode, Namespace: g.setNamespace, PDB: g.addPDB})
-	if err == nil && g.lists != nil && g.lists.due() {
-		err = g.lists.relayout(g)
-	}
-	return err
-}
-
-// addStrings extends the string table; a new table (first 0) may only
-// come with a reset mirror, which holds no numbers of the old one.
-func (g *Guest) addStrings(first int, ss []string) error {
-	if first == 0 && g.strs.Len() > 0 {
-		if len(g.nodes) > 0 {
-			return newError("a new string table without a mirror reset")
-		}
-		g.strs.Reset()
-	}
-	return g.strs.Append(first, ss)
-}
-
-func (g *Guest) addPDB(p *abi.PDB) error {
-	g.pdbs = append(g.pdbs, *p)
-	return nil
-}
-
-// PDBs implements plugin.PDBHandle.
-func (g *Guest) PDBs() []abi.PDB { return g.pdbs }
-
-func (g *Guest) setNamespace(n abi.Namespace) error {
-	g.nsList = append(g.nsList, n)
-	return nil
-}
-
-// maxSlot bounds the mirror so a hostile slot number cannot make the
-// guest allocate gigabytes.
-const maxSlot = 1 << 22
-
-func (g *Guest) upsertNode(slot uint32, record []byte) error {
-	if slot >= maxSlot {
-		return newError("node slot out of range")
-	}
-	// The record is copied once and the node decoded with its strings
-	// aliasing the copy: one allocation for all its strings.
-	return g.decodeNode(slot, nodeRecord{bytes: append([]byte(nil), record...), interned: g.interned})
-}
-
-// decodeNode decodes rec, which the guest owns, into the node of slot.
-func (g *Guest) decodeNode(slot uint32, rec nodeRecord) error {
-	var ni *plugin.NodeInfo
-	if g.lists != nil {
-		ni = g.lists.node()
-	} else {
-		ni = new(plugin.NodeInfo)
-	}
-	ni.Slot = slot
-	d := abi.NewAliasingDecoder(rec.bytes)
-	taken := 0
-	if g.lists != nil {
-		d.UseNodeLists(g.lists.source())
-		taken = g.lists.Taken()
-	}
-	if rec.interned {
-		d.SetTable(&g.strs)
-	}
-	d.NodeInfo(&ni.NodeInfo)
-	if d.Err() != nil {
-		return d.Err()
-	}
-	if d.Remaining() != 0 {
-		return newError("node record has trailing bytes")
-	}
-	for int(slot) >= len(g.nodes) {
-		g.nodes = append(g.nodes, nil)
-	}
-	if g.lists != nil {
-		g.lists.keep(slot, rec, g.lists.Taken()-taken)
-	}
-	if old := g.nodes[slot]; old != nil {
-		if g.countImages != nil {
-			g.countImages(old, -1)
-		}
-		if len(old.PodsWithAffinity) > 0 {
-			g.affOK = false
-		}
-		if g.listOK && int(slot) < len(g.listAt) && g.listAt[slot] >= 0 {
-			g.list[g.listAt[slot]] = ni
-		} else {
-			g.listOK = false
-		}
-	} else {
-		g.numNodes++
-		g.listOK = false
-	}
-	ni.IndexPods()
-	if len(ni.PodsWithAffinity) > 0 {
-		g.affOK = false
-	}
-	g.nodes[slot] = ni
-	if g.countImages != nil {
-		g.countImages(ni, 1)
-	}
-	return nil
-}
-
-// deleteNode empties a slot. It is idempotent: a slot reused and deleted
-// again while this instance was not syncing is deleted twice.
-func (g *Guest) deleteNode(slot uint32) error {
-	if slot >= maxSlot {
-		return newError("node slot out of range")
-	}
-	g.dropObservation(slot) // with the node, and even if the slot was empty
-	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
-		return nil
-	}
-	if g.countImages != nil {
-		g.countImages(g.nodes[slot], -1)
-	}
-	if len(g.nodes[slot].PodsWithAffinity) > 0 {
-		g.affOK = false
-	}
-	g.nodes[slot] = nil
-	if g.lists != nil {
-		g.lists.keep(slot, nodeRecord{}, 0)
-	}
-	g.numNodes--
-	g.listOK = false
-	return nil
-}
-
-func (g *Guest) countNodeImages(ni *plugin.NodeInfo, delta int) {
-	for i := range ni.Node.Images {
-		for _, name := range ni.Node.Images[i].Names {
-			if n := g.images[name] + delta; n > 0 {
-				g.images[name] = n
-			} else {
-				delete(g.images, name)
-			}
-		}
-	}
-}
-
 func (g *Guest) cycle(in []byte) error {
 	g.dec.Reset(in, false)
 	g.dec.Pod(&g.pod)
@@ -555,28 +285,10 @@ func (g *Guest) cycle(in []byte) error {
 		return err
 	}
 	g.havePod = true
-	g.numberPod(&g.pod)
+	g.mirror.numberPod(&g.pod)
 	g.state.Reset()
 	g.resetView()
 	return nil
-}
-
-// numberPod gives a pod that came as text (the cycle's pod, a what-if
-// pod) the StrIDs node records would give it, where plugins compare it
-// with records: labels, namespace, node selector, tolerations. With no
-// string table (a host before v1.5 sent none) everything stays 0 and
-// plugins compare strings.
-func (g *Guest) numberPod(p *abi.Pod) {
-	if g.strs.Len() == 0 {
-		return
-	}
-	g.strs.Number(p.Labels)
-	g.strs.Number(p.NodeSelector)
-	p.NamespaceID = g.strs.Lookup(p.Namespace)
-	for i := range p.Tolerations {
-		t := &p.Tolerations[i]
-		t.KeyID, t.ValueID = g.strs.Lookup(t.Key), g.strs.Lookup(t.Value)
-	}
 }
 
 // cyclePlugin checks that a per-plugin call fn may run now (after init,
@@ -674,7 +386,7 @@ func (g *Guest) loadBatch(in []byte) error {
 			return nil
 		}
 	}
-	if !resolveSlots(g.batch, g.nodes, slots) {
+	if !resolveSlots(g.batch, g.mirror.nodes, slots) {
 		g.batch = g.batch[:0]
 		return errUnknownSlot
 	}

@@ -58,8 +58,8 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 	vc.ends = vc.ends[:0]
 	for i := range nodes {
 		var ni *plugin.NodeInfo
-		if s := nodes[i].Slot; int(s) < len(g.nodes) {
-			ni = g.nodes[s]
+		if s := nodes[i].Slot; int(s) < len(g.mirror.nodes) {
+			ni = g.mirror.nodes[s]
 		}
 		start := len(vc.chosen)
 		victims, st := p.SelectVictims(&g.state, &g.pod, ni, nodes[i].Pods, vc.chosen[start:])

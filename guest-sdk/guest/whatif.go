@@ -49,8 +49,8 @@ func (g *Guest) node(slot uint32) *plugin.NodeInfo {
 	if n, ok := g.overlay[slot]; ok {
 		return &n.ni
 	}
-	if int(slot) < len(g.nodes) {
-		return g.nodes[slot]
+	if int(slot) < len(g.mirror.nodes) {
+		return g.mirror.nodes[slot]
 	}
 	return nil
 }
@@ -170,8 +170,8 @@ func (g *Guest) editable(slot uint32) (*viewNode, error) {
 	var removed []abi.Pod
 	if inView {
 		base, removed = &ov.ni, ov.removed
-	} else if int(slot) < len(g.nodes) {
-		base = g.nodes[slot]
+	} else if int(slot) < len(g.mirror.nodes) {
+		base = g.mirror.nodes[slot]
 	}
 	if base == nil {
 		return nil, errNoNode

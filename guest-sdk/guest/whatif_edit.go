@@ -113,7 +113,7 @@ func (g *Guest) decodeCarried(b []byte, p *abi.Pod) error {
 	if d.Remaining() != 0 {
 		return newError("trailing bytes after the pod")
 	}
-	g.numberPod(p)
+	g.mirror.numberPod(p)
 	return nil
 }
 

@@ -143,7 +143,7 @@ func TestEditViewMatchesPerPodCalls(t *testing.T) {
 		}
 	}
 	nodes, _ = editNodes()
-	if !reflect.DeepEqual(viewOf(batched.nodes[0]), viewOf(&plugin.NodeInfo{NodeInfo: *nodes[0]})) {
+	if !reflect.DeepEqual(viewOf(batched.mirror.nodes[0]), viewOf(&plugin.NodeInfo{NodeInfo: *nodes[0]})) {
 		t.Fatal("edits changed the mirror")
 	}
 }

@@ -87,7 +87,7 @@ func TestAddPodChangesTheViewUntilPop(t *testing.T) {
 	if s := g.state.Read(seenKey).(*seen); s.added != 0 {
 		t.Fatalf("pop_state did not restore the cycle state: %d adds", s.added)
 	}
-	if g.nodes[0].PodCount != 0 {
+	if g.mirror.nodes[0].PodCount != 0 {
 		t.Fatal("add_pod changed the mirror")
 	}
 }
