@@ -158,18 +158,11 @@ func (g *Guest) evictionCall(fn abi.Func, arg uint32, in []byte) error {
 	return newError(pl.Name() + " does not implement " + fn.String())
 }
 
-// running names the plugin being run for log lines until the returned
-// function is called.
-func (g *Guest) running(name string) func() {
-	g.current = name
-	return func() { g.current = "" }
-}
-
 func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
 	var req abi.EvictionRequest
-	if err := g.decodeEviction(in, func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
 		return err
 	}
 	replies := make([]abi.NodeEvictPods, len(req.Nodes))
@@ -199,7 +192,7 @@ func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 		}
 		replies[i].Condition = cond
 	}
-	g.enc.EvictPodsReply(replies)
+	g.codec.enc.EvictPodsReply(replies)
 	return nil
 }
 
@@ -207,7 +200,7 @@ func (g *Guest) thresholdMet(p plugin.ThresholdPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
 	var req abi.EvictionRequest
-	if err := g.decodeEviction(in, func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
 		return err
 	}
 	results := make([]abi.ThresholdResult, len(req.Nodes))
@@ -229,7 +222,7 @@ func (g *Guest) thresholdMet(p plugin.ThresholdPlugin, in []byte) error {
 		}
 		results[i] = r
 	}
-	g.enc.ThresholdMetReply(results)
+	g.codec.enc.ThresholdMetReply(results)
 	return nil
 }
 
@@ -240,7 +233,7 @@ func (g *Guest) topEvictionPods(p plugin.ThresholdPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
 	var req abi.TopEvictionRequest
-	if err := g.decodeEviction(in, func(d *abi.Decoder) { d.TopEvictionRequest(&req) }); err != nil {
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.TopEvictionRequest(&req) }); err != nil {
 		return err
 	}
 	replies := make([]abi.TopEvictionPods, len(req.Nodes))
@@ -270,22 +263,7 @@ func (g *Guest) topEvictionPods(p plugin.ThresholdPlugin, in []byte) error {
 		}
 		replies[i].GracePeriodSeconds = grace
 	}
-	g.enc.TopEvictionReply(replies)
-	return nil
-}
-
-// decodeEviction reads a whole eviction request with read, refusing
-// trailing bytes (a request of a later minor version this guest would
-// misread).
-func (g *Guest) decodeEviction(in []byte, read func(d *abi.Decoder)) error {
-	g.dec.Reset(in, false)
-	read(&g.dec)
-	if err := g.dec.Err(); err != nil {
-		return err
-	}
-	if g.dec.Remaining() != 0 {
-		return newError("eviction request has trailing bytes")
-	}
+	g.codec.enc.TopEvictionReply(replies)
 	return nil
 }
 

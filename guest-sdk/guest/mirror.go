@@ -140,8 +140,7 @@ func (m *mirror) ImageNumNodes(name string) int {
 // sync applies a sync request to the mirror. Deletions go through
 // g.deleteNode, which drops what the guest keeps per node beside it.
 func (g *Guest) sync(in []byte) error {
-	clear(g.lastNodes) // the nodes may be replaced: hold none of them
-	g.lastSlots, g.lastNodes = g.lastSlots[:0], g.lastNodes[:0]
+	g.batch.forget() // the nodes may be replaced: hold none of them
 	m := &g.mirror
 	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
 		m.listOK = false

@@ -77,7 +77,7 @@ func (g *Guest) pushState() error {
 	g.saved = g.saved[:n+1]
 	sv := &g.saved[n]
 	sv.overlay, sv.level = ov, g.level
-	g.state.CloneInto(&sv.state)
+	g.cycle.state.CloneInto(&sv.state)
 	g.nextLevel()
 	return nil
 }
@@ -99,7 +99,7 @@ func (g *Guest) popState() error {
 	g.overlay, sv.overlay = sv.overlay, nil
 	// The saved state becomes the current one; the current one's storage
 	// stays in the slot for the next push.
-	g.state, sv.state = sv.state, g.state
+	g.cycle.state, sv.state = sv.state, g.cycle.state
 	// Back at the saved level: its copies are in no other saved view
 	// (shallower ones were saved before it began, deeper ones are gone),
 	// so they are changed in place again.
@@ -236,9 +236,9 @@ func (g *Guest) tellExtensions(p *abi.Pod, n *viewNode, add bool) error {
 	for _, e := range g.exts {
 		var st *plugin.Status
 		if add {
-			st = e.ext.AddPod(&g.state, &g.pod, p, &n.ni)
+			st = e.ext.AddPod(&g.cycle.state, &g.cycle.pod, p, &n.ni)
 		} else {
-			st = e.ext.RemovePod(&g.state, &g.pod, p, &n.ni)
+			st = e.ext.RemovePod(&g.cycle.state, &g.cycle.pod, p, &n.ni)
 		}
 		if !st.IsSuccess() {
 			return newError(e.name + ": " + st.Message())

@@ -16,7 +16,7 @@ func (g *Guest) editView(in []byte) error {
 		return err
 	}
 	// UIDs alias the input: they are only compared during this call.
-	d := &g.dec
+	d := &g.codec.dec
 	d.Reset(in, true)
 	n := d.ViewEditsCount()
 	if err := d.Err(); err != nil {
@@ -44,7 +44,7 @@ func (g *Guest) canEdit() error {
 	if !g.inited {
 		return newError("what-if edit before init")
 	}
-	if !g.havePod {
+	if !g.cycle.havePod {
 		return newError("what-if edit outside a cycle")
 	}
 	return nil

@@ -138,7 +138,7 @@ func TestEditViewMatchesPerPodCalls(t *testing.T) {
 		if a, b := filterVerdicts(t, batched), filterVerdicts(t, perPod); !reflect.DeepEqual(a, b) {
 			t.Fatalf("step %d: verdicts %v batched, %v per pod", i, a, b)
 		}
-		if a, b := *batched.state.Read(seenKey).(*seen), *perPod.state.Read(seenKey).(*seen); a != b {
+		if a, b := *batched.cycle.state.Read(seenKey).(*seen), *perPod.cycle.state.Read(seenKey).(*seen); a != b {
 			t.Fatalf("step %d: extensions saw %+v batched, %+v per pod", i, a, b)
 		}
 	}

@@ -77,14 +77,14 @@ func TestAddPodChangesTheViewUntilPop(t *testing.T) {
 	if v := filterVerdicts(t, g); v[0] == 0 || v[1] != 0 {
 		t.Fatalf("with the nominated pod added, verdicts = %v; want slot 0 full, slot 1 fine", v)
 	}
-	if s := g.state.Read(seenKey).(*seen); s.added != 1 {
+	if s := g.cycle.state.Read(seenKey).(*seen); s.added != 1 {
 		t.Fatalf("PreFilter extension saw %d adds, want 1", s.added)
 	}
 	call(t, g, abi.FuncPopState, 0, nil)
 	if v := filterVerdicts(t, g); v[0] != 0 || v[1] != 0 {
 		t.Fatalf("after pop_state, verdicts = %v; want both fine", v)
 	}
-	if s := g.state.Read(seenKey).(*seen); s.added != 0 {
+	if s := g.cycle.state.Read(seenKey).(*seen); s.added != 0 {
 		t.Fatalf("pop_state did not restore the cycle state: %d adds", s.added)
 	}
 	if g.mirror.nodes[0].PodCount != 0 {
@@ -103,7 +103,7 @@ func TestRemovePodFreesRoomInTheView(t *testing.T) {
 	if v := filterVerdicts(t, g); v[0] != 0 {
 		t.Fatal("slot 0 still full after remove")
 	}
-	if s := g.state.Read(seenKey).(*seen); s.added != 1 || s.removed != 1 {
+	if s := g.cycle.state.Read(seenKey).(*seen); s.added != 1 || s.removed != 1 {
 		t.Fatalf("extensions saw %+v", s)
 	}
 }
