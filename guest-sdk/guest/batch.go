@@ -46,7 +46,8 @@ func (g *Guest) loadBatch(in []byte) error {
 	}
 	g.batch.nodes = g.batch.nodes[:n]
 	slots := in[4 : 4+4*n]
-	if len(g.overlay) == 0 {
+	overlay := g.view.overlay // the nodes the what-if view changed
+	if len(overlay) == 0 {
 		if n > 0 && len(g.batch.lastNodes) == n && sameBytes(slots, g.batch.lastSlots) {
 			copy(g.batch.nodes, g.batch.lastNodes) // a copy: plugins may reorder the batch
 			return nil
@@ -56,14 +57,14 @@ func (g *Guest) loadBatch(in []byte) error {
 		g.batch.nodes = g.batch.nodes[:0]
 		return errUnknownSlot
 	}
-	if len(g.overlay) == 0 {
+	if len(overlay) == 0 {
 		g.batch.lastSlots = append(g.batch.lastSlots[:0], slots...)
 		g.batch.lastNodes = append(g.batch.lastNodes[:0], g.batch.nodes...)
 		return nil
 	}
 	// Nodes changed in the what-if view replace their mirror copies.
 	for i := range g.batch.nodes {
-		if ov, ok := g.overlay[le32(slots[4*i:])]; ok {
+		if ov, ok := overlay[le32(slots[4*i:])]; ok {
 			g.batch.nodes[i] = &ov.ni
 		}
 	}

@@ -11,6 +11,21 @@ import (
 // implementing plugin.ThresholdPlugin or plugin.EvictPodsPlugin, TinyGo
 // resolves the assertions to false and drops what follows them.
 
+// evictionView is what the eviction calls keep: the host's observations,
+// one per slot and dropped with its node, and what a call reuses per
+// node. Only modules with an eviction policy get observations, yet every
+// module's syncs drop them with their nodes; held by a pointer made on
+// first use, that check would cost a Filter+Score module more bytes than
+// its budget leaves, so the view is held by value (its storage is a few
+// hundred bytes of memory).
+type evictionView struct {
+	obs    []*abi.NodeObservation // by slot
+	evNode plugin.EvictionNode
+	noObs  abi.NodeObservation // a node's observation when the host sent none
+	cutObs abi.NodeObservation // one whose pods are not the node's, cut to its node part
+	picked []uint32            // the pods a GetEvictPods named
+}
+
 // isEvictionPolicy reports whether p implements an eviction point.
 func isEvictionPolicy(p plugin.Plugin) bool {
 	if _, ok := p.(plugin.ThresholdPlugin); ok {
@@ -40,16 +55,17 @@ func (g *Guest) observe(in []byte) error {
 	if !g.hasEvictionPlugin() {
 		return newError("observe: the module has no eviction plugin")
 	}
+	ev := &g.evict
 	if len(in) > 0 && in[0]&abi.ObserveReset != 0 {
-		g.obs = nil
+		ev.obs = nil
 	}
-	_, err := abi.ParseObserve(in, g.setObservation)
+	_, err := abi.ParseObserve(in, ev.setObservation)
 	return err
 }
 
 // setObservation decodes one observe record into its slot. Like a node
 // record, the bytes are copied once and the strings alias the copy.
-func (g *Guest) setObservation(slot uint32, rec []byte) error {
+func (ev *evictionView) setObservation(slot uint32, rec []byte) error {
 	if slot >= maxSlot {
 		return newError("observation slot out of range")
 	}
@@ -63,21 +79,21 @@ func (g *Guest) setObservation(slot uint32, rec []byte) error {
 	if d.Remaining() != 0 {
 		return newError("observation record has trailing bytes")
 	}
-	for int(slot) >= len(g.obs) {
-		g.obs = append(g.obs, nil)
+	for int(slot) >= len(ev.obs) {
+		ev.obs = append(ev.obs, nil)
 	}
-	g.obs[slot] = o
+	ev.obs[slot] = o
 	return nil
 }
 
 // dropObservation forgets a slot's observation with its node.
-func (g *Guest) dropObservation(slot uint32) {
-	if int(slot) < len(g.obs) {
-		g.obs[slot] = nil
+func (ev *evictionView) dropObservation(slot uint32) {
+	if int(slot) < len(ev.obs) {
+		ev.obs[slot] = nil
 	}
 }
 
-// evictionNode fills the reused g.evNode for one requested node, or
+// evictionNode fills the eviction view's reused evNode for one requested node, or
 // returns nil when the mirror has no node in slot (the plugin is then not
 // asked). A candidate index past the node's pods is an error: the host's
 // candidates and the mirror disagree, and no policy could answer.
@@ -92,20 +108,21 @@ func (g *Guest) evictionNode(name string, slot uint32, candidates []uint32) (*pl
 				" out of range (the node has " + utoa(uint64(len(ni.Pods))) + " pods)")
 		}
 	}
-	obs := &g.noObs
-	g.noObs = abi.NodeObservation{}
-	if int(slot) < len(g.obs) && g.obs[slot] != nil {
-		obs = g.obs[slot]
+	ev := &g.evict
+	obs := &ev.noObs
+	ev.noObs = abi.NodeObservation{}
+	if int(slot) < len(ev.obs) && ev.obs[slot] != nil {
+		obs = ev.obs[slot]
 		if len(obs.Pods) != len(ni.Pods) {
 			// Not parallel to the mirrored pods: per-pod data would be
 			// read against the wrong pods, so it counts as absent.
-			g.cutObs = *obs
-			g.cutObs.Pods = nil
-			obs = &g.cutObs
+			ev.cutObs = *obs
+			ev.cutObs.Pods = nil
+			obs = &ev.cutObs
 		}
 	}
-	g.evNode = plugin.EvictionNode{NodeInfo: ni, Obs: obs, Candidates: candidates}
-	return &g.evNode, nil
+	ev.evNode = plugin.EvictionNode{NodeInfo: ni, Obs: obs, Candidates: candidates}
+	return &ev.evNode, nil
 }
 
 // evictionLimit is the most pods a reply may name for a node with n
@@ -177,11 +194,12 @@ func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 		}
 		limit := evictionLimit(req.Limit, len(rn.Candidates))
 		pods, cond := p.GetEvictPods(n, limit)
-		g.picked = g.picked[:0]
+		ev := &g.evict
+		ev.picked = ev.picked[:0]
 		for j := range pods {
-			g.picked = append(g.picked, pods[j].Pod)
+			ev.picked = append(ev.picked, pods[j].Pod)
 		}
-		if err := checkPicked(name, n, g.picked, rn.Candidates); err != nil {
+		if err := checkPicked(name, n, ev.picked, rn.Candidates); err != nil {
 			return err
 		}
 		if len(pods) > limit {

@@ -19,9 +19,12 @@ import (
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
 
-// Guest is one guest instance: registered plugins, their configured
-// instances, the mirror and the current cycle. Not safe for concurrent
-// use; the host runs one call at a time per instance.
+// Guest is one guest instance: registered plugins and their configured
+// instances, and one struct per concern the calls need (the mirror, the
+// cycle, the batch cache, the what-if view, the eviction view, the
+// codec). The vpod and preemption state only some modules use is made on
+// first use. Not safe for concurrent use; the host runs one call at a
+// time per instance.
 type Guest struct {
 	regs    []plugin.Registration
 	regErr  error // a registration mistake, reported by every call
@@ -34,23 +37,9 @@ type Guest struct {
 	cycle cycle      // the pod being scheduled and its CycleState (cycle.go)
 	batch batchCache // the nodes a plugin call runs over, and what its reply reuses (batch.go)
 
-	overlay map[uint32]*viewNode // the cycle's what-if view (whatif.go)
-	saved   []savedView
-	level   uint64                 // the current view level's id
-	levels  uint64                 // ids handed out so far
-	views   []*viewNode            // free copies, reused
-	maps    []map[uint32]*viewNode // free overlay maps, reused
-	slab    abi.Slab               // the pods edits carried, until the cycle ends
-	scratch abi.Pod                // a pod being added or removed
+	view whatIfView // the cycle's what-if view (whatif.go)
 
-	// The eviction view (eviction.go): one observation per slot, dropped
-	// with its node; and what an eviction call reuses per node.
-	obs    []*abi.NodeObservation
-	evNode plugin.EvictionNode
-	noObs  abi.NodeObservation
-	cutObs abi.NodeObservation
-	picked []uint32
-
+	evict   evictionView // the eviction calls' observations and storage (eviction.go)
 	vpod    *vpodRuntime // the vpod calls' state (vpod.go), made on first use
 	victims *victimCall  // the preemption calls' storage (preemption.go), made on first use
 

@@ -151,7 +151,7 @@ func (g *Guest) sync(in []byte) error {
 		m.nodes = m.nodes[:0]
 		m.images, m.countImages = nil, nil // recounted by the next ImageNumNodes
 		m.numNodes = 0
-		g.obs = nil // observations go with their nodes
+		g.evict.obs = nil // observations go with their nodes
 		if m.lists != nil {
 			m.lists.reset()
 		}
@@ -270,7 +270,7 @@ func (g *Guest) deleteNode(slot uint32) error {
 	if slot >= maxSlot {
 		return newError("node slot out of range")
 	}
-	g.dropObservation(slot)
+	g.evict.dropObservation(slot)
 	return g.mirror.deleteNode(slot)
 }
 

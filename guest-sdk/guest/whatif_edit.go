@@ -79,7 +79,7 @@ func (g *Guest) applyEdit(e *abi.RawViewEdit) error {
 		}
 		n.ni.RemovePodOwned(p)
 	case abi.EditAdd, abi.EditRestore:
-		p = &g.scratch
+		p = &g.view.scratch
 		if e.Op == abi.EditAdd {
 			err = g.decodeCarried(e.Pod, p)
 		} else if i := podIndex(n.removed, e.UID); i >= 0 {
@@ -101,11 +101,12 @@ func (g *Guest) applyEdit(e *abi.RawViewEdit) error {
 }
 
 // decodeCarried decodes the pod an edit carries into p, its bytes and
-// lists in the slab: they outlive the input buffer, until the cycle ends.
+// lists in the view's slab: they outlive the input buffer, until the
+// cycle ends.
 func (g *Guest) decodeCarried(b []byte, p *abi.Pod) error {
 	var d abi.Decoder
-	d.Reset(g.slab.KeepBytes(b), true)
-	d.UseSlab(&g.slab)
+	d.Reset(g.view.slab.KeepBytes(b), true)
+	d.UseSlab(&g.view.slab)
 	d.Pod(p)
 	if err := d.Err(); err != nil {
 		return err

@@ -129,7 +129,7 @@ func TestWhatIfMisuseIsAnError(t *testing.T) {
 	var e abi.Encoder
 	e.Pod(&abi.Pod{Name: "q"})
 	call(t, g, abi.FuncCycle, 0, e.B)
-	if len(g.overlay) != 0 || len(g.saved) != 0 {
+	if len(g.view.overlay) != 0 || len(g.view.saved) != 0 {
 		t.Fatal("the view survived a new cycle")
 	}
 }
