@@ -11,6 +11,21 @@ import (
 // implementing plugin.ThresholdPlugin or plugin.EvictPodsPlugin, TinyGo
 // resolves the assertions to false and drops what follows them.
 
+// evictionView is what the eviction calls keep: the host's observations,
+// one per slot and dropped with its node, and what a call reuses per
+// node. Only modules with an eviction policy get observations, yet every
+// module's syncs drop them with their nodes; held by a pointer made on
+// first use, that check would cost a Filter+Score module more bytes than
+// its budget leaves, so the view is held by value (its storage is a few
+// hundred bytes of memory).
+type evictionView struct {
+	obs    []*abi.NodeObservation // by slot
+	evNode plugin.EvictionNode
+	noObs  abi.NodeObservation // a node's observation when the host sent none
+	cutObs abi.NodeObservation // one whose pods are not the node's, cut to its node part
+	picked []uint32            // the pods a GetEvictPods named
+}
+
 // isEvictionPolicy reports whether p implements an eviction point.
 func isEvictionPolicy(p plugin.Plugin) bool {
 	if _, ok := p.(plugin.ThresholdPlugin); ok {
@@ -40,16 +55,17 @@ func (g *Guest) observe(in []byte) error {
 	if !g.hasEvictionPlugin() {
 		return newError("observe: the module has no eviction plugin")
 	}
+	ev := &g.evict
 	if len(in) > 0 && in[0]&abi.ObserveReset != 0 {
-		g.obs = nil
+		ev.obs = nil
 	}
-	_, err := abi.ParseObserve(in, g.setObservation)
+	_, err := abi.ParseObserve(in, ev.setObservation)
 	return err
 }
 
 // setObservation decodes one observe record into its slot. Like a node
 // record, the bytes are copied once and the strings alias the copy.
-func (g *Guest) setObservation(slot uint32, rec []byte) error {
+func (ev *evictionView) setObservation(slot uint32, rec []byte) error {
 	if slot >= maxSlot {
 		return newError("observation slot out of range")
 	}
@@ -63,49 +79,50 @@ func (g *Guest) setObservation(slot uint32, rec []byte) error {
 	if d.Remaining() != 0 {
 		return newError("observation record has trailing bytes")
 	}
-	for int(slot) >= len(g.obs) {
-		g.obs = append(g.obs, nil)
+	for int(slot) >= len(ev.obs) {
+		ev.obs = append(ev.obs, nil)
 	}
-	g.obs[slot] = o
+	ev.obs[slot] = o
 	return nil
 }
 
 // dropObservation forgets a slot's observation with its node.
-func (g *Guest) dropObservation(slot uint32) {
-	if int(slot) < len(g.obs) {
-		g.obs[slot] = nil
+func (ev *evictionView) dropObservation(slot uint32) {
+	if int(slot) < len(ev.obs) {
+		ev.obs[slot] = nil
 	}
 }
 
-// evictionNode fills the reused g.evNode for one requested node, or
+// evictionNode fills the eviction view's reused evNode for one requested node, or
 // returns nil when the mirror has no node in slot (the plugin is then not
 // asked). A candidate index past the node's pods is an error: the host's
 // candidates and the mirror disagree, and no policy could answer.
 func (g *Guest) evictionNode(name string, slot uint32, candidates []uint32) (*plugin.EvictionNode, error) {
-	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
+	if int(slot) >= len(g.mirror.nodes) || g.mirror.nodes[slot] == nil {
 		return nil, nil
 	}
-	ni := g.nodes[slot]
+	ni := g.mirror.nodes[slot]
 	for _, c := range candidates {
 		if uint64(c) >= uint64(len(ni.Pods)) {
 			return nil, newError(name + ": node " + ni.Name() + ": candidate pod index " + utoa(uint64(c)) +
 				" out of range (the node has " + utoa(uint64(len(ni.Pods))) + " pods)")
 		}
 	}
-	obs := &g.noObs
-	g.noObs = abi.NodeObservation{}
-	if int(slot) < len(g.obs) && g.obs[slot] != nil {
-		obs = g.obs[slot]
+	ev := &g.evict
+	obs := &ev.noObs
+	ev.noObs = abi.NodeObservation{}
+	if int(slot) < len(ev.obs) && ev.obs[slot] != nil {
+		obs = ev.obs[slot]
 		if len(obs.Pods) != len(ni.Pods) {
 			// Not parallel to the mirrored pods: per-pod data would be
 			// read against the wrong pods, so it counts as absent.
-			g.cutObs = *obs
-			g.cutObs.Pods = nil
-			obs = &g.cutObs
+			ev.cutObs = *obs
+			ev.cutObs.Pods = nil
+			obs = &ev.cutObs
 		}
 	}
-	g.evNode = plugin.EvictionNode{NodeInfo: ni, Obs: obs, Candidates: candidates}
-	return &g.evNode, nil
+	ev.evNode = plugin.EvictionNode{NodeInfo: ni, Obs: obs, Candidates: candidates}
+	return &ev.evNode, nil
 }
 
 // evictionLimit is the most pods a reply may name for a node with n
@@ -158,18 +175,11 @@ func (g *Guest) evictionCall(fn abi.Func, arg uint32, in []byte) error {
 	return newError(pl.Name() + " does not implement " + fn.String())
 }
 
-// running names the plugin being run for log lines until the returned
-// function is called.
-func (g *Guest) running(name string) func() {
-	g.current = name
-	return func() { g.current = "" }
-}
-
 func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
 	var req abi.EvictionRequest
-	if err := g.decodeEviction(in, func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
 		return err
 	}
 	replies := make([]abi.NodeEvictPods, len(req.Nodes))
@@ -184,11 +194,12 @@ func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 		}
 		limit := evictionLimit(req.Limit, len(rn.Candidates))
 		pods, cond := p.GetEvictPods(n, limit)
-		g.picked = g.picked[:0]
+		ev := &g.evict
+		ev.picked = ev.picked[:0]
 		for j := range pods {
-			g.picked = append(g.picked, pods[j].Pod)
+			ev.picked = append(ev.picked, pods[j].Pod)
 		}
-		if err := checkPicked(name, n, g.picked, rn.Candidates); err != nil {
+		if err := checkPicked(name, n, ev.picked, rn.Candidates); err != nil {
 			return err
 		}
 		if len(pods) > limit {
@@ -199,7 +210,7 @@ func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 		}
 		replies[i].Condition = cond
 	}
-	g.enc.EvictPodsReply(replies)
+	g.codec.enc.EvictPodsReply(replies)
 	return nil
 }
 
@@ -207,7 +218,7 @@ func (g *Guest) thresholdMet(p plugin.ThresholdPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
 	var req abi.EvictionRequest
-	if err := g.decodeEviction(in, func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
 		return err
 	}
 	results := make([]abi.ThresholdResult, len(req.Nodes))
@@ -229,7 +240,7 @@ func (g *Guest) thresholdMet(p plugin.ThresholdPlugin, in []byte) error {
 		}
 		results[i] = r
 	}
-	g.enc.ThresholdMetReply(results)
+	g.codec.enc.ThresholdMetReply(results)
 	return nil
 }
 
@@ -240,7 +251,7 @@ func (g *Guest) topEvictionPods(p plugin.ThresholdPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
 	var req abi.TopEvictionRequest
-	if err := g.decodeEviction(in, func(d *abi.Decoder) { d.TopEvictionRequest(&req) }); err != nil {
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.TopEvictionRequest(&req) }); err != nil {
 		return err
 	}
 	replies := make([]abi.TopEvictionPods, len(req.Nodes))
@@ -270,22 +281,7 @@ func (g *Guest) topEvictionPods(p plugin.ThresholdPlugin, in []byte) error {
 		}
 		replies[i].GracePeriodSeconds = grace
 	}
-	g.enc.TopEvictionReply(replies)
-	return nil
-}
-
-// decodeEviction reads a whole eviction request with read, refusing
-// trailing bytes (a request of a later minor version this guest would
-// misread).
-func (g *Guest) decodeEviction(in []byte, read func(d *abi.Decoder)) error {
-	g.dec.Reset(in, false)
-	read(&g.dec)
-	if err := g.dec.Err(); err != nil {
-		return err
-	}
-	if g.dec.Remaining() != 0 {
-		return newError("eviction request has trailing bytes")
-	}
+	g.codec.enc.TopEvictionReply(replies)
 	return nil
 }
 

@@ -19,7 +19,7 @@ func instance() *Guest {
 		for _, f := range configure {
 			f(module)
 		}
-		plugin.SetLogSink(func(level abi.LogLevel, msg string) { hostLog(level, module.current, msg) })
+		plugin.SetLogSink(func(level abi.LogLevel, msg string) { hostLog(level, module.cycle.current, msg) })
 	}
 	return module
 }

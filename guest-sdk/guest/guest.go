@@ -19,9 +19,12 @@ import (
 	"github.com/wasmsched/wasmsched/guest-sdk/plugin"
 )
 
-// Guest is one guest instance: registered plugins, their configured
-// instances, the mirror and the current cycle. Not safe for concurrent
-// use; the host runs one call at a time per instance.
+// Guest is one guest instance: registered plugins and their configured
+// instances, and one struct per concern the calls need (the mirror, the
+// cycle, the batch cache, the what-if view, the eviction view, the
+// codec). The vpod and preemption state only some modules use is made on
+// first use. Not safe for concurrent use; the host runs one call at a
+// time per instance.
 type Guest struct {
 	regs    []plugin.Registration
 	regErr  error // a registration mistake, reported by every call
@@ -29,75 +32,18 @@ type Guest struct {
 	exts    []namedExt // the plugins with PreFilter extensions, told of what-if edits
 	inited  bool
 
-	nodes    []*plugin.NodeInfo // by slot; nil where no node
-	numNodes int
-	list     []*plugin.NodeInfo // the non-nil nodes, for Handle.Nodes
-	listAt   []int32            // by slot: the node's index in list
-	listOK   bool               // list and listAt hold every node (syncs that only replace nodes keep them)
-	affList  []*plugin.NodeInfo // nodes with affinity pods, for Handle.NodesWithAffinityPods
-	affOK    bool
-	nsList   []abi.Namespace       // the namespace table as last synced
-	ns       map[string]abi.Labels // nsList by name, made by Handle.NamespaceLabels
-	pdbs     []abi.PDB             // PodDisruptionBudgets, for PDBHandle
+	mirror mirror // the nodes, namespaces and PDBs as synced (mirror.go)
 
-	// Nodes per image name, for Handle.ImageNumNodes: counted on its first
-	// call, then kept up to date by syncs through countImages, a func value
-	// so that modules whose plugins never ask do not link the counting.
-	images      map[string]int
-	countImages func(ni *plugin.NodeInfo, delta int)
+	cycle cycle      // the pod being scheduled and its CycleState (cycle.go)
+	batch batchCache // the nodes a plugin call runs over, and what its reply reuses (batch.go)
 
-	pod     abi.Pod
-	havePod bool
-	state   plugin.CycleState
-	batch   []*plugin.NodeInfo
-	// The last slot list resolved against the mirror alone (no what-if
-	// view), and its nodes: the host sends the very same list to every
-	// plugin of a stage (all Score plugins get the feasible nodes), so a
-	// repeat is compared, eight bytes at a time, instead of resolved
-	// again. A sync drops it.
-	lastSlots []byte
-	lastNodes []*plugin.NodeInfo
-	slots     []uint32
-	scores    []int64
-	byStatus  map[*plugin.Status]uint16
-	byText    map[string]uint16
-	entries   []*plugin.Status
+	view whatIfView // the cycle's what-if view (whatif.go)
 
-	current string // the plugin being run, for log lines
-
-	overlay map[uint32]*viewNode // the cycle's what-if view (whatif.go)
-	saved   []savedView
-	level   uint64                 // the current view level's id
-	levels  uint64                 // ids handed out so far
-	views   []*viewNode            // free copies, reused
-	maps    []map[uint32]*viewNode // free overlay maps, reused
-	slab    abi.Slab               // the pods edits carried, until the cycle ends
-	// lists, when the module asked for it (LayOutNodeLists), keeps the
-	// mirror's node lists by kind (layout.go).
-	lists   nodeLayout
-	scratch abi.Pod // a pod being added or removed
-
-	// The eviction view (eviction.go): one observation per slot, dropped
-	// with its node; and what an eviction call reuses per node.
-	obs    []*abi.NodeObservation
-	evNode plugin.EvictionNode
-	noObs  abi.NodeObservation
-	cutObs abi.NodeObservation
-	picked []uint32
-
+	evict   evictionView // the eviction calls' observations and storage (eviction.go)
 	vpod    *vpodRuntime // the vpod calls' state (vpod.go), made on first use
 	victims *victimCall  // the preemption calls' storage (preemption.go), made on first use
 
-	// strs is the host's string table (ABI v1.5) that node records
-	// number their labels, taints, images and namespaces with; interned
-	// says the records of the sync being applied are numbered (the sync
-	// carried SyncStrings).
-	strs     abi.StringTable
-	interned bool
-
-	in  []byte
-	enc abi.Encoder
-	dec abi.Decoder
+	codec codec // the input buffer and the reply being encoded (codec.go)
 }
 
 // New returns a guest runtime for the given plugins. An empty, duplicate
@@ -117,27 +63,19 @@ func New(regs ...plugin.Registration) *Guest {
 	return g
 }
 
-// Input returns a buffer of size bytes for the next call's input.
-func (g *Guest) Input(size int) []byte {
-	if cap(g.in) < size {
-		g.in = make([]byte, size)
-	}
-	return g.in[:size]
-}
-
 // Call runs ABI function fn with argument arg on the first n bytes of the
 // input buffer and returns the reply. The reply is only valid until the
 // next call.
 func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
-	g.enc.Reset()
-	g.enc.U8(abi.ReplyOK)
-	if n < 0 || n > len(g.in) {
+	g.codec.enc.Reset()
+	g.codec.enc.U8(abi.ReplyOK)
+	if n < 0 || n > len(g.codec.in) {
 		return g.fail(newError("input length out of range"))
 	}
 	if g.regErr != nil {
 		return g.fail(g.regErr)
 	}
-	in := g.in[:n]
+	in := g.codec.in[:n]
 	var err error
 	switch fn {
 	case abi.FuncManifest:
@@ -147,7 +85,7 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 	case abi.FuncSync:
 		err = g.sync(in)
 	case abi.FuncCycle:
-		err = g.cycle(in)
+		err = g.startCycle(in)
 	case abi.FuncPreFilter, abi.FuncPreScore, abi.FuncFilter, abi.FuncScore:
 		err = g.pluginCall(fn, arg, in)
 	case abi.FuncPushState:
@@ -172,14 +110,7 @@ func (g *Guest) Call(fn abi.Func, arg uint32, n int) (reply []byte) {
 	if err != nil {
 		return g.fail(err)
 	}
-	return g.enc.B
-}
-
-func (g *Guest) fail(err error) []byte {
-	g.enc.Reset()
-	g.enc.U8(abi.ReplyError)
-	g.enc.String(err.Error())
-	return g.enc.B
+	return g.codec.enc.B
 }
 
 // Registered plugins, for the module's exports.
@@ -222,7 +153,7 @@ func (g *Guest) manifest() error {
 		}
 		m.Plugins = append(m.Plugins, abi.PluginInfo{Name: r.Name, Points: pointsOf(p)})
 	}
-	g.enc.Manifest(&m)
+	g.codec.enc.Manifest(&m)
 	return nil
 }
 
@@ -266,9 +197,9 @@ func pointsOf(p plugin.Plugin) abi.Point {
 
 func (g *Guest) init(in []byte) error {
 	var req abi.InitRequest
-	g.dec.Reset(in, false)
-	g.dec.InitRequest(&req)
-	if err := g.dec.Err(); err != nil {
+	g.codec.dec.Reset(in, false)
+	g.codec.dec.InitRequest(&req)
+	if err := g.codec.dec.Err(); err != nil {
 		return err
 	}
 	args := make([]*abi.Value, len(g.regs))
@@ -302,454 +233,6 @@ func (g *Guest) init(in []byte) error {
 	return nil
 }
 
-// NumNodes implements plugin.Handle.
-func (g *Guest) NumNodes() int { return g.numNodes }
-
-// Nodes implements plugin.Handle: the mirror's nodes by slot. The list is
-// rebuilt only after a sync added or removed nodes; a sync that replaces
-// a node (the usual one: a pod bound) updates its entry in place, so a
-// per-cycle caller does not pay for every node on every cycle.
-func (g *Guest) Nodes() []*plugin.NodeInfo {
-	if !g.listOK {
-		g.rebuildList()
-	}
-	return g.list
-}
-
-// rebuildList fills list and listAt by index, without append: TinyGo's
-// append is a runtime call and a copy per element.
-func (g *Guest) rebuildList() {
-	if cap(g.list) < g.numNodes {
-		g.list = make([]*plugin.NodeInfo, g.numNodes)
-	}
-	g.list = g.list[:g.numNodes]
-	if cap(g.listAt) < len(g.nodes) {
-		g.listAt = make([]int32, len(g.nodes), 2*len(g.nodes))
-	}
-	g.listAt = g.listAt[:len(g.nodes)]
-	k := 0
-	for slot, n := range g.nodes {
-		g.listAt[slot] = -1
-		if n != nil && k < len(g.list) {
-			g.list[k] = n
-			g.listAt[slot] = int32(k)
-			k++
-		}
-	}
-	g.list = g.list[:k]
-	g.listOK = true
-}
-
-// NodesWithAffinityPods implements plugin.Handle. The list is rebuilt
-// only after a sync that changed which nodes have affinity pods.
-func (g *Guest) NodesWithAffinityPods() []*plugin.NodeInfo {
-	if !g.affOK {
-		g.affList = g.affList[:0]
-		for _, n := range g.nodes {
-			if n != nil && len(n.PodsWithAffinity) > 0 {
-				g.affList = append(g.affList, n)
-			}
-		}
-		g.affOK = true
-	}
-	return g.affList
-}
-
-// NamespaceLabels implements plugin.Handle. The table is indexed by the
-// first lookup after a sync that changed it.
-func (g *Guest) NamespaceLabels(name string) (abi.Labels, bool) {
-	if g.ns == nil {
-		g.ns = make(map[string]abi.Labels, len(g.nsList))
-		for _, n := range g.nsList {
-			g.ns[n.Name] = n.Labels
-		}
-	}
-	l, ok := g.ns[name]
-	return l, ok
-}
-
-// ImageNumNodes implements plugin.Handle.
-func (g *Guest) ImageNumNodes(name string) int {
-	if g.countImages == nil {
-		g.images = map[string]int{}
-		g.countImages = g.countNodeImages
-		for _, n := range g.nodes {
-			if n != nil {
-				g.countNodeImages(n, 1)
-			}
-		}
-	}
-	return g.images[name]
-}
-
-func (g *Guest) sync(in []byte) error {
-	clear(g.lastNodes) // the nodes may be replaced: hold none of them
-	g.lastSlots, g.lastNodes = g.lastSlots[:0], g.lastNodes[:0]
-	if len(in) > 0 && in[0]&abi.SyncReset != 0 {
-		g.listOK = false
-		g.affOK = false
-		for i := range g.nodes {
-			g.nodes[i] = nil
-		}
-		g.nodes = g.nodes[:0]
-		g.images, g.countImages = nil, nil // recounted by the next ImageNumNodes
-		g.numNodes = 0
-		g.obs = nil // observations go with their nodes
-		if g.lists != nil {
-			g.lists.reset()
-		}
-	}
-	if len(in) > 0 && in[0]&abi.SyncNamespaces != 0 {
-		g.nsList, g.ns = nil, nil
-	}
-	if len(in) > 0 && in[0]&abi.SyncPDBs != 0 {
-		g.pdbs = nil // a new array: policies may cache what they derived from the old one
-	}
-	g.interned = len(in) > 0 && in[0]&abi.SyncStrings != 0
-	_, _, err := abi.ParseSyncWith(in, abi.SyncHandlers{Strings: g.addStrings,
-		Upsert: g.upsertNode, Delete: g.deleteNode, Namespace: g.setNamespace, PDB: g.addPDB})
-	if err == nil && g.lists != nil && g.lists.due() {
-		err = g.lists.relayout(g)
-	}
-	return err
-}
-
-// addStrings extends the string table; a new table (first 0) may only
-// come with a reset mirror, which holds no numbers of the old one.
-func (g *Guest) addStrings(first int, ss []string) error {
-	if first == 0 && g.strs.Len() > 0 {
-		if len(g.nodes) > 0 {
-			return newError("a new string table without a mirror reset")
-		}
-		g.strs.Reset()
-	}
-	return g.strs.Append(first, ss)
-}
-
-func (g *Guest) addPDB(p *abi.PDB) error {
-	g.pdbs = append(g.pdbs, *p)
-	return nil
-}
-
-// PDBs implements plugin.PDBHandle.
-func (g *Guest) PDBs() []abi.PDB { return g.pdbs }
-
-func (g *Guest) setNamespace(n abi.Namespace) error {
-	g.nsList = append(g.nsList, n)
-	return nil
-}
-
-// maxSlot bounds the mirror so a hostile slot number cannot make the
-// guest allocate gigabytes.
-const maxSlot = 1 << 22
-
-func (g *Guest) upsertNode(slot uint32, record []byte) error {
-	if slot >= maxSlot {
-		return newError("node slot out of range")
-	}
-	// The record is copied once and the node decoded with its strings
-	// aliasing the copy: one allocation for all its strings.
-	return g.decodeNode(slot, nodeRecord{bytes: append([]byte(nil), record...), interned: g.interned})
-}
-
-// decodeNode decodes rec, which the guest owns, into the node of slot.
-func (g *Guest) decodeNode(slot uint32, rec nodeRecord) error {
-	var ni *plugin.NodeInfo
-	if g.lists != nil {
-		ni = g.lists.node()
-	} else {
-		ni = new(plugin.NodeInfo)
-	}
-	ni.Slot = slot
-	d := abi.NewAliasingDecoder(rec.bytes)
-	taken := 0
-	if g.lists != nil {
-		d.UseNodeLists(g.lists.source())
-		taken = g.lists.Taken()
-	}
-	if rec.interned {
-		d.SetTable(&g.strs)
-	}
-	d.NodeInfo(&ni.NodeInfo)
-	if d.Err() != nil {
-		return d.Err()
-	}
-	if d.Remaining() != 0 {
-		return newError("node record has trailing bytes")
-	}
-	for int(slot) >= len(g.nodes) {
-		g.nodes = append(g.nodes, nil)
-	}
-	if g.lists != nil {
-		g.lists.keep(slot, rec, g.lists.Taken()-taken)
-	}
-	if old := g.nodes[slot]; old != nil {
-		if g.countImages != nil {
-			g.countImages(old, -1)
-		}
-		if len(old.PodsWithAffinity) > 0 {
-			g.affOK = false
-		}
-		if g.listOK && int(slot) < len(g.listAt) && g.listAt[slot] >= 0 {
-			g.list[g.listAt[slot]] = ni
-		} else {
-			g.listOK = false
-		}
-	} else {
-		g.numNodes++
-		g.listOK = false
-	}
-	ni.IndexPods()
-	if len(ni.PodsWithAffinity) > 0 {
-		g.affOK = false
-	}
-	g.nodes[slot] = ni
-	if g.countImages != nil {
-		g.countImages(ni, 1)
-	}
-	return nil
-}
-
-// deleteNode empties a slot. It is idempotent: a slot reused and deleted
-// again while this instance was not syncing is deleted twice.
-func (g *Guest) deleteNode(slot uint32) error {
-	if slot >= maxSlot {
-		return newError("node slot out of range")
-	}
-	g.dropObservation(slot) // with the node, and even if the slot was empty
-	if int(slot) >= len(g.nodes) || g.nodes[slot] == nil {
-		return nil
-	}
-	if g.countImages != nil {
-		g.countImages(g.nodes[slot], -1)
-	}
-	if len(g.nodes[slot].PodsWithAffinity) > 0 {
-		g.affOK = false
-	}
-	g.nodes[slot] = nil
-	if g.lists != nil {
-		g.lists.keep(slot, nodeRecord{}, 0)
-	}
-	g.numNodes--
-	g.listOK = false
-	return nil
-}
-
-func (g *Guest) countNodeImages(ni *plugin.NodeInfo, delta int) {
-	for i := range ni.Node.Images {
-		for _, name := range ni.Node.Images[i].Names {
-			if n := g.images[name] + delta; n > 0 {
-				g.images[name] = n
-			} else {
-				delete(g.images, name)
-			}
-		}
-	}
-}
-
-func (g *Guest) cycle(in []byte) error {
-	g.dec.Reset(in, false)
-	g.dec.Pod(&g.pod)
-	if err := g.dec.Err(); err != nil {
-		g.havePod = false
-		return err
-	}
-	g.havePod = true
-	g.numberPod(&g.pod)
-	g.state.Reset()
-	g.resetView()
-	return nil
-}
-
-// numberPod gives a pod that came as text (the cycle's pod, a what-if
-// pod) the StrIDs node records would give it, where plugins compare it
-// with records: labels, namespace, node selector, tolerations. With no
-// string table (a host before v1.5 sent none) everything stays 0 and
-// plugins compare strings.
-func (g *Guest) numberPod(p *abi.Pod) {
-	if g.strs.Len() == 0 {
-		return
-	}
-	g.strs.Number(p.Labels)
-	g.strs.Number(p.NodeSelector)
-	p.NamespaceID = g.strs.Lookup(p.Namespace)
-	for i := range p.Tolerations {
-		t := &p.Tolerations[i]
-		t.KeyID, t.ValueID = g.strs.Lookup(t.Key), g.strs.Lookup(t.Value)
-	}
-}
-
-// cyclePlugin checks that a per-plugin call fn may run now (after init,
-// inside a cycle) and returns the plugin it addresses.
-func (g *Guest) cyclePlugin(fn abi.Func, arg uint32) (plugin.Plugin, error) {
-	return g.pluginAt(fn, arg, true)
-}
-
-// pluginAt checks that a per-plugin call fn may run now (after init, and
-// inside a cycle if inCycle) and returns the plugin it addresses.
-func (g *Guest) pluginAt(fn abi.Func, arg uint32, inCycle bool) (plugin.Plugin, error) {
-	if !g.inited {
-		return nil, newError(fn.String() + " before init")
-	}
-	if inCycle && !g.havePod {
-		return nil, newError(fn.String() + " outside a cycle")
-	}
-	if int(arg) >= len(g.plugins) {
-		return nil, newError("plugin index out of range")
-	}
-	return g.plugins[arg], nil
-}
-
-func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
-	p, err := g.cyclePlugin(fn, arg)
-	if err != nil {
-		return err
-	}
-	g.current = p.Name()
-	defer func() { g.current = "" }()
-	var st *plugin.Status
-	switch fn {
-	case abi.FuncPreFilter:
-		pf, ok := p.(plugin.PreFilterPlugin)
-		if !ok {
-			return newError(p.Name() + " is not a PreFilter plugin")
-		}
-		st = pf.PreFilter(&g.state, &g.pod)
-	case abi.FuncPreScore:
-		ps, ok := p.(plugin.PreScorePlugin)
-		if !ok {
-			return newError(p.Name() + " is not a PreScore plugin")
-		}
-		if err := g.loadBatch(in); err != nil {
-			return err
-		}
-		st = ps.PreScore(&g.state, &g.pod, g.batch)
-	case abi.FuncFilter:
-		f, ok := p.(plugin.FilterPlugin)
-		if !ok {
-			return newError(p.Name() + " is not a Filter plugin")
-		}
-		if err := g.loadBatch(in); err != nil {
-			return err
-		}
-		return g.filter(f)
-	case abi.FuncScore:
-		s, ok := p.(plugin.ScorePlugin)
-		if !ok {
-			return newError(p.Name() + " is not a Score plugin")
-		}
-		if err := g.loadBatch(in); err != nil {
-			return err
-		}
-		return g.score(s)
-	}
-	reply := abi.PluginStatus{Code: st.Code(), Reasons: st.Reasons()}
-	if fn == abi.FuncPreFilter {
-		reply.Nodes, reply.Narrowed = st.Narrowed()
-	}
-	g.enc.PluginStatus(&reply)
-	return nil
-}
-
-// loadBatch resolves a SlotList into mirror nodes, reading the fixed-width
-// slots directly: this runs once per plugin call over thousands of nodes,
-// so it must not allocate (beyond growing the batch once), and a list the
-// same as the last one resolved outside a what-if view is copied from it.
-func (g *Guest) loadBatch(in []byte) error {
-	if len(in) < 4 {
-		return errSlotList
-	}
-	n := int(le32(in))
-	if n < 0 || n > (len(in)-4)/4 {
-		return errSlotList
-	}
-	if cap(g.batch) < n {
-		g.batch = make([]*plugin.NodeInfo, n)
-	}
-	g.batch = g.batch[:n]
-	slots := in[4 : 4+4*n]
-	if len(g.overlay) == 0 {
-		if n > 0 && len(g.lastNodes) == n && sameBytes(slots, g.lastSlots) {
-			copy(g.batch, g.lastNodes) // a copy: plugins may reorder the batch
-			return nil
-		}
-	}
-	if !resolveSlots(g.batch, g.nodes, slots) {
-		g.batch = g.batch[:0]
-		return errUnknownSlot
-	}
-	if len(g.overlay) == 0 {
-		g.lastSlots = append(g.lastSlots[:0], slots...)
-		g.lastNodes = append(g.lastNodes[:0], g.batch...)
-		return nil
-	}
-	// Nodes changed in the what-if view replace their mirror copies.
-	for i := range g.batch {
-		if ov, ok := g.overlay[le32(slots[4*i:])]; ok {
-			g.batch[i] = &ov.ni
-		}
-	}
-	return nil
-}
-
-// resolveSlots fills batch with the nodes of the little-endian u32 slots,
-// reporting false if one names no node. It is kept out of line and free of
-// allocations, so that TinyGo's GC bookkeeping (a shadow-stack store for
-// every pointer a function that may allocate loads) stays out of its loop.
-//
-//go:noinline
-func resolveSlots(batch, nodes []*plugin.NodeInfo, slots []byte) bool {
-	slots = slots[:4*len(batch)]
-	for i := range batch {
-		b := slots[4*i : 4*i+4]
-		s := uint(b[0]) | uint(b[1])<<8 | uint(b[2])<<16 | uint(b[3])<<24
-		if s >= uint(len(nodes)) {
-			return false
-		}
-		ni := nodes[s]
-		if ni == nil {
-			return false
-		}
-		batch[i] = ni
-	}
-	return true
-}
-
-// sameBytes reports whether a and b hold the same bytes, comparing eight
-// at a time (TinyGo's string compare goes byte by byte).
-func sameBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		if le64(a[i:i+8]) != le64(b[i:i+8]) {
-			return false
-		}
-	}
-	for ; i < len(a); i++ {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(le32(b)) | uint64(le32(b[4:]))<<32
-}
-
-func le32(b []byte) uint32 {
-	_ = b[3]
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
-var (
-	errSlotList    error = &guestError{"slot list truncated"}
-	errUnknownSlot error = &guestError{"batch names unknown node slot"}
-)
-
 // guestError is the runtime's error type: errors.New's, made by newError
 // out of line so that its call sites do not each inline an allocation.
 type guestError struct{ msg string }
@@ -758,142 +241,3 @@ func (e *guestError) Error() string { return e.msg }
 
 //go:noinline
 func newError(msg string) error { return &guestError{msg} }
-
-// maxEntries is the most distinct filter outcomes one reply can carry
-// (u16 indexes, 0 meaning pass).
-const maxEntries = 1<<16 - 1
-
-func (g *Guest) filter(f plugin.FilterPlugin) error {
-	if g.byStatus == nil {
-		g.byStatus = map[*plugin.Status]uint16{}
-		g.byText = map[string]uint16{}
-	}
-	clear(g.byStatus)
-	clear(g.byText)
-	g.entries = g.entries[:0]
-
-	batch := g.batch
-	g.enc.U32(uint32(len(batch)))
-	at := len(g.enc.B)
-	g.enc.B = grow(g.enc.B, 2*len(batch))
-	out := g.enc.B[at : at+2*len(batch)]
-	state, pod := &g.state, &g.pod
-	// Plugins return shared statuses, so consecutive failing nodes mostly
-	// return the very same one: remember the last to skip the maps.
-	var last *plugin.Status
-	var lastIx uint16
-	for i, n := range batch {
-		st := f.Filter(state, pod, n)
-		if st == nil {
-			continue // index 0, already zero
-		}
-		if st != last {
-			ix, err := g.entryIndex(st)
-			if err != nil {
-				return err
-			}
-			last, lastIx = st, ix
-		}
-		if lastIx != 0 {
-			o := out[2*i : 2*i+2]
-			o[0] = byte(lastIx)
-			o[1] = byte(lastIx >> 8)
-		}
-	}
-	g.enc.Uvarint(uint64(len(g.entries)))
-	for _, st := range g.entries {
-		g.enc.U8(uint8(st.Code()))
-		g.enc.Strings(st.Reasons())
-	}
-	return nil
-}
-
-// entryIndex returns the reply entry of a filter status: 0 for success,
-// else the index of the entry with the same code and message, added if
-// new.
-func (g *Guest) entryIndex(st *plugin.Status) (uint16, error) {
-	if st.IsSuccess() {
-		return 0, nil
-	}
-	ix, ok := g.byStatus[st]
-	if ok {
-		return ix, nil
-	}
-	key := string(rune('0'+st.Code())) + "\x00" + st.Message()
-	if ix, ok = g.byText[key]; !ok {
-		if len(g.entries) == maxEntries {
-			return 0, newError("more distinct filter reasons than one reply can carry")
-		}
-		g.entries = append(g.entries, st)
-		ix = uint16(len(g.entries))
-		g.byText[key] = ix
-	}
-	g.byStatus[st] = ix
-	return ix, nil
-}
-
-// grow extends b by n zero bytes, reusing its capacity.
-func grow(b []byte, n int) []byte {
-	b = extend(b, n)
-	clear(b[len(b)-n:])
-	return b
-}
-
-// extend extends b by n bytes, reusing its capacity; the new bytes are
-// left as they were.
-func extend(b []byte, n int) []byte {
-	l := len(b)
-	if cap(b)-l < n {
-		nb := make([]byte, l, 2*(l+n))
-		copy(nb, b)
-		b = nb
-	}
-	return b[:l+n]
-}
-
-func (g *Guest) score(s plugin.ScorePlugin) error {
-	batch := g.batch
-	if cap(g.scores) < len(batch) {
-		g.scores = make([]int64, len(batch))
-	}
-	scores := g.scores[:len(batch)]
-	g.scores = scores
-	state, pod := &g.state, &g.pod
-	for i, n := range batch {
-		v, st := s.Score(state, pod, n)
-		if st != nil && !st.IsSuccess() {
-			return newError("score node " + n.Name() + ": " + st.Message())
-		}
-		scores[i] = v
-	}
-	if norm, ok := s.(plugin.ScoreNormalizer); ok {
-		if st := norm.NormalizeScore(state, pod, scores); !st.IsSuccess() {
-			return newError("normalize: " + st.Message())
-		}
-	}
-	g.enc.U32(uint32(len(scores)))
-	at := len(g.enc.B)
-	g.enc.B = extend(g.enc.B, 8*len(scores))
-	putScores(g.enc.B[at:], scores)
-	return nil
-}
-
-// putScores writes scores as little-endian u64s into out, which holds
-// exactly 8 bytes per score. Out of line and allocation-free, like
-// resolveSlots.
-//
-//go:noinline
-func putScores(out []byte, scores []int64) {
-	out = out[:8*len(scores)]
-	for i, v := range scores {
-		o := out[8*i : 8*i+8]
-		o[0] = byte(v)
-		o[1] = byte(v >> 8)
-		o[2] = byte(v >> 16)
-		o[3] = byte(v >> 24)
-		o[4] = byte(v >> 32)
-		o[5] = byte(v >> 40)
-		o[6] = byte(v >> 48)
-		o[7] = byte(v >> 56)
-	}
-}

@@ -220,7 +220,7 @@ func TestHandleNodesFollowsSyncsAndPodsAreIndexed(t *testing.T) {
 	if ns := g.Nodes(); len(ns) != 2 || ns[0].Name() != "x" || ns[1].Name() != "y" {
 		t.Fatalf("Nodes() = %v", ns)
 	}
-	x := g.nodes[0]
+	x := g.mirror.nodes[0]
 	if len(x.PodsWithAffinity) != 2 || len(x.PodsWithRequiredAntiAffinity) != 1 || x.PodsWithRequiredAntiAffinity[0].UID != "a" {
 		t.Fatalf("affinity %d, required anti-affinity %d", len(x.PodsWithAffinity), len(x.PodsWithRequiredAntiAffinity))
 	}

@@ -26,7 +26,7 @@ func (h handle) PDBs() []abi.PDB               { return h.guest().PDBs() }
 func (h handle) NodesWithAffinityPods() []*plugin.NodeInfo {
 	return h.guest().NodesWithAffinityPods()
 }
-func (h handle) StringID(s string) abi.StrID { return h.guest().strs.Lookup(s) }
+func (h handle) StringID(s string) abi.StrID { return h.guest().mirror.strs.Lookup(s) }
 func (h handle) NamespaceLabels(name string) (abi.Labels, bool) {
 	return h.guest().NamespaceLabels(name)
 }

@@ -25,7 +25,7 @@ type nodeLayout interface {
 	// node returns a zero NodeInfo for a node being decoded.
 	node() *plugin.NodeInfo
 	// relayout decodes every node again into fresh chunks.
-	relayout(g *Guest) error
+	relayout(m *mirror) error
 }
 
 // nodeRecord is the record a mirror node was decoded from; its strings
@@ -62,8 +62,8 @@ var relayoutSlack = 1 << 14
 // node's record. Call it before the first sync; modules call the
 // package function LayOutNodeLists from init instead.
 func (g *Guest) LayOutNodeLists() {
-	if g.lists == nil && len(g.nodes) == 0 {
-		g.lists = new(listLayout)
+	if g.mirror.lists == nil && len(g.mirror.nodes) == 0 {
+		g.mirror.lists = new(listLayout)
 	}
 }
 
@@ -105,14 +105,14 @@ func (l *listLayout) due() bool { return l.Taken() > 2*l.live+relayoutSlack }
 // since the last layout left their lists scattered among the live ones.
 // It is the decoding the syncs did, so the mirror holds the same nodes
 // after it.
-func (l *listLayout) relayout(g *Guest) error {
+func (l *listLayout) relayout(m *mirror) error {
 	l.lists.Restart() // keep accounts each node again as it is decoded
 	l.infos = nil
 	for slot, rec := range l.records {
 		if rec.bytes == nil { // an empty slot: keep clears a deleted node's record
 			continue
 		}
-		if err := g.decodeNode(uint32(slot), rec); err != nil {
+		if err := m.decodeNode(uint32(slot), rec); err != nil {
 			return err
 		}
 	}

@@ -37,7 +37,7 @@ func TestLayOutNodeListsKeepsTheMirror(t *testing.T) {
 	relayoutSlack = 8
 	plain, laid := New(reg), New(reg)
 	laid.LayOutNodeLists()
-	layout := laid.lists.(*listLayout)
+	layout := laid.mirror.lists.(*listLayout)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var e abi.Encoder
 	relayouts := 0
@@ -65,12 +65,12 @@ func TestLayOutNodeListsKeepsTheMirror(t *testing.T) {
 		if layout.Taken() < before && flags == 0 {
 			relayouts++
 		}
-		if len(plain.nodes) != len(laid.nodes) {
-			t.Fatalf("step %d: %d slots against %d", step, len(laid.nodes), len(plain.nodes))
+		if len(plain.mirror.nodes) != len(laid.mirror.nodes) {
+			t.Fatalf("step %d: %d slots against %d", step, len(laid.mirror.nodes), len(plain.mirror.nodes))
 		}
 		live := 0
-		for slot := range plain.nodes {
-			p, l := plain.nodes[slot], laid.nodes[slot]
+		for slot := range plain.mirror.nodes {
+			p, l := plain.mirror.nodes[slot], laid.mirror.nodes[slot]
 			if (p == nil) != (l == nil) || p != nil && !reflect.DeepEqual(p.NodeInfo, l.NodeInfo) {
 				t.Fatalf("step %d, slot %d: laid out %+v, plain %+v", step, slot, l, p)
 			}
@@ -101,7 +101,7 @@ func TestLayOutNodeListsOnlyBeforeTheFirstNode(t *testing.T) {
 	e.Uvarint(0)
 	call(t, g, abi.FuncSync, 0, e.B)
 	g.LayOutNodeLists()
-	if g.lists != nil {
+	if g.mirror.lists != nil {
 		t.Fatal("LayOutNodeLists took effect with nodes already in the mirror")
 	}
 }

@@ -16,22 +16,22 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 	if !ok {
 		return newError(pl.Name() + " is not a preemption plugin")
 	}
-	g.current = p.Name()
-	defer func() { g.current = "" }()
+	g.cycle.current = p.Name()
+	defer func() { g.cycle.current = "" }()
 	// The candidates decode into storage reused from call to call, their
 	// strings aliasing the input: valid for this call only, which is what
 	// PreemptionPlugin promises a plugin.
-	g.dec.Reset(in, true)
+	g.codec.dec.Reset(in, true)
 	if g.victims == nil {
 		g.victims = new(victimCall)
 	}
 	vc := g.victims
 	if fn == abi.FuncRankCandidates {
-		cands := g.dec.RankCandidatesRequestInto(&vc.scratch)
-		if err := g.dec.Err(); err != nil {
+		cands := g.codec.dec.RankCandidatesRequestInto(&vc.scratch)
+		if err := g.codec.dec.Err(); err != nil {
 			return err
 		}
-		order, st := p.RankCandidates(&g.state, &g.pod, cands, vc.order[:0])
+		order, st := p.RankCandidates(&g.cycle.state, &g.cycle.pod, cands, vc.order[:0])
 		vc.order = order
 		if !st.IsSuccess() {
 			return newError(st.Message())
@@ -44,11 +44,11 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 		if len(cands) > 0 && len(order) == 0 {
 			return newError(p.Name() + ": ranked no candidate")
 		}
-		g.enc.RankCandidatesReply(order)
+		g.codec.enc.RankCandidatesReply(order)
 		return nil
 	}
-	nodes := g.dec.SelectVictimsRequestInto(&vc.scratch)
-	if err := g.dec.Err(); err != nil {
+	nodes := g.codec.dec.SelectVictimsRequestInto(&vc.scratch)
+	if err := g.codec.dec.Err(); err != nil {
 		return err
 	}
 	// Every node's choices go into one array; the replies slice it once it
@@ -58,11 +58,11 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 	vc.ends = vc.ends[:0]
 	for i := range nodes {
 		var ni *plugin.NodeInfo
-		if s := nodes[i].Slot; int(s) < len(g.nodes) {
-			ni = g.nodes[s]
+		if s := nodes[i].Slot; int(s) < len(g.mirror.nodes) {
+			ni = g.mirror.nodes[s]
 		}
 		start := len(vc.chosen)
-		victims, st := p.SelectVictims(&g.state, &g.pod, ni, nodes[i].Pods, vc.chosen[start:])
+		victims, st := p.SelectVictims(&g.cycle.state, &g.cycle.pod, ni, nodes[i].Pods, vc.chosen[start:])
 		r := abi.NodeVictims{Code: st.Code(), Reasons: st.Reasons()}
 		if st.IsSuccess() {
 			for _, v := range victims {
@@ -80,7 +80,7 @@ func (g *Guest) preemptionCall(fn abi.Func, arg uint32, in []byte) error {
 		vc.replies[i].Victims = vc.chosen[start:vc.ends[i]]
 		start = vc.ends[i]
 	}
-	g.enc.SelectVictimsReply(vc.replies)
+	g.codec.enc.SelectVictimsReply(vc.replies)
 	return nil
 }
 

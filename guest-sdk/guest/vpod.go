@@ -88,20 +88,6 @@ func (g *Guest) vpodCall(fn abi.Func, in []byte) error {
 	return g.vpodStep(in)
 }
 
-// decodeWhole reads a whole vpod request with read, refusing trailing
-// bytes (a request of a later minor version this guest would misread).
-func (g *Guest) decodeWhole(in []byte, what string, read func(d *abi.Decoder)) error {
-	g.dec.Reset(in, false)
-	read(&g.dec)
-	if err := g.dec.Err(); err != nil {
-		return err
-	}
-	if g.dec.Remaining() != 0 {
-		return newError(what + " has trailing bytes")
-	}
-	return nil
-}
-
 // vpodPolicy registers a policy, replacing one with the same ID, and
 // replies which entries' args were refused. An entry naming no plugin of
 // the module, or one without the entry's point, fails the whole call and
@@ -109,7 +95,7 @@ func (g *Guest) decodeWhole(in []byte, what string, read func(d *abi.Decoder)) e
 // serve.
 func (g *Guest) vpodPolicy(in []byte) error {
 	var p abi.VPodPolicy
-	if err := g.decodeWhole(in, "vpod policy", func(d *abi.Decoder) { d.VPodPolicy(&p) }); err != nil {
+	if err := g.codec.decodeWhole(in, "vpod policy", func(d *abi.Decoder) { d.VPodPolicy(&p) }); err != nil {
 		return err
 	}
 	rt := g.vpod
@@ -131,17 +117,17 @@ func (g *Guest) vpodPolicy(in []byte) error {
 			if !ok {
 				return newError("vpod policy entry " + utoa(uint64(i)) + ": " + pl.Name() + " is not a vpod predicate")
 			}
-			g.current = en.name
+			g.cycle.current = en.name
 			en.filter, err = pp.NewVPodFilter(e.Args)
 		default: // the decoder admits only the two kinds
 			pp, ok := pl.(plugin.VPodPriorityPlugin)
 			if !ok {
 				return newError("vpod policy entry " + utoa(uint64(i)) + ": " + pl.Name() + " is not a vpod priority")
 			}
-			g.current = en.name
+			g.cycle.current = en.name
 			en.scorer, err = pp.NewVPodScorer(e.Args)
 		}
-		g.current = ""
+		g.cycle.current = ""
 		if err == nil && en.filter == nil && en.scorer == nil {
 			err = newError(pl.Name() + " returned neither an error nor a filter or scorer")
 		}
@@ -154,7 +140,7 @@ func (g *Guest) vpodPolicy(in []byte) error {
 		}
 	}
 	rt.policies[p.ID] = pol
-	g.enc.VPodPolicyReply(&abi.VPodPolicyReply{Invalid: invalid})
+	g.codec.enc.VPodPolicyReply(&abi.VPodPolicyReply{Invalid: invalid})
 	return nil
 }
 
@@ -163,7 +149,7 @@ func (g *Guest) vpodPolicy(in []byte) error {
 func (g *Guest) vpodTopology(in []byte) error {
 	rt := g.vpod
 	rt.haveTopo = false
-	if err := g.decodeWhole(in, "vpod topology", func(d *abi.Decoder) { d.VPodTopology(&rt.topo) }); err != nil {
+	if err := g.codec.decodeWhole(in, "vpod topology", func(d *abi.Decoder) { d.VPodTopology(&rt.topo) }); err != nil {
 		rt.topo = abi.VPodTopology{}
 		return err
 	}
@@ -177,7 +163,7 @@ func (g *Guest) vpodTopology(in []byte) error {
 // predicates passed (the others score 0).
 func (g *Guest) vpodStep(in []byte) error {
 	rt := g.vpod
-	if err := g.decodeWhole(in, "vpod step", func(d *abi.Decoder) { d.VPodStep(&rt.step) }); err != nil {
+	if err := g.codec.decodeWhole(in, "vpod step", func(d *abi.Decoder) { d.VPodStep(&rt.step) }); err != nil {
 		return err
 	}
 	s := &rt.step
@@ -221,9 +207,9 @@ func (g *Guest) vpodStep(in []byte) error {
 				rt.verdicts[k] = statusInvalidArgs
 			}
 		} else {
-			g.current = en.name
+			g.cycle.current = en.name
 			en.filter(&rt.state, rt.sub, rt.verdicts)
-			g.current = ""
+			g.cycle.current = ""
 		}
 		for k, st := range rt.verdicts {
 			if st.IsSuccess() {
@@ -265,9 +251,9 @@ func (g *Guest) vpodStep(in []byte) error {
 		}
 		rt.scores = resize(rt.scores, len(rt.sub))
 		clear(rt.scores)
-		g.current = en.name
+		g.cycle.current = en.name
 		err := en.scorer(&rt.state, rt.sub, rt.scores)
-		g.current = ""
+		g.cycle.current = ""
 		if err != nil {
 			msg := err.Error()
 			for _, at := range rt.subAt {
@@ -279,7 +265,7 @@ func (g *Guest) vpodStep(in []byte) error {
 			scores[at] = rt.scores[k]
 		}
 	}
-	g.enc.VPodStepReply(r)
+	g.codec.enc.VPodStepReply(r)
 	return nil
 }
 

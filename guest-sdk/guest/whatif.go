@@ -29,12 +29,29 @@ import (
 type viewNode struct {
 	ni      plugin.NodeInfo
 	removed []abi.Pod
-	// level is the view level the copy was made at (Guest.level then);
+	// level is the view level the copy was made at (whatIfView.level then);
 	// while it is the current level, the copy is changed in place.
 	level uint64
 	free  bool // on the free list
 }
 
+// whatIfView is the cycle's what-if view and the pools it draws on. The
+// host's preemption dry runs and nominated pods put every module with a
+// Filter plugin under a view, so unlike the eviction, vpod and victim
+// state it is held by value: a pointer made on first use would cost every
+// such module its checks and allocation.
+type whatIfView struct {
+	overlay map[uint32]*viewNode // the nodes the view changed, by slot
+	saved   []savedView
+	level   uint64                 // the current view level's id
+	levels  uint64                 // ids handed out so far
+	views   []*viewNode            // free copies, reused
+	maps    []map[uint32]*viewNode // free overlay maps, reused
+	slab    abi.Slab               // the pods edits carried, until the cycle ends
+	scratch abi.Pod                // a pod being added or removed
+}
+
+// savedView is a view push_state saved, with the cycle state then.
 type savedView struct {
 	overlay map[uint32]*viewNode
 	state   plugin.CycleState // its storage is reused by later pushes
@@ -46,114 +63,119 @@ const maxViewDepth = 64
 
 // node returns the node in slot as the current view has it, or nil.
 func (g *Guest) node(slot uint32) *plugin.NodeInfo {
-	if n, ok := g.overlay[slot]; ok {
+	if n, ok := g.view.overlay[slot]; ok {
 		return &n.ni
 	}
-	if int(slot) < len(g.nodes) {
-		return g.nodes[slot]
+	if int(slot) < len(g.mirror.nodes) {
+		return g.mirror.nodes[slot]
 	}
 	return nil
 }
 
 // nextLevel starts a new view level: every existing copy now may be held
 // by a saved view, so the next change to a node copies it.
-func (g *Guest) nextLevel() {
-	g.levels++
-	g.level = g.levels
+func (w *whatIfView) nextLevel() {
+	w.levels++
+	w.level = w.levels
 }
 
 func (g *Guest) pushState() error {
-	if len(g.saved) == maxViewDepth {
+	w := &g.view
+	if len(w.saved) == maxViewDepth {
 		return newError("push_state nested too deeply")
 	}
-	ov := g.takeMap()
-	for k, v := range g.overlay {
+	ov := w.takeMap()
+	for k, v := range w.overlay {
 		ov[k] = v
 	}
-	n := len(g.saved)
-	if n == cap(g.saved) {
-		g.saved = append(g.saved, savedView{})
+	n := len(w.saved)
+	if n == cap(w.saved) {
+		w.saved = append(w.saved, savedView{})
 	}
-	g.saved = g.saved[:n+1]
-	sv := &g.saved[n]
-	sv.overlay, sv.level = ov, g.level
-	g.state.CloneInto(&sv.state)
-	g.nextLevel()
+	w.saved = w.saved[:n+1]
+	sv := &w.saved[n]
+	sv.overlay, sv.level = ov, w.level
+	g.cycle.state.CloneInto(&sv.state)
+	w.nextLevel()
 	return nil
 }
 
 func (g *Guest) popState() error {
-	n := len(g.saved)
-	if n == 0 {
+	w := &g.view
+	if len(w.saved) == 0 {
 		return newError("pop_state without push_state")
 	}
-	sv := &g.saved[n-1]
+	n := len(w.saved)
+	sv := &w.saved[n-1]
 	// Copies made at this level are in no saved view: they go back to the
 	// pool with the map.
-	for _, v := range g.overlay {
-		if v.level == g.level {
-			g.freeView(v)
+	for _, c := range w.overlay {
+		if c.level == w.level {
+			w.freeView(c)
 		}
 	}
-	g.putMap(g.overlay)
-	g.overlay, sv.overlay = sv.overlay, nil
+	w.putMap(w.overlay)
+	w.overlay, sv.overlay = sv.overlay, nil
 	// The saved state becomes the current one; the current one's storage
 	// stays in the slot for the next push.
-	g.state, sv.state = sv.state, g.state
+	g.cycle.state, sv.state = sv.state, g.cycle.state
 	// Back at the saved level: its copies are in no other saved view
 	// (shallower ones were saved before it began, deeper ones are gone),
 	// so they are changed in place again.
-	g.level = sv.level
-	g.saved = g.saved[:n-1]
+	w.level = sv.level
+	w.saved = w.saved[:n-1]
 	return nil
 }
 
 // resetView drops the view at the start of a cycle, and with it every
 // pod edits carried: their storage is handed out again.
-func (g *Guest) resetView() {
-	g.slab.Reset()
-	g.dropMap(g.overlay)
-	g.overlay = nil
-	for i := range g.saved {
-		g.dropMap(g.saved[i].overlay)
-		g.saved[i].overlay = nil
+func (g *Guest) resetView() { g.view.reset() }
+
+// reset empties the view, keeping its pools.
+func (w *whatIfView) reset() {
+	w.slab.Reset()
+	w.dropMap(w.overlay)
+	w.overlay = nil
+	for i := range w.saved {
+		w.dropMap(w.saved[i].overlay)
+		w.saved[i].overlay = nil
 	}
-	g.saved = g.saved[:0]
-	g.nextLevel()
+	w.saved = w.saved[:0]
+	w.nextLevel()
 }
 
 // dropMap frees every copy in m and pools m.
-func (g *Guest) dropMap(m map[uint32]*viewNode) {
+func (w *whatIfView) dropMap(m map[uint32]*viewNode) {
 	if m == nil {
 		return
 	}
 	for _, v := range m {
-		g.freeView(v)
+		w.freeView(v)
 	}
-	g.putMap(m)
+	w.putMap(m)
 }
 
-func (g *Guest) takeMap() map[uint32]*viewNode {
-	if n := len(g.maps); n > 0 {
-		m := g.maps[n-1]
-		g.maps = g.maps[:n-1]
+func (w *whatIfView) takeMap() map[uint32]*viewNode {
+	if n := len(w.maps); n > 0 {
+		m := w.maps[n-1]
+		w.maps = w.maps[:n-1]
 		return m
 	}
 	return map[uint32]*viewNode{}
 }
 
-func (g *Guest) putMap(m map[uint32]*viewNode) {
+func (w *whatIfView) putMap(m map[uint32]*viewNode) {
 	if m == nil {
 		return
 	}
 	clear(m)
-	g.maps = append(g.maps, m)
+	w.maps = append(w.maps, m)
 }
 
-func (g *Guest) freeView(v *viewNode) {
+func (w *whatIfView) freeView(v *viewNode) {
 	if !v.free {
 		v.free = true
-		g.views = append(g.views, v)
+		w.views = append(w.views, v)
 	}
 }
 
@@ -162,34 +184,35 @@ var errNoNode error = &guestError{"unknown node slot"}
 // editable returns the copy of the node in slot that the current level
 // may change in place, making it (from the pool) if needed.
 func (g *Guest) editable(slot uint32) (*viewNode, error) {
-	ov, inView := g.overlay[slot]
-	if inView && ov.level == g.level {
+	w := &g.view
+	ov, inView := w.overlay[slot]
+	if inView && ov.level == w.level {
 		return ov, nil
 	}
 	var base *plugin.NodeInfo
 	var removed []abi.Pod
 	if inView {
 		base, removed = &ov.ni, ov.removed
-	} else if int(slot) < len(g.nodes) {
-		base = g.nodes[slot]
+	} else if int(slot) < len(g.mirror.nodes) {
+		base = g.mirror.nodes[slot]
 	}
 	if base == nil {
 		return nil, errNoNode
 	}
 	var v *viewNode
-	if n := len(g.views); n > 0 {
-		v = g.views[n-1]
-		g.views[n-1] = nil
-		g.views = g.views[:n-1]
+	if n := len(w.views); n > 0 {
+		v = w.views[n-1]
+		w.views[n-1] = nil
+		w.views = w.views[:n-1]
 	} else {
 		v = new(viewNode)
 	}
 	v.copyOf(base, removed)
-	v.level, v.free = g.level, false
-	if g.overlay == nil {
-		g.overlay = g.takeMap()
+	v.level, v.free = w.level, false
+	if w.overlay == nil {
+		w.overlay = w.takeMap()
 	}
-	g.overlay[slot] = v
+	w.overlay[slot] = v
 	return v, nil
 }
 
@@ -236,9 +259,9 @@ func (g *Guest) tellExtensions(p *abi.Pod, n *viewNode, add bool) error {
 	for _, e := range g.exts {
 		var st *plugin.Status
 		if add {
-			st = e.ext.AddPod(&g.state, &g.pod, p, &n.ni)
+			st = e.ext.AddPod(&g.cycle.state, &g.cycle.pod, p, &n.ni)
 		} else {
-			st = e.ext.RemovePod(&g.state, &g.pod, p, &n.ni)
+			st = e.ext.RemovePod(&g.cycle.state, &g.cycle.pod, p, &n.ni)
 		}
 		if !st.IsSuccess() {
 			return newError(e.name + ": " + st.Message())

@@ -16,7 +16,7 @@ func (g *Guest) editView(in []byte) error {
 		return err
 	}
 	// UIDs alias the input: they are only compared during this call.
-	d := &g.dec
+	d := &g.codec.dec
 	d.Reset(in, true)
 	n := d.ViewEditsCount()
 	if err := d.Err(); err != nil {
@@ -44,7 +44,7 @@ func (g *Guest) canEdit() error {
 	if !g.inited {
 		return newError("what-if edit before init")
 	}
-	if !g.havePod {
+	if !g.cycle.havePod {
 		return newError("what-if edit outside a cycle")
 	}
 	return nil
@@ -79,7 +79,7 @@ func (g *Guest) applyEdit(e *abi.RawViewEdit) error {
 		}
 		n.ni.RemovePodOwned(p)
 	case abi.EditAdd, abi.EditRestore:
-		p = &g.scratch
+		p = &g.view.scratch
 		if e.Op == abi.EditAdd {
 			err = g.decodeCarried(e.Pod, p)
 		} else if i := podIndex(n.removed, e.UID); i >= 0 {
@@ -101,11 +101,12 @@ func (g *Guest) applyEdit(e *abi.RawViewEdit) error {
 }
 
 // decodeCarried decodes the pod an edit carries into p, its bytes and
-// lists in the slab: they outlive the input buffer, until the cycle ends.
+// lists in the view's slab: they outlive the input buffer, until the
+// cycle ends.
 func (g *Guest) decodeCarried(b []byte, p *abi.Pod) error {
 	var d abi.Decoder
-	d.Reset(g.slab.KeepBytes(b), true)
-	d.UseSlab(&g.slab)
+	d.Reset(g.view.slab.KeepBytes(b), true)
+	d.UseSlab(&g.view.slab)
 	d.Pod(p)
 	if err := d.Err(); err != nil {
 		return err
@@ -113,7 +114,7 @@ func (g *Guest) decodeCarried(b []byte, p *abi.Pod) error {
 	if d.Remaining() != 0 {
 		return newError("trailing bytes after the pod")
 	}
-	g.numberPod(p)
+	g.mirror.numberPod(p)
 	return nil
 }
 

@@ -138,12 +138,12 @@ func TestEditViewMatchesPerPodCalls(t *testing.T) {
 		if a, b := filterVerdicts(t, batched), filterVerdicts(t, perPod); !reflect.DeepEqual(a, b) {
 			t.Fatalf("step %d: verdicts %v batched, %v per pod", i, a, b)
 		}
-		if a, b := *batched.state.Read(seenKey).(*seen), *perPod.state.Read(seenKey).(*seen); a != b {
+		if a, b := *batched.cycle.state.Read(seenKey).(*seen), *perPod.cycle.state.Read(seenKey).(*seen); a != b {
 			t.Fatalf("step %d: extensions saw %+v batched, %+v per pod", i, a, b)
 		}
 	}
 	nodes, _ = editNodes()
-	if !reflect.DeepEqual(viewOf(batched.nodes[0]), viewOf(&plugin.NodeInfo{NodeInfo: *nodes[0]})) {
+	if !reflect.DeepEqual(viewOf(batched.mirror.nodes[0]), viewOf(&plugin.NodeInfo{NodeInfo: *nodes[0]})) {
 		t.Fatal("edits changed the mirror")
 	}
 }
@@ -154,17 +154,17 @@ func TestEditViewMatchesPerPodCalls(t *testing.T) {
 func TestEditViewCopiesEachNodeOncePerLevel(t *testing.T) {
 	g, pods := editGuest(t)
 	call(t, g, abi.FuncEditView, 0, editsBytes(rm(0, "a1"), rm(0, "a2"), rmPod(1, pods["b1"])))
-	if len(g.overlay) != 2 {
-		t.Fatalf("%d overlay nodes, want 2", len(g.overlay))
+	if len(g.view.overlay) != 2 {
+		t.Fatalf("%d overlay nodes, want 2", len(g.view.overlay))
 	}
-	first := g.overlay[0]
+	first := g.view.overlay[0]
 	call(t, g, abi.FuncEditView, 0, editsBytes(restore(0, "a2")))
-	if g.overlay[0] != first {
+	if g.view.overlay[0] != first {
 		t.Fatal("a second call at the same level copied the node again")
 	}
 	call(t, g, abi.FuncPushState, 0, nil)
 	call(t, g, abi.FuncEditView, 0, editsBytes(restore(0, "a1"), rm(0, "a2"), restore(1, "b1")))
-	if g.overlay[0] == first || first.level == g.level {
+	if g.view.overlay[0] == first || first.level == g.view.level {
 		t.Fatal("a change after push_state did not copy the saved node")
 	}
 	if got := viewOf(g.node(0)).Pods; !reflect.DeepEqual(got, []string{"a1"}) {

@@ -77,17 +77,17 @@ func TestAddPodChangesTheViewUntilPop(t *testing.T) {
 	if v := filterVerdicts(t, g); v[0] == 0 || v[1] != 0 {
 		t.Fatalf("with the nominated pod added, verdicts = %v; want slot 0 full, slot 1 fine", v)
 	}
-	if s := g.state.Read(seenKey).(*seen); s.added != 1 {
+	if s := g.cycle.state.Read(seenKey).(*seen); s.added != 1 {
 		t.Fatalf("PreFilter extension saw %d adds, want 1", s.added)
 	}
 	call(t, g, abi.FuncPopState, 0, nil)
 	if v := filterVerdicts(t, g); v[0] != 0 || v[1] != 0 {
 		t.Fatalf("after pop_state, verdicts = %v; want both fine", v)
 	}
-	if s := g.state.Read(seenKey).(*seen); s.added != 0 {
+	if s := g.cycle.state.Read(seenKey).(*seen); s.added != 0 {
 		t.Fatalf("pop_state did not restore the cycle state: %d adds", s.added)
 	}
-	if g.nodes[0].PodCount != 0 {
+	if g.mirror.nodes[0].PodCount != 0 {
 		t.Fatal("add_pod changed the mirror")
 	}
 }
@@ -103,7 +103,7 @@ func TestRemovePodFreesRoomInTheView(t *testing.T) {
 	if v := filterVerdicts(t, g); v[0] != 0 {
 		t.Fatal("slot 0 still full after remove")
 	}
-	if s := g.state.Read(seenKey).(*seen); s.added != 1 || s.removed != 1 {
+	if s := g.cycle.state.Read(seenKey).(*seen); s.added != 1 || s.removed != 1 {
 		t.Fatalf("extensions saw %+v", s)
 	}
 }
@@ -129,7 +129,7 @@ func TestWhatIfMisuseIsAnError(t *testing.T) {
 	var e abi.Encoder
 	e.Pod(&abi.Pod{Name: "q"})
 	call(t, g, abi.FuncCycle, 0, e.B)
-	if len(g.overlay) != 0 || len(g.saved) != 0 {
+	if len(g.view.overlay) != 0 || len(g.view.saved) != 0 {
 		t.Fatal("the view survived a new cycle")
 	}
 }
