@@ -7,7 +7,6 @@ import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/modules"
-	"github.com/wasmsched/wasmsched/host/policy"
 )
 
 // A reload's set shares the running set's pool of a module whose code
@@ -74,14 +73,7 @@ func TestReloadPoliciesKeepsUnchangedPools(t *testing.T) {
 func TestRebuildPoliciesKeepsPools(t *testing.T) {
 	ctx := context.Background()
 	mod := &fakeModule{policies: []*fakePolicy{{name: "A", points: abi.PointEvictPods}, {name: "B", points: abi.PointEvictPods}}, keys: []string{"k"}}
-	cfg := config.Default()
-	cfg.Modules = append(cfg.Modules, config.Module{Name: "fake"})
-	reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: t.TempDir(), NativeBuiltin: true,
-		Backends: map[string]policy.Backend{"fake": mod}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close(ctx)
+	reg := fakeRegistry(t, mod)
 	old, err := BuildPolicies(ctx, []PolicySpec{{Plugin: "A"}}, reg, "eviction.policies")
 	if err != nil {
 		t.Fatal(err)
