@@ -21,6 +21,11 @@ func SettingsFrom(s config.EvictionSettings) Settings {
 // PoliciesFrom binds the configuration's eviction policies to the
 // modules of reg. An empty section gives an empty set.
 func PoliciesFrom(ctx context.Context, cfg *config.Configuration, reg *modules.Registry) (*PolicySet, error) {
+	return policiesFrom(ctx, cfg, reg, nil)
+}
+
+// policiesFrom is PoliciesFrom sharing prev's pools (see RebuildPolicies).
+func policiesFrom(ctx context.Context, cfg *config.Configuration, reg *modules.Registry, prev *PolicySet) (*PolicySet, error) {
 	s := cfg.Eviction.Defaulted()
 	specs := make([]PolicySpec, len(s.Policies))
 	for i := range s.Policies {
@@ -31,7 +36,7 @@ func PoliciesFrom(ctx context.Context, cfg *config.Configuration, reg *modules.R
 		}
 		specs[i] = PolicySpec{Plugin: p.Plugin, Args: args, DryRun: p.DryRun, Force: p.Force}
 	}
-	set, err := BuildPolicies(ctx, specs, reg, "eviction.policies")
+	set, err := RebuildPolicies(ctx, specs, reg, "eviction.policies", prev)
 	if err != nil {
 		if at := cfg.Position("eviction.policies"); at != "" {
 			return nil, fmt.Errorf("%s: %w", at, err)
@@ -56,6 +61,15 @@ func KillerOptionsFrom(s config.EvictionSettings) KillerOptions {
 // code): the set owns that registry and closes it with itself, so it
 // stays usable whatever a reload does to the scheduler's registry.
 func LoadPolicies(ctx context.Context, cfg *config.Configuration, opts modules.Options) (*PolicySet, error) {
+	return ReloadPolicies(ctx, cfg, opts, nil)
+}
+
+// ReloadPolicies is LoadPolicies for a reload: the new set shares the
+// pools of prev (the running set, or nil) whose module, args and size
+// are unchanged (see RebuildPolicies), when opts.Previous chains the
+// registries so that an unchanged module keeps its compiled code. prev
+// stays usable and must still be closed.
+func ReloadPolicies(ctx context.Context, cfg *config.Configuration, opts modules.Options, prev *PolicySet) (*PolicySet, error) {
 	if len(cfg.Eviction.Defaulted().Policies) == 0 {
 		return &PolicySet{}, nil
 	}
@@ -63,7 +77,7 @@ func LoadPolicies(ctx context.Context, cfg *config.Configuration, opts modules.O
 	if err != nil {
 		return nil, fmt.Errorf("eviction: %w", err)
 	}
-	set, err := PoliciesFrom(ctx, cfg, reg)
+	set, err := policiesFrom(ctx, cfg, reg, prev)
 	if err != nil {
 		reg.Close(ctx)
 		return nil, fmt.Errorf("eviction: %w", err)

@@ -199,6 +199,11 @@ func New(opts Options, set *PolicySet) *Coordinator {
 // Policies lists the policies the next round runs.
 func (c *Coordinator) Policies() []*Policy { return c.policies.Load().Policies() }
 
+// PolicySet is the set the next round runs, for a reload to build the
+// next one from (ReloadPolicies); it stays open until SetPolicies
+// replaces it.
+func (c *Coordinator) PolicySet() *PolicySet { return c.policies.Load() }
+
 // Settings are the coordinator's settings, defaults applied.
 func (c *Coordinator) Settings() Settings { return c.settings }
 

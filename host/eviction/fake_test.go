@@ -261,9 +261,9 @@ func newEnv(t *testing.T, s Settings, specs []PolicySpec, policies ...*fakePolic
 	return e
 }
 
-// buildFake loads mod as the module "fake" and builds specs on it; the
-// registry and the set are closed when the test ends.
-func buildFake(t *testing.T, mod *fakeModule, specs []PolicySpec) (*PolicySet, error) {
+// fakeRegistry loads mod as the module "fake"; the registry is closed
+// when the test ends.
+func fakeRegistry(t *testing.T, mod *fakeModule) *modules.Registry {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -274,7 +274,15 @@ func buildFake(t *testing.T, mod *fakeModule, specs []PolicySpec) (*PolicySet, e
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close(ctx) })
-	set, err := BuildPolicies(ctx, specs, reg, "eviction.policies")
+	return reg
+}
+
+// buildFake loads mod as the module "fake" and builds specs on it; the
+// registry and the set are closed when the test ends.
+func buildFake(t *testing.T, mod *fakeModule, specs []PolicySpec) (*PolicySet, error) {
+	t.Helper()
+	ctx := context.Background()
+	set, err := BuildPolicies(ctx, specs, fakeRegistry(t, mod), "eviction.policies")
 	if err != nil {
 		return nil, err
 	}

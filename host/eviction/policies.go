@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/bind"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/policy"
@@ -46,10 +47,11 @@ func (p *Policy) Name() string { return p.Plugin }
 // PolicySet is the policies of one configuration with their instance
 // pools: one pool per module (one instance: rounds run one at a time),
 // initialised with the args of that module's policies. A reload builds a
-// new set and swaps it in between rounds.
+// new set (RebuildPolicies, keeping the pools of unchanged modules) and
+// swaps it in between rounds.
 type PolicySet struct {
 	policies []*Policy
-	pools    []*policy.Module
+	pools    *bind.Pools
 	// keys are the annotation keys of each observation table: modules
 	// asking for the same keys share one table.
 	keys [][]string
@@ -63,53 +65,53 @@ func (s *PolicySet) Policies() []*Policy { return s.policies }
 // BuildPolicies binds specs to the modules of reg. field names the
 // configuration list in errors (e.g. "eviction.policies").
 func BuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registry, field string) (*PolicySet, error) {
+	return RebuildPolicies(ctx, specs, reg, field, nil)
+}
+
+// RebuildPolicies is BuildPolicies for a reload: where prev (the running
+// set, or nil) has a pool of the same compiled module with the same args,
+// the new set shares it instead of loading and initialising a new
+// instance. prev stays usable and must still be closed.
+func RebuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Registry, field string, prev *PolicySet) (*PolicySet, error) {
 	if len(specs) > config.MaxEvictionPolicies {
 		return nil, fmt.Errorf("%s: %d policies, more than the limit of %d", field, len(specs), config.MaxEvictionPolicies)
 	}
-	set := &PolicySet{}
-	byModule := map[*modules.Module][]*Policy{}
-	var order []*modules.Module
+	set := &PolicySet{pools: bind.New(bind.Options{PoolSize: 1, Metrics: reg.Metrics()})}
+	need := bind.Need{Points: abi.PointsEviction, Role: "an eviction policy",
+		Hint: "an eviction policy implements EvictionThreshold or EvictPods"}
+	entry := make([]int, len(specs)) // each policy's index in set.pools
 	for i, spec := range specs {
 		f := fmt.Sprintf("%s[%d].plugin", field, i)
-		m := reg.PluginModule(spec.Plugin)
-		if m == nil {
-			return nil, fmt.Errorf("%s: no module serves plugin %q (modules serve: %s)", f, spec.Plugin, strings.Join(reg.PluginNames(), ", "))
-		}
-		idx := m.Manifest.Plugin(spec.Plugin)
-		pts := m.Manifest.Plugins[idx].Points & abi.PointsEviction
-		if pts == 0 {
-			return nil, fmt.Errorf("%s: plugin %q of module %q is not an eviction policy (it implements %s; an eviction policy implements EvictionThreshold or EvictPods)",
-				f, spec.Plugin, m.Config.Name, m.Manifest.Plugins[idx].Points)
+		need.Plugin = spec.Plugin
+		m, idx, err := bind.Resolve(reg, "", need)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		if n := len(m.Manifest.AnnotationKeys); n > MaxAnnotationKeys {
 			return nil, fmt.Errorf("%s: module %q asks for %d annotation keys (annotationKeys), more than the limit of %d",
 				f, m.Config.Name, n, MaxAnnotationKeys)
 		}
-		p := &Policy{PolicySpec: spec, index: idx, points: pts}
-		if _, seen := byModule[m]; !seen {
-			order = append(order, m)
-		}
-		byModule[m] = append(byModule[m], p)
-		set.policies = append(set.policies, p)
-	}
-	for _, m := range order {
 		var args []abi.PluginArgs
-		for _, p := range byModule[m] {
-			if p.Args.Kind != abi.KindNull {
-				args = append(args, abi.PluginArgs{Name: p.Plugin, Args: p.Args})
-			}
+		if spec.Args.Kind != abi.KindNull {
+			args = append(args, abi.PluginArgs{Name: spec.Plugin, Args: spec.Args})
 		}
-		pool, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, Args: args, PoolSize: 1, Metrics: reg.Metrics(),
-			Collects: m.Collects()})
-		if err != nil {
-			set.Close(ctx)
-			return nil, fmt.Errorf("%s: %w", field, err) // the error names the module
-		}
-		set.pools = append(set.pools, pool)
-		table := set.table(m.Manifest.AnnotationKeys)
-		for _, p := range byModule[m] {
-			p.pool, p.table = pool, table
-		}
+		entry[i] = set.pools.Add(m, args...)
+		set.policies = append(set.policies, &Policy{PolicySpec: spec, index: idx, points: m.Manifest.Plugins[idx].Points & abi.PointsEviction})
+	}
+	var prevPools *bind.Pools
+	if prev != nil {
+		prevPools = prev.pools
+	}
+	if err := set.pools.Load(ctx, prevPools); err != nil {
+		set.Close(ctx)
+		return nil, fmt.Errorf("%s: %w", field, err) // the error names the module
+	}
+	tables := make([]int, len(set.pools.Entries()))
+	for i, e := range set.pools.Entries() {
+		tables[i] = set.table(e.Module.Manifest.AnnotationKeys)
+	}
+	for i, p := range set.policies {
+		p.pool, p.table = set.pools.Entry(entry[i]).Pool, tables[entry[i]]
 	}
 	return set, nil
 }
@@ -129,12 +131,10 @@ func (s *PolicySet) table(keys []string) int {
 	return len(s.keys) - 1
 }
 
-// Close closes the set's pools (and its own registry).
+// Close closes the set's pools (those a later set shares stay open until
+// it is closed too) and its own registry.
 func (s *PolicySet) Close(ctx context.Context) {
-	for _, p := range s.pools {
-		p.Close(ctx)
-	}
-	s.pools = nil
+	s.pools.Close(ctx)
 	if s.registry != nil {
 		s.registry.Close(ctx)
 		s.registry = nil

@@ -2,12 +2,13 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/bind"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/modules"
@@ -74,38 +75,14 @@ type wasmPlugin struct {
 }
 
 // profileModule is a module as one profile uses it: its own pool,
-// initialised with this profile's args.
+// initialised with this profile's args (entry i of Profile.pools for
+// Profile.modules[i]).
 type profileModule struct {
 	mod  *modules.Module
 	pool *policy.Module
-	// shared counts the profiles using pool: a reload that leaves a
-	// module, its args and its pool size unchanged hands the pool (and
-	// its instances' node mirrors) to the new profile.
-	shared *sharedPool
 	// reused: the pool came from the previous profile (it served
 	// already; a reload's canary need not exercise it).
 	reused bool
-}
-
-// sharedPool is a pool and the number of profiles using it.
-type sharedPool struct {
-	pool *policy.Module
-	key  poolKey
-	refs atomic.Int32
-}
-
-// poolKey identifies what a pool was made from.
-type poolKey struct {
-	compiled modules.CompiledID
-	name     string
-	args     string // the init request's encoding
-	poolSize int
-}
-
-func (p *sharedPool) release(ctx context.Context) {
-	if p.refs.Add(-1) == 0 {
-		p.pool.Close(ctx)
-	}
 }
 
 // Profile is one scheduler profile, ready to run cycles.
@@ -113,7 +90,11 @@ type Profile struct {
 	Name       string
 	percentage int32 // 0: adaptive
 
-	modules   []*profileModule
+	modules []*profileModule
+	// pools hold the modules' pools: a reload that leaves a module, its
+	// args and its pool size unchanged hands the pool (and its
+	// instances' node mirrors) to the new profile.
+	pools     *bind.Pools
 	preFilter []wasmPlugin
 	filter    []wasmPlugin
 	preScore  []wasmPlugin
@@ -176,7 +157,8 @@ func BuildShadow(ctx context.Context, cfg *config.Configuration, idx int, reg *m
 // never binds).
 func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Profile, name, field string, reg *modules.Registry,
 	host HostPlugins, prev *Profile, shadow bool) (*Profile, error) {
-	prof := &Profile{Name: name, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", name))}
+	prof := &Profile{Name: name, metrics: reg.Metrics(), failures: newFailureLog(reg.Log().With("profile", name)),
+		pools: bind.New(bind.Options{RequireAll: true, Metrics: reg.Metrics()})}
 	switch {
 	case pc.PercentageOfNodesToScore != nil:
 		prof.percentage = *pc.PercentageOfNodesToScore
@@ -456,13 +438,16 @@ func (prof *Profile) resolvePolicies(field string, reg *modules.Registry) error 
 			continue
 		}
 		name := u.PreemptionPolicy()
-		m := reg.ProfilePluginModule(field, name)
-		if m == nil {
-			return fmt.Errorf("%s: plugin %q: preemption policy %q: no module serves it (known: %s)", field, p.Name(), name, strings.Join(reg.ProfilePluginNames(field), ", "))
-		}
-		idx := m.Manifest.Plugin(name)
-		if !m.Manifest.Plugins[idx].Points.Has(abi.PointPreemption) {
-			return fmt.Errorf("%s: plugin %q: preemption policy %q does not implement the Preemption point (it implements %s)", field, p.Name(), name, m.Manifest.Plugins[idx].Points)
+		m, idx, err := bind.Resolve(reg, field, bind.Need{Plugin: name, Points: abi.PointPreemption, Role: "a preemption policy"})
+		var unserved *bind.UnservedError
+		var points *bind.PointsError
+		switch {
+		case errors.As(err, &unserved):
+			return fmt.Errorf("%s: plugin %q: preemption policy %q: no module serves it (known: %s)", field, p.Name(), name, strings.Join(unserved.Served, ", "))
+		case errors.As(err, &points):
+			return fmt.Errorf("%s: plugin %q: preemption policy %q does not implement the Preemption point (it implements %s)", field, p.Name(), name, points.Has)
+		case err != nil:
+			return fmt.Errorf("%s: plugin %q: preemption policy %q: %w", field, p.Name(), name, err)
 		}
 		if prof.policies == nil {
 			prof.policies = map[string][2]int{}
@@ -481,21 +466,20 @@ func (prof *Profile) preemptionPolicy(name string) (module, plugin int, err erro
 	return ref[0], ref[1], nil
 }
 
+// moduleIndex returns the index of m in the profile, adding it.
 func (prof *Profile) moduleIndex(m *modules.Module) int {
-	for i, pm := range prof.modules {
-		if pm.mod == m {
-			return i
-		}
+	i := prof.pools.Add(m)
+	if i == len(prof.modules) {
+		prof.modules = append(prof.modules, &profileModule{mod: m})
 	}
-	prof.modules = append(prof.modules, &profileModule{mod: m})
-	return len(prof.modules) - 1
+	return i
 }
 
 // initModules gives each module of the profile its pool, initialised with
-// the profile's args for that module's plugins.
+// the profile's args for that module's plugins, or prev's pool made the
+// same way (see RebuildProfile).
 func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field string, reg *modules.Registry,
 	known func(string) bool, unknown func(string, string) error, prev *Profile) error {
-	args := map[*modules.Module][]abi.PluginArgs{}
 	argField := map[string]string{}
 	for k, c := range pc.PluginConfig {
 		f := fmt.Sprintf("%s.pluginConfig[%d]", field, k)
@@ -510,54 +494,30 @@ func (prof *Profile) initModules(ctx context.Context, pc *config.Profile, field 
 		if err != nil {
 			return fmt.Errorf("%s.args: %w", f, err)
 		}
-		args[m] = append(args[m], abi.PluginArgs{Name: c.Name, Args: v})
+		if prof.pools.Index(m) >= 0 {
+			prof.pools.Add(m, abi.PluginArgs{Name: c.Name, Args: v})
+		}
 		argField[c.Name] = f + ".args"
 	}
-	for _, pm := range prof.modules {
-		var require []string
-		for _, p := range pm.mod.Manifest.Plugins {
-			require = append(require, p.Name)
+	var prevPools *bind.Pools
+	if prev != nil {
+		prevPools = prev.pools
+	}
+	if err := prof.pools.Load(ctx, prevPools); err != nil {
+		var le *bind.LoadError
+		if !errors.As(err, &le) {
+			return fmt.Errorf("%s: %w", field, err)
 		}
-		var enc abi.Encoder
-		enc.InitRequest(&abi.InitRequest{Plugins: args[pm.mod]})
-		key := poolKey{compiled: pm.mod.Compiled(), name: pm.mod.Config.Name, args: string(enc.B), poolSize: pm.mod.Config.PoolSize}
-		if sp := prev.pool(key); sp != nil {
-			sp.refs.Add(1)
-			pm.pool, pm.shared, pm.reused = sp.pool, sp, true
-			continue
-		}
-		pool, err := policy.Load(ctx, pm.mod.Backend, policy.Config{
-			Name:     pm.mod.Config.Name,
-			Require:  require,
-			Args:     args[pm.mod],
-			PoolSize: pm.mod.Config.PoolSize,
-			Metrics:  reg.Metrics(),
-			Collects: pm.mod.Collects(),
-		})
-		if err != nil {
-			// Point at the args the guest refused, when it names a plugin.
-			for name, f := range argField {
-				if strings.Contains(err.Error(), "plugin "+name+":") {
-					return fmt.Errorf("%s: %w", f, err)
-				}
+		// Point at the args the guest refused, when it names a plugin.
+		for name, f := range argField {
+			if strings.Contains(le.Err.Error(), "plugin "+name+":") {
+				return fmt.Errorf("%s: %w", f, le.Err)
 			}
-			return fmt.Errorf("%s: module %q: %w", field, pm.mod.Config.Name, err)
 		}
-		pm.pool, pm.shared = pool, &sharedPool{pool: pool, key: key}
-		pm.shared.refs.Add(1)
+		return fmt.Errorf("%s: module %q: %w", field, le.Module.Config.Name, le.Err)
 	}
-	return nil
-}
-
-// pool returns prev's pool made from key, or nil (also for a nil prev).
-func (prev *Profile) pool(key poolKey) *sharedPool {
-	if prev == nil {
-		return nil
-	}
-	for _, pm := range prev.modules {
-		if pm.shared != nil && pm.shared.key == key {
-			return pm.shared
-		}
+	for i, e := range prof.pools.Entries() {
+		prof.modules[i].pool, prof.modules[i].reused = e.Pool, e.Reused
 	}
 	return nil
 }
@@ -628,10 +588,5 @@ func (prof *Profile) FilterPlugins() []string {
 // Close releases the profile's instance pools (a pool a later profile
 // shares stays open until that one is closed too).
 func (prof *Profile) Close(ctx context.Context) {
-	for _, pm := range prof.modules {
-		if pm.shared != nil {
-			pm.shared.release(ctx)
-			pm.shared = nil
-		}
-	}
+	prof.pools.Close(ctx)
 }

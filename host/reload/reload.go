@@ -290,7 +290,8 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 	if r.o.Eviction != nil {
 		eo := r.o.Modules
 		eo.Previous = reg
-		if evictionSet, err = eviction.LoadPolicies(ctx, cfg, eo); err != nil {
+		// The running set's unchanged modules keep their pools.
+		if evictionSet, err = eviction.ReloadPolicies(ctx, cfg, eo, r.o.Eviction.PolicySet()); err != nil {
 			discard()
 			return Refused, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/bind"
 	"github.com/wasmsched/wasmsched/host/modules"
 	"github.com/wasmsched/wasmsched/host/policy"
 )
@@ -20,12 +21,16 @@ const (
 // Policies are the scheduling and descheduling policies bound to the
 // modules serving their plugins: one instance pool per module (placement
 // steps run one at a time), each module registered with the entries of
-// each policy it serves. A reload builds new Policies and swaps them in
-// with Scheduler.SetPolicies; Close the old ones afterwards.
+// each policy it serves. A reload builds new Policies (RebindPolicies,
+// keeping the pools of unchanged modules) and swaps them in with
+// Scheduler.SetPolicies; Close the old ones afterwards.
 type Policies struct {
 	sched, desched *boundPolicy
 	pools          []modulePool
-	log            hclog.Logger
+	// loaded holds the pools of the modules of a registry (nil for
+	// policies bound to fakes).
+	loaded *bind.Pools
+	log    hclog.Logger
 }
 
 // boundPolicy is one policy resolved against the modules.
@@ -81,7 +86,6 @@ type modulePool interface {
 	name() string
 	get(ctx context.Context) (vpodClient, error)
 	put(ctx context.Context, c vpodClient)
-	close(ctx context.Context)
 }
 
 // policyPool is a modulePool over a policy.Module.
@@ -103,8 +107,6 @@ func (p policyPool) put(ctx context.Context, c vpodClient) {
 	}
 }
 
-func (p policyPool) close(ctx context.Context) { p.m.Close(ctx) }
-
 // NewPolicies binds the scheduling and descheduling policies (either may
 // be nil) to the modules of reg that serve their plugins. A plugin name
 // no module serves is logged and skipped (Knative v1.16.0 skips names
@@ -113,40 +115,45 @@ func (p policyPool) close(ctx context.Context) { p.m.Close(ctx) }
 // predicate whose plugin is only a priority (or the reverse) is skipped
 // too, as Knative's registry of that kind would not find it.
 func NewPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Policy, log hclog.Logger) (*Policies, error) {
+	return RebindPolicies(ctx, reg, sched, desched, log, nil)
+}
+
+// RebindPolicies is NewPolicies for a reload: where prev (the running
+// policies, or nil) has a pool of the same compiled module, the new
+// policies share it instead of loading and initialising a new instance
+// (registering a changed policy with it replaces the old one under the
+// same ID). prev stays usable and must still be closed.
+func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Policy, log hclog.Logger, prev *Policies) (*Policies, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	need := bind.Need{Points: abi.PointsVPod, Role: "a vpod predicate or priority"}
 	resolve := func(name string) (*modules.Module, int, error) {
-		if reg == nil {
+		need.Plugin = name
+		m, idx, err := bind.Resolve(reg, "", need)
+		if _, unserved := err.(*bind.UnservedError); unserved {
 			return nil, -1, nil
 		}
-		m := reg.PluginModule(name)
-		if m == nil {
-			return nil, -1, nil
-		}
-		idx := m.Manifest.Plugin(name)
-		if idx < 0 {
-			return nil, -1, nil
-		}
-		if m.Manifest.Plugins[idx].Points&abi.PointsVPod == 0 {
-			return nil, -1, fmt.Errorf("plugin %q of module %q is not a vpod predicate or priority (it implements %s)", name, m.Config.Name, m.Manifest.Plugins[idx].Points)
-		}
-		return m, idx, nil
+		return m, idx, err
+	}
+	p := &Policies{log: log}
+	var prevPools *bind.Pools
+	if reg != nil {
+		p.loaded = bind.New(bind.Options{PoolSize: 1, Metrics: reg.Metrics()})
+	}
+	if prev != nil {
+		prevPools = prev.loaded
 	}
 	pools := map[*modules.Module]modulePool{}
-	p := &Policies{log: log}
 	load := func(m *modules.Module) (modulePool, error) {
 		if mp, ok := pools[m]; ok {
 			return mp, nil
 		}
-		if m.Manifest.VersionMinor < 3 && m.Manifest.VersionMajor == abi.VersionMajor {
-			return nil, fmt.Errorf("module %q speaks ABI %d.%d; vpod plugins need 1.3 or later", m.Config.Name, m.Manifest.VersionMajor, m.Manifest.VersionMinor)
-		}
-		pm, err := policy.Load(ctx, m.Backend, policy.Config{Name: m.Config.Name, PoolSize: 1, Metrics: reg.Metrics(), Collects: m.Collects()})
-		if err != nil {
+		i := p.loaded.Add(m)
+		if err := p.loaded.Load(ctx, prevPools); err != nil {
 			return nil, fmt.Errorf("load module %q: %w", m.Config.Name, err)
 		}
-		mp := policyPool{m: pm}
+		mp := policyPool{m: p.loaded.Entry(i).Pool}
 		pools[m] = mp
 		p.pools = append(p.pools, mp)
 		return mp, nil
@@ -344,13 +351,12 @@ func (p *Policies) Desched() *Policy {
 	return p.desched.src
 }
 
-// Close closes the module pools.
+// Close closes the module pools (those later policies share stay open
+// until they are closed too).
 func (p *Policies) Close(ctx context.Context) {
 	if p == nil {
 		return
 	}
-	for _, mp := range p.pools {
-		mp.close(ctx)
-	}
+	p.loaded.Close(ctx)
 	p.pools = nil
 }
