@@ -18,13 +18,13 @@ GO            ?= go
 TINYGO_PREFIX ?= /opt/tinygo
 TINYGO_ENV     = . $(TINYGO_PREFIX)/env.sh
 # -scheduler=none: the asyncify scheduler costs 0.2-0.5 ms per exported call.
-# The target (host/pluginbuild/wasip1-plugin.json) links Debian's wasi-libc
+# The target (host/tools/pluginbuild/wasip1-plugin.json) links Debian's wasi-libc
 # and compiler-rt; `wasmsched plugin build` uses the same file.
 # -no-debug: no DWARF, so builds are small and byte-for-byte reproducible.
 # -opt=s: with all nine default plugins -opt=2 makes a 243 KB bundle, over
 # the 200 KB budget; -opt=s makes 174 KB and measured ~9% slower per node
 # (docs/PERFORMANCE.md).
-TINYGO_FLAGS   = -target=$(CURDIR)/host/pluginbuild/wasip1-plugin.json -buildmode=c-shared -scheduler=none -no-debug
+TINYGO_FLAGS   = -target=$(CURDIR)/host/tools/pluginbuild/wasip1-plugin.json -buildmode=c-shared -scheduler=none -no-debug
 # Builds optimised for speed (-opt=2) instead of size (-opt=s): the
 # knative bundle runs once per vreplica step over every adapter pod, and
 # inlining its state accessors makes it ~1.6x faster at 122 KB.
@@ -43,7 +43,7 @@ TINYGO_TRAP    = ./cmd/default ./cmd/batchpreemption ./cmd/eviction ./cmd/knativ
 # might collect, and every bounds check counts as such a call: ~25% of the
 # per-node time. Without a collector the heap only grows; the host
 # replaces an instance whose memory has grown for the last time between
-# two cycles (policy.Module.Put) and the new one mirrors the cluster
+# two cycles (guest.Pool.Put) and the new one mirrors the cluster
 # afresh (docs/ARCHITECTURE.md, "Guests without a collector").
 TINYGO_LEAKING = ./cmd/default
 # PKG_FLAGS sets $$flags to the per-package flags of $$pkg (shell).
@@ -82,7 +82,7 @@ unit:
 	@for m in $(GUEST_MODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
 	$(GO) test -count=1 -race ./...
 
-# test-wasmtime runs the wasmtime backend (host/wasmtime, built only with
+# test-wasmtime runs the wasmtime backend (host/platform/runtime/wasmtime, built only with
 # -tags wasmtime) and the conformance suite with that tag. It needs cgo:
 # wasmtime-go links the libwasmtime.a shipped in its module, so a C
 # compiler is all it takes (CI has gcc). Without one it fails under CI
@@ -91,9 +91,9 @@ test-wasmtime:
 	@cc=$${CC:-gcc}; if ! command -v $$cc >/dev/null; then \
 	  if [ "$$CI" = "true" ]; then echo "test-wasmtime: no C compiler ($$cc) for cgo"; exit 1; fi; \
 	  echo "test-wasmtime: SKIPPED, no C compiler ($$cc) for cgo"; exit 0; fi; \
-	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/wasmtime/ ./host/backendtest/... && \
-	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/wasmtime/ ./host/backendtest/... && \
-	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/modules/
+	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
+	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
+	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/
 
 # e2e runs wasmsched against a real kube-apiserver and etcd on loopback
 # (each test starts its own); scripts/controlplane.sh builds them from the
@@ -168,8 +168,8 @@ wasm-go:
 
 # The benchmarks of docs/PERFORMANCE.md, with the settings recorded there.
 bench:
-	$(GO) test -run '^$$' -bench 'FilterScorePerNode|MirrorDeltaSync|TopologyPlugins' -benchtime 40x -count 3 ./host/policy/
-	$(GO) test -run '^$$' -bench SchedulingBasic -benchtime 1x -count 2 ./host/sim/
+	$(GO) test -run '^$$' -bench 'FilterScorePerNode|MirrorDeltaSync|TopologyPlugins' -benchtime 40x -count 3 ./host/platform/guest/
+	$(GO) test -run '^$$' -bench SchedulingBasic -benchtime 1x -count 2 ./host/run/sim/
 
 tinygo:
 	scripts/install-tinygo.sh

@@ -174,7 +174,7 @@ func FuzzReplies(f *testing.F) {
 	f.Add(e.B)
 	// Out-of-range codes decode (the codec does not know which function
 	// a reply answers); the host's typed calls refuse them
-	// (host/policy FuzzReplyValidation).
+	// (host/platform/guest FuzzReplyValidation).
 	e.Reset()
 	e.FilterReply(&FilterReply{Indexes: []uint16{1}, Entries: []FilterEntry{{Code(77), []string{"forged"}}}})
 	f.Add(e.B)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 func TestExampleClusterPlacements(t *testing.T) {

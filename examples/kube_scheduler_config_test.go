@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 // TestKubeSchedulerConfigExample runs kube-scheduler's documented

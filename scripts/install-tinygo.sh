@@ -60,7 +60,7 @@ GO_STD_BIN=$(GOTOOLCHAIN=$GO_FOR_TINYGO go env GOROOT)/bin
 
 # The build target (Debian's prebuilt wasi-libc and compiler-rt, whose
 # sources are git submodules the module zip lacks; -scheduler=none) is not
-# installed here: it lives in the repository, host/pluginbuild/wasip1-plugin.json,
+# installed here: it lives in the repository, host/tools/pluginbuild/wasip1-plugin.json,
 # and `wasmsched plugin build` carries its own copy of it.
 
 cat > "$PREFIX/env.sh" <<ENV

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/wasmsched/wasmsched/host/clusterread"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/run/clusterread"
 )
 
 // byteSize is a flag holding a byte count written as a Kubernetes

@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/wasmsched/wasmsched/host/kube"
-	"github.com/wasmsched/wasmsched/host/perfdriver"
+	"github.com/wasmsched/wasmsched/host/run/kube"
+	"github.com/wasmsched/wasmsched/host/tools/perfdriver"
 )
 
 func newPerfCommand(logger func() hclog.Logger) *cobra.Command {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmsched/wasmsched/host/perfdriver"
+	"github.com/wasmsched/wasmsched/host/tools/perfdriver"
 )
 
 func TestPerfReportTableAndJSON(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wasmsched/wasmsched/host/pluginbuild"
-	"github.com/wasmsched/wasmsched/host/scaffold"
+	"github.com/wasmsched/wasmsched/host/tools/pluginbuild"
+	"github.com/wasmsched/wasmsched/host/tools/scaffold"
 )
 
 func newPluginCommand() *cobra.Command {

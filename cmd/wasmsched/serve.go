@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/kube"
-	"github.com/wasmsched/wasmsched/host/scheduler"
+	"github.com/wasmsched/wasmsched/host/engines/scheduling/scheduler"
+	"github.com/wasmsched/wasmsched/host/run/kube"
 )
 
 func newServeCommand(logger func() hclog.Logger) *cobra.Command {

@@ -16,10 +16,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/wasmsched/wasmsched/host/clusterread"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/policy"
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/platform/guest"
+	"github.com/wasmsched/wasmsched/host/run/clusterread"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
@@ -243,7 +243,7 @@ func outcome(r *sim.PodResult) string {
 	s := r.Status
 	if r.Message != "" {
 		// One pod, one line: a message may carry a guest's text.
-		s += ": " + policy.GuestText(r.Message)
+		s += ": " + guest.Text(r.Message)
 	}
 	return s
 }
@@ -258,7 +258,7 @@ func printTable(w io.Writer, rep *sim.Report) error {
 		}
 		if p.Message != "" {
 			// One pod, one line: a message may carry a guest's text.
-			status += ": " + policy.GuestText(p.Message)
+			status += ": " + guest.Text(p.Message)
 		}
 		profile := p.Profile
 		if profile == "" {
@@ -302,7 +302,7 @@ func printTable(w io.Writer, rep *sim.Report) error {
 			node = "-"
 		}
 		if e.Err != "" {
-			detail = "ERROR " + policy.GuestText(e.Err)
+			detail = "ERROR " + guest.Text(e.Err)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.Op, e.Pod, node, detail)
 	}
@@ -314,7 +314,7 @@ func printTable(w io.Writer, rep *sim.Report) error {
 // target and the placements compaction evicted.
 func printVPods(w io.Writer, rep *sim.VPodReport) error {
 	for _, v := range rep.Ignored {
-		fmt.Fprintf(w, "\nVPOD %s ignored: %s\n", v.VPod, policy.GuestText(v.Error))
+		fmt.Fprintf(w, "\nVPOD %s ignored: %s\n", v.VPod, guest.Text(v.Error))
 	}
 	for _, s := range rep.Schedulers {
 		fmt.Fprintf(w, "\nVPODS %s (StatefulSet %s, %s)\n", s.Name, s.StatefulSet, s.Strategy)
@@ -335,7 +335,7 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			}
 			errText := "-"
 			if v.Error != "" {
-				errText = policy.GuestText(v.Error)
+				errText = guest.Text(v.Error)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", v.VPod, v.VReplicas, v.Pending, place, errText)
 		}
@@ -352,7 +352,7 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			action := "none"
 			switch {
 			case p.Error != "":
-				action = "error: " + policy.GuestText(p.Error)
+				action = "error: " + guest.Text(p.Error)
 			case p.Scaled:
 				action = fmt.Sprintf("scaled to %d", p.Target)
 			case p.Compacted:
@@ -398,7 +398,7 @@ func printEviction(w io.Writer, ev *sim.EvictionReport) error {
 				repl = e.Replacement + " -> " + where
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope,
-				policy.GuestText(e.Outcome), repl, policy.GuestText(e.Reason))
+				guest.Text(e.Outcome), repl, guest.Text(e.Reason))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -414,7 +414,7 @@ func printEviction(w io.Writer, ev *sim.EvictionReport) error {
 				now = "(removed)"
 			}
 			if t.Error != "" {
-				now += " ERROR " + policy.GuestText(t.Error)
+				now += " ERROR " + guest.Text(t.Error)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\n", t.Round, t.Node, now)
 		}
@@ -427,7 +427,7 @@ func printEviction(w io.Writer, ev *sim.EvictionReport) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tREASON")
 		for _, e := range ev.DryRun {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope, policy.GuestText(e.Reason))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope, guest.Text(e.Reason))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -438,7 +438,7 @@ func printEviction(w io.Writer, ev *sim.EvictionReport) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ROUND\tPOLICY\tCALL\tERROR")
 		for _, f := range ev.Failures {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", f.Round, f.Policy, f.Call, policy.GuestText(f.Error))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", f.Round, f.Policy, f.Call, guest.Text(f.Error))
 		}
 		return tw.Flush()
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 // simulate runs `wasmsched simulate args...` with compiled modules cached

@@ -18,10 +18,10 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
-	"github.com/wasmsched/wasmsched/host/modules"
-	"github.com/wasmsched/wasmsched/host/reload"
-	"github.com/wasmsched/wasmsched/host/sim"
-	"github.com/wasmsched/wasmsched/host/watch"
+	"github.com/wasmsched/wasmsched/host/platform/modules"
+	"github.com/wasmsched/wasmsched/host/run/reload"
+	"github.com/wasmsched/wasmsched/host/run/sim"
+	"github.com/wasmsched/wasmsched/host/run/watch"
 )
 
 // watchOptions are what a `simulate --watch` session runs: the same
@@ -283,7 +283,7 @@ func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 // registries (nil: none) so that unchanged modules are not compiled
 // again; the shadow run reuses the live run's modules when prev has none.
 // sim.Run copies what it admits and leaves objs as read, so both runs
-// start from the same objects (host/sim TestRunLeavesItsObjectsAsRead).
+// start from the same objects (host/run/sim TestRunLeavesItsObjectsAsRead).
 func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config.Configuration, shadowPath string,
 	opts sim.Options, prev *watchRun) (_ *watchRun, err error) {
 	r := &watchRun{}

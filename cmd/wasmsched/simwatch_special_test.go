@@ -14,9 +14,9 @@ import (
 
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
-	"github.com/wasmsched/wasmsched/host/modules"
-	"github.com/wasmsched/wasmsched/host/sim"
-	"github.com/wasmsched/wasmsched/host/watch"
+	"github.com/wasmsched/wasmsched/host/platform/modules"
+	"github.com/wasmsched/wasmsched/host/run/sim"
+	"github.com/wasmsched/wasmsched/host/run/watch"
 	"github.com/wasmsched/wasmsched/internal/testlog"
 	"github.com/wasmsched/wasmsched/plugins-wasm/dist"
 )

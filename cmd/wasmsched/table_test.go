@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 // TestTableKeepsEachPodOnOneLine: a message with line breaks (a stack

@@ -25,7 +25,7 @@
 //     binary's `simulate` on a manifest and returns where each pod went, so
 //     an author can test the real module, sandbox and all, from `go test`.
 //     (Inside a Go module that can import the host itself, the host package
-//     github.com/wasmsched/wasmsched/host/wasmtest does the same in-process.)
+//     github.com/wasmsched/wasmsched/host/tools/wasmtest does the same in-process.)
 //
 // The package is test code: a plugin's main package must not import it, so
 // it never reaches a Wasm module.

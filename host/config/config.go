@@ -61,8 +61,8 @@ type Configuration struct {
 	PodMaxBackoffSeconds     *int64 `json:"podMaxBackoffSeconds,omitempty"`
 	// Modules are the Wasm modules plugins come from; the builtin
 	// "default" bundle is always available unless a module takes its name.
-	Modules  []Module  `json:"modules,omitempty"`
-	Profiles []Profile `json:"profiles,omitempty"`
+	Modules  []ModuleSpec `json:"modules,omitempty"`
+	Profiles []Profile    `json:"profiles,omitempty"`
 	// Eviction configures the eviction coordinator; nil runs none.
 	Eviction *Eviction `json:"eviction,omitempty"`
 	// VPod configures Knative-style vpod schedulers; nil runs none.
@@ -97,8 +97,8 @@ const (
 	FailurePolicyIgnore FailurePolicy = "Ignore"
 )
 
-// Module is one Wasm module.
-type Module struct {
+// ModuleSpec is one Wasm module.
+type ModuleSpec struct {
 	Name string `json:"name"`
 	// Path of the .wasm file, relative to the configuration file's
 	// directory unless absolute; empty only for the builtin module.
@@ -113,7 +113,7 @@ type Module struct {
 	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
 	// CallTimeout is each call's deadline, as a duration ("250ms"). The
 	// host's pushes of its state (sync, observe, vpod_topology) get
-	// policy.PushAllowance of their size on top: moving the cluster into
+	// guest.PushAllowance of their size on top: moving the cluster into
 	// an instance is the host's work, not the policy's.
 	CallTimeout Duration `json:"callTimeout,omitempty"`
 	// FailurePolicy: Fail (default) or Ignore; the default of the
@@ -146,7 +146,7 @@ type ModulePlugin struct {
 
 // PluginFailurePolicy is the failure policy of one of the module's
 // plugins: its own, else the module's, else Fail.
-func (m *Module) PluginFailurePolicy(plugin string) FailurePolicy {
+func (m *ModuleSpec) PluginFailurePolicy(plugin string) FailurePolicy {
 	if p := m.Plugins[plugin].FailurePolicy; p != "" {
 		return p
 	}
@@ -165,7 +165,7 @@ type ModuleRef struct {
 	// Profile is the field path of the profile that owns the module
 	// ("profiles[1]", "profiles[1].shadow"), "" for a global module.
 	Profile string
-	Module  *Module
+	Module  *ModuleSpec
 }
 
 // AllModules lists every module entry, the global ones first, then each
@@ -216,7 +216,7 @@ type Profile struct {
 	// differ from the global modules' and from each other; a plugin must
 	// be served by one module only among those the profile sees. A
 	// shadow sees its own modules and the global ones, not its profile's.
-	Modules []Module `json:"modules,omitempty"`
+	Modules []ModuleSpec `json:"modules,omitempty"`
 	// Shadow is a candidate policy evaluated next to this profile: for
 	// every pod this profile schedules, the shadow profile (same shape;
 	// any module's plugins) decides too, off the scheduling goroutine and
@@ -466,7 +466,7 @@ func checkProfileModules(p *Profile, f string, global map[string]int, add func(f
 }
 
 // checkModule checks one module entry's settings (f is its field path).
-func checkModule(m *Module, f string, add func(field, format string, a ...any)) {
+func checkModule(m *ModuleSpec, f string, add func(field, format string, a ...any)) {
 	switch {
 	case m.Path == "" && !IsBuiltinModule(m.Name):
 		add(f+".path", "must not be empty (only a builtin module, %s, %s or %s, may leave it out to set its options)",

@@ -41,7 +41,7 @@ const (
 )
 
 // VPodSettings is one vpod scheduler with every default applied and its
-// policies resolved: what the engine (host/vpod.Settings) and serve run
+// policies resolved: what the engine (host/engines/vpod.Settings) and serve run
 // with.
 type VPodSettings struct {
 	Name string

@@ -44,7 +44,7 @@ const (
 	PolicyFailureError          = "error"
 )
 
-// Eviction are the eviction coordinator's metrics (host/eviction). A nil
+// Eviction are the eviction coordinator's metrics (host/engines/eviction). A nil
 // value records nothing, so the coordinator and its killer need no
 // metrics to run.
 type Eviction struct {

@@ -34,7 +34,7 @@ func (m *Metrics) wireEvictionAPIBlocked() {
 }
 
 // EvictionBlocked counts one 429 the Eviction API gave a preemption
-// victim's eviction (host/preemption's Metrics).
+// victim's eviction (host/engines/preemption's Metrics).
 func (p *PreemptionMetrics) EvictionBlocked() {
 	if p != nil && p.apiBlocked != nil {
 		p.apiBlocked.Inc()

@@ -9,7 +9,7 @@
 // There is no package-level state: New registers a fresh set of metrics
 // with the Registerer it is given, and the result is injected into the
 // parts that record (modules.Options, scheduler.Options via
-// AssembleOptions, policy.Config). Tests therefore never share counters,
+// AssembleOptions, guest.PoolConfig). Tests therefore never share counters,
 // and a nil *Metrics is a valid value whose every method does nothing, so
 // code that does not care about metrics passes nothing.
 //

@@ -7,7 +7,7 @@ import (
 )
 
 // PreemptionMetrics are kube-scheduler's preemption metrics. It satisfies
-// host/preemption's Metrics interface (without importing it, which would
+// host/engines/preemption's Metrics interface (without importing it, which would
 // make an import cycle through the framework); a nil value records
 // nothing.
 type PreemptionMetrics struct {

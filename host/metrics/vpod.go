@@ -2,7 +2,7 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// VPod are the vpod engine's metrics (host/vpod). A nil value records
+// VPod are the vpod engine's metrics (host/engines/vpod). A nil value records
 // nothing, so the engine needs no metrics to run.
 type VPod struct {
 	policyFailures *prometheus.CounterVec

@@ -1,6 +1,6 @@
 // Package zonepreference is the Go twin of the Rust example module in
 // plugins-rust/zonepreference: the same policy written against the Go SDK,
-// so tests can run it natively (host/native) as the oracle the Rust build
+// so tests can run it natively (host/platform/runtime/native) as the oracle the Rust build
 // must agree with, verdict for verdict and score for score. The Rust
 // module is written from docs/ABI.md alone; this twin keeps it honest.
 //

@@ -77,7 +77,7 @@ func testFuncs(t *testing.T, root string) (map[string]bool, string) {
 // "Sandbox guarantees" table to the tests it says prove each bound:
 // every test function it names is declared somewhere in the repository,
 // and every conformance row it names (`group/case`, `group/*`) is a row
-// of host/backendtest's suite. A renamed or deleted test makes the table
+// of host/platform/runtime/backendtest's suite. A renamed or deleted test makes the table
 // cite nothing, which is what this catches.
 func TestSandboxTableNamesExistingTests(t *testing.T) {
 	root := repoRoot(t)
@@ -104,7 +104,7 @@ func TestSandboxTableNamesExistingTests(t *testing.T) {
 		}
 		row := strings.TrimSuffix(m[1], "*")
 		if !conformanceHas(conformance, row) {
-			t.Errorf("docs/ARCHITECTURE.md sandbox table cites conformance row %q, which host/backendtest does not have", m[1])
+			t.Errorf("docs/ARCHITECTURE.md sandbox table cites conformance row %q, which host/platform/runtime/backendtest does not have", m[1])
 		}
 	}
 }

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/wasmsched/wasmsched/host/clusterread"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/run/clusterread"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 // A live cluster read through clusterread's guarded client becomes a

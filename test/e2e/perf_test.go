@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/kube"
-	"github.com/wasmsched/wasmsched/host/perfdriver"
+	"github.com/wasmsched/wasmsched/host/run/kube"
+	"github.com/wasmsched/wasmsched/host/tools/perfdriver"
 )
 
 // TestPerfDriverAgainstServe runs the load driver (wasmsched perf) against

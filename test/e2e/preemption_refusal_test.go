@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/preemption"
 	"github.com/wasmsched/wasmsched/host/metrics"
-	"github.com/wasmsched/wasmsched/host/preemption"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/kube"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/run/kube"
 )
 
 // TestTwoProfilesShareOneCluster runs the example's two profiles in one

@@ -14,8 +14,8 @@ import (
 
 	"github.com/wasmsched/wasmsched/deploy"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/eviction"
-	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/engines/eviction"
+	"github.com/wasmsched/wasmsched/host/run/kube"
 )
 
 // TestDeployRBACIsEnough applies deploy/wasmsched.yaml's ServiceAccount

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/kube"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/run/kube"
 	"github.com/wasmsched/wasmsched/internal/testmetrics"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )

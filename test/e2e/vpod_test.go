@@ -26,7 +26,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/deploy"
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/kube"
+	"github.com/wasmsched/wasmsched/host/run/kube"
 	"github.com/wasmsched/wasmsched/internal/testlog"
 )
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmsched/wasmsched/host/pluginbuild"
-	"github.com/wasmsched/wasmsched/host/wasmtest"
+	"github.com/wasmsched/wasmsched/host/tools/pluginbuild"
+	"github.com/wasmsched/wasmsched/host/tools/wasmtest"
 )
 
 const (

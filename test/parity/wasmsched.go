@@ -8,8 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wasmsched/wasmsched/host/config"
-	"github.com/wasmsched/wasmsched/host/modules"
-	"github.com/wasmsched/wasmsched/host/sim"
+	"github.com/wasmsched/wasmsched/host/platform/modules"
+	"github.com/wasmsched/wasmsched/host/run/sim"
 )
 
 // Wasmsched places cases' pending pods the way `wasmsched simulate`

@@ -1,8 +1,8 @@
 // Package compcache keeps compiled Wasm code on disk so that it can be
 // trusted: whoever can change an entry decides what a module executes,
 // whatever the module's sha256 pin says, so an entry is bound to what it
-// was compiled from and checked before use. host/wasm (wazero) and
-// host/wasmtime share it.
+// was compiled from and checked before use. host/platform/runtime/wasm (wazero) and
+// host/platform/runtime/wasmtime share it.
 package compcache
 
 import (

@@ -5,7 +5,7 @@
 // guest's last words on stderr (a Go or TinyGo panic message) are kept so
 // that a failing call's error can quote them on one line.
 //
-// host/wasm (wazero) and host/wasmtime share it, so a guest's output reads
+// host/platform/runtime/wasm (wazero) and host/platform/runtime/wasmtime share it, so a guest's output reads
 // and is bounded the same on either runtime.
 package guestout
 
@@ -22,7 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
-	"github.com/wasmsched/wasmsched/host/policy"
+	"github.com/wasmsched/wasmsched/host/platform/guest"
 )
 
 // Bounds on what a guest can make the host log: its stdout and stderr
@@ -227,8 +227,8 @@ func (o *Output) line(stream int, cut bool) {
 	o.partial[stream] = o.partial[stream][:0]
 	o.note(stream, text)
 	// A guest's line reaches operators' terminals and log pipelines: no
-	// control characters or escape sequences pass (policy.GuestText).
-	text = policy.GuestText(text)
+	// control characters or escape sequences pass (guest.Text).
+	text = guest.Text(text)
 	if cut {
 		o.Emit(hclog.Info, text+" [line cut]", "stream", streamNames[stream])
 		return
@@ -284,10 +284,10 @@ func (o *Output) Log(level abi.LogLevel, msg []byte) {
 		suffix = " [line cut]"
 	}
 	if i := strings.IndexByte(text, abi.LogPluginSeparator); i > 0 {
-		o.Emit(policy.HclogLevel(level), policy.GuestText(text[i+1:])+suffix, "plugin", policy.GuestText(text[:i]))
+		o.Emit(guest.HclogLevel(level), guest.Text(text[i+1:])+suffix, "plugin", guest.Text(text[:i]))
 		return
 	}
-	o.Emit(policy.HclogLevel(level), policy.GuestText(text)+suffix)
+	o.Emit(guest.HclogLevel(level), guest.Text(text)+suffix)
 }
 
 // DescribeTrap says in one line why guest code trapped, given the

@@ -67,8 +67,8 @@ func (s Signature) String() string {
 // Import names an imported function.
 type Import struct{ Module, Name string }
 
-// Module is what the check needs to know of a compiled module.
-type Module struct {
+// Shape is what the check needs to know of a compiled module.
+type Shape struct {
 	Funcs    map[string]Signature // exported functions by name
 	Memories map[string]bool      // names of exported memories
 	Imports  []Import             // imported functions
@@ -100,7 +100,7 @@ var ErrNotReactor = errors.New("module is a command (exports _start), not a reac
 
 // Check refuses a module that is not a wasmsched reactor, naming every
 // problem in one sorted line.
-func Check(m Module) error {
+func Check(m Shape) error {
 	if _, ok := m.Funcs["_start"]; ok {
 		if _, ok := m.Funcs["_initialize"]; !ok {
 			return ErrNotReactor

@@ -9,8 +9,8 @@ import (
 )
 
 // reactor is a well-shaped module.
-func reactor() Module {
-	m := Module{Funcs: map[string]Signature{}, Memories: map[string]bool{MemoryExport: true}}
+func reactor() Shape {
+	m := Shape{Funcs: map[string]Signature{}, Memories: map[string]bool{MemoryExport: true}}
 	for name, sig := range Required {
 		m.Funcs[name] = sig
 	}
@@ -25,12 +25,12 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		edit  func(m *Module)
+		edit  func(m *Shape)
 		words []string
 	}{
-		{"command", func(m *Module) { delete(m.Funcs, Initialize.Name); m.Funcs["_start"] = Signature{} },
+		{"command", func(m *Shape) { delete(m.Funcs, Initialize.Name); m.Funcs["_start"] = Signature{} },
 			[]string{"is a command (exports _start)"}},
-		{"every problem, sorted", func(m *Module) {
+		{"every problem, sorted", func(m *Shape) {
 			delete(m.Memories, MemoryExport)
 			delete(m.Funcs, abi.ExportCall)
 			m.Funcs[abi.ExportInput] = Signature{[]ValueType{I64}, []ValueType{I32}}

@@ -1,5 +1,5 @@
 // Package wasmbin reads and writes the WebAssembly binary format, as much
-// of it as the host's module rewriting (host/wasm: Instrument and
+// of it as the host's module rewriting (host/platform/runtime/wasm: Instrument and
 // InlineFills) needs: the sections of a module, the types, instructions,
 // element segments and constant expressions in them, and LEB128 integers.
 // It knows Wasm 1.0 and the proposals the host accepts (bulk memory,

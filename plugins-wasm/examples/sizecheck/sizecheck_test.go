@@ -80,7 +80,7 @@ func TestModuleSize(t *testing.T) {
 	}
 	// The project's TinyGo target, the one `make wasm` and `wasmsched
 	// plugin build` use (this package is plugins-wasm/examples/sizecheck).
-	target, err := filepath.Abs("../../../host/pluginbuild/wasip1-plugin.json")
+	target, err := filepath.Abs("../../../host/tools/pluginbuild/wasip1-plugin.json")
 	if err != nil {
 		t.Fatal(err)
 	}

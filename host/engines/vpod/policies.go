@@ -1,0 +1,362 @@
+package vpod
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/platform/bind"
+	"github.com/wasmsched/wasmsched/host/platform/guest"
+	"github.com/wasmsched/wasmsched/host/platform/modules"
+)
+
+// Policy IDs the engine registers with every module: one per policy kind.
+const (
+	schedPolicyID   = 1
+	deschedPolicyID = 2
+)
+
+// Policies are the scheduling and descheduling policies bound to the
+// modules serving their plugins: one instance pool per module (placement
+// steps run one at a time), each module registered with the entries of
+// each policy it serves. A reload builds new Policies (RebindPolicies,
+// keeping the pools of unchanged modules) and swaps them in with
+// Scheduler.SetPolicies; Close the old ones afterwards.
+type Policies struct {
+	sched, desched *boundPolicy
+	pools          []modulePool
+	// loaded holds the pools of the modules of a registry (nil for
+	// policies bound to fakes).
+	loaded *bind.Pools
+	log    hclog.Logger
+}
+
+// boundPolicy is one policy resolved against the modules.
+type boundPolicy struct {
+	name string // "scheduler" or "descheduler", for logs
+	src  *Policy
+	// preds and prios are the policy's entries a module serves, in
+	// policy order (unknown plugins left out, as Knative skips them).
+	preds, prios []boundEntry
+	// configuredPrios: the policy lists priorities at all (Knative
+	// scores every feasible pod 1 when it lists none).
+	configuredPrios bool
+	mods            []*moduleShare
+}
+
+// boundEntry is one served entry of a policy.
+type boundEntry struct {
+	name   string
+	weight int64
+	mod    int // index in boundPolicy.mods
+	local  int // index in that module's VPodPolicy.Entries
+	// summed: the entry's weighted scores go into the total (Knative
+	// keeps one score list per plugin name, so of several priorities
+	// with the same plugin only the last one counts; every one of them
+	// may still abort scoring).
+	summed bool
+	// invalid is the module's reason for refusing the entry's args.
+	invalid string
+}
+
+// moduleShare is the part of a policy one module serves.
+type moduleShare struct {
+	pool   modulePool
+	policy *abi.VPodPolicy
+	// global maps a module-local entry index to the index in preds
+	// (predicates) or prios (priorities).
+	global []int
+	kinds  []abi.VPodEntryKind
+}
+
+// vpodClient is the vpod part of a checked-out module instance
+// (*guest.Client, ABI v1.3).
+type vpodClient interface {
+	EnsureVPodPolicy(ctx context.Context, p *abi.VPodPolicy) (*abi.VPodPolicyReply, error)
+	VPodTopology(ctx context.Context, t *abi.VPodTopology) error
+	VPodStep(ctx context.Context, p *abi.VPodPolicy, s *abi.VPodStep) (*abi.VPodStepReply, error)
+}
+
+var _ vpodClient = (*guest.Client)(nil)
+
+// modulePool hands out instances of one module.
+type modulePool interface {
+	name() string
+	get(ctx context.Context) (vpodClient, error)
+	put(ctx context.Context, c vpodClient)
+}
+
+// policyPool is a modulePool over a guest.Pool.
+type policyPool struct{ m *guest.Pool }
+
+func (p policyPool) name() string { return p.m.Name() }
+
+func (p policyPool) get(ctx context.Context) (vpodClient, error) {
+	c, err := p.m.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (p policyPool) put(ctx context.Context, c vpodClient) {
+	if pc, ok := c.(*guest.Client); ok {
+		p.m.Put(ctx, pc)
+	}
+}
+
+// NewPolicies binds the scheduling and descheduling policies (either may
+// be nil) to the modules of reg that serve their plugins. A plugin name
+// no module serves is logged and skipped (Knative v1.16.0 skips names
+// missing from its registry); a served plugin that is not a vpod
+// predicate or priority is an error naming it. A name listed as a
+// predicate whose plugin is only a priority (or the reverse) is skipped
+// too, as Knative's registry of that kind would not find it.
+func NewPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Policy, log hclog.Logger) (*Policies, error) {
+	return RebindPolicies(ctx, reg, sched, desched, log, nil)
+}
+
+// RebindPolicies is NewPolicies for a reload: where prev (the running
+// policies, or nil) has a pool of the same compiled module, the new
+// policies share it instead of loading and initialising a new instance
+// (registering a changed policy with it replaces the old one under the
+// same ID). prev stays usable and must still be closed.
+func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Policy, log hclog.Logger, prev *Policies) (*Policies, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	need := bind.Need{Points: abi.PointsVPod, Role: "a vpod predicate or priority"}
+	resolve := func(name string) (*modules.Compiled, int, error) {
+		need.Plugin = name
+		m, idx, err := bind.Resolve(reg, "", need)
+		if _, unserved := err.(*bind.UnservedError); unserved {
+			return nil, -1, nil
+		}
+		return m, idx, err
+	}
+	p := &Policies{log: log}
+	var prevPools *bind.Pools
+	if reg != nil {
+		p.loaded = bind.New(bind.Options{PoolSize: 1, Metrics: reg.Metrics()})
+	}
+	if prev != nil {
+		prevPools = prev.loaded
+	}
+	pools := map[*modules.Compiled]modulePool{}
+	load := func(m *modules.Compiled) (modulePool, error) {
+		if mp, ok := pools[m]; ok {
+			return mp, nil
+		}
+		i := p.loaded.Add(m)
+		if err := p.loaded.Load(ctx, prevPools); err != nil {
+			return nil, fmt.Errorf("load module %q: %w", m.Config.Name, err)
+		}
+		mp := policyPool{m: p.loaded.Entry(i).Pool}
+		pools[m] = mp
+		p.pools = append(p.pools, mp)
+		return mp, nil
+	}
+	var err error
+	bind := func(which string, pol *Policy) *boundPolicy {
+		if pol == nil || err != nil {
+			return nil
+		}
+		var bp *boundPolicy
+		bp, err = bindPolicy(which, pol, log, func(name string, kind abi.VPodEntryKind) (modulePool, uint32, bool, error) {
+			m, idx, rerr := resolve(name)
+			if rerr != nil || m == nil {
+				return nil, 0, false, rerr
+			}
+			want := abi.PointVPodPredicate
+			if kind == abi.VPodPriority {
+				want = abi.PointVPodPriority
+			}
+			if !m.Manifest.Plugins[idx].Points.Has(want) {
+				return nil, 0, false, nil
+			}
+			mp, lerr := load(m)
+			if lerr != nil {
+				return nil, 0, false, lerr
+			}
+			return mp, uint32(idx), true, nil
+		})
+		return bp
+	}
+	p.sched = bind("scheduler", sched)
+	p.desched = bind("descheduler", desched)
+	if err == nil {
+		err = p.register(ctx)
+	}
+	if err != nil {
+		p.Close(ctx)
+		return nil, err
+	}
+	return p, nil
+}
+
+// resolver finds the module serving a plugin as a predicate or priority:
+// ok false means no module does (skipped).
+type resolver func(name string, kind abi.VPodEntryKind) (pool modulePool, plugin uint32, ok bool, err error)
+
+// bindPolicy resolves each entry of pol and groups the served ones per
+// module.
+func bindPolicy(which string, pol *Policy, log hclog.Logger, resolve resolver) (*boundPolicy, error) {
+	bp := &boundPolicy{name: which, src: pol, configuredPrios: len(pol.Priorities) > 0}
+	byPool := map[modulePool]int{}
+	add := func(e PolicyEntry, kind abi.VPodEntryKind, field string, i int) (boundEntry, bool, error) {
+		pool, plugin, ok, err := resolve(e.Name, kind)
+		if err != nil {
+			return boundEntry{}, false, fmt.Errorf("%s policy %s[%d]: %w", which, field, i, err)
+		}
+		if !ok {
+			log.Error("vpod policy plugin not found; skipped", "policy", which, "kind", field, "plugin", e.Name)
+			return boundEntry{}, false, nil
+		}
+		mi, seen := byPool[pool]
+		if !seen {
+			mi = len(bp.mods)
+			byPool[pool] = mi
+			bp.mods = append(bp.mods, &moduleShare{pool: pool, policy: &abi.VPodPolicy{ID: policyID(which)}})
+		}
+		ms := bp.mods[mi]
+		var args []byte
+		if e.Args != nil {
+			args = append([]byte{}, e.Args...)
+		}
+		ms.policy.Entries = append(ms.policy.Entries, abi.VPodEntry{Plugin: plugin, Kind: kind, Args: args})
+		ms.kinds = append(ms.kinds, kind)
+		return boundEntry{name: e.Name, weight: e.Weight, mod: mi, local: len(ms.policy.Entries) - 1}, true, nil
+	}
+	for i, e := range pol.Predicates {
+		be, ok, err := add(e, abi.VPodPredicate, "predicates", i)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			bp.mods[be.mod].global = append(bp.mods[be.mod].global, len(bp.preds))
+			bp.preds = append(bp.preds, be)
+		}
+	}
+	for i, e := range pol.Priorities {
+		be, ok, err := add(e, abi.VPodPriority, "priorities", i)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			bp.mods[be.mod].global = append(bp.mods[be.mod].global, len(bp.prios))
+			bp.prios = append(bp.prios, be)
+		}
+	}
+	// Of priorities sharing a plugin name, only the last is summed.
+	for i := range bp.prios {
+		bp.prios[i].summed = true
+		for j := i + 1; j < len(bp.prios); j++ {
+			if bp.prios[j].name == bp.prios[i].name {
+				bp.prios[i].summed = false
+				break
+			}
+		}
+	}
+	return bp, nil
+}
+
+func policyID(which string) uint32 {
+	if which == "descheduler" {
+		return deschedPolicyID
+	}
+	return schedPolicyID
+}
+
+// register registers every policy share with an instance of its module,
+// logging the entries whose args the module refuses (they stay: their
+// predicate refuses every pod and their priority fails scoring, as
+// Knative's plugins do when they cannot decode their args).
+func (p *Policies) register(ctx context.Context) error {
+	for _, bp := range []*boundPolicy{p.sched, p.desched} {
+		if bp == nil {
+			continue
+		}
+		for _, ms := range bp.mods {
+			c, err := ms.pool.get(ctx)
+			if err != nil {
+				return fmt.Errorf("%s policy: module %q: %w", bp.name, ms.pool.name(), err)
+			}
+			reply, err := c.EnsureVPodPolicy(ctx, ms.policy)
+			ms.pool.put(ctx, c)
+			if err != nil {
+				return fmt.Errorf("%s policy: register with module %q: %w", bp.name, ms.pool.name(), err)
+			}
+			bp.noteInvalid(ms, reply, p.log)
+		}
+	}
+	return nil
+}
+
+// noteInvalid records (and logs, the first time) the entries whose args
+// the module refused.
+func (bp *boundPolicy) noteInvalid(ms *moduleShare, reply *abi.VPodPolicyReply, log hclog.Logger) {
+	if reply == nil {
+		return
+	}
+	for local, msg := range reply.Invalid {
+		if msg == "" || local >= len(ms.global) {
+			continue
+		}
+		e := bp.entry(ms, local)
+		if e.invalid == "" {
+			log.Warn("vpod policy entry has invalid arguments", "policy", bp.name, "plugin", e.name, "module", ms.pool.name(), "reason", guest.Text(msg))
+		}
+		e.invalid = msg
+	}
+}
+
+// entry is the bound entry of a module-local index.
+func (bp *boundPolicy) entry(ms *moduleShare, local int) *boundEntry {
+	if ms.kinds[local] == abi.VPodPredicate {
+		return &bp.preds[ms.global[local]]
+	}
+	return &bp.prios[ms.global[local]]
+}
+
+// plugins names the plugins module ms serves in the policy, in policy
+// order, each once, comma-separated: a module-wide step failure cannot be
+// told apart between them.
+func (bp *boundPolicy) plugins(ms *moduleShare) string {
+	var names []string
+	seen := map[string]bool{}
+	for local := range ms.kinds {
+		if n := bp.entry(ms, local).name; !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// Sched is the scheduling policy as configured (nil if none).
+func (p *Policies) Sched() *Policy {
+	if p == nil || p.sched == nil {
+		return nil
+	}
+	return p.sched.src
+}
+
+// Desched is the descheduling policy as configured (nil if none).
+func (p *Policies) Desched() *Policy {
+	if p == nil || p.desched == nil {
+		return nil
+	}
+	return p.desched.src
+}
+
+// Close closes the module pools (those later policies share stay open
+// until they are closed too).
+func (p *Policies) Close(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	p.loaded.Close(ctx)
+	p.pools = nil
+}

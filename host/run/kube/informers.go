@@ -1,0 +1,251 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/scheduling/scheduler"
+	"github.com/wasmsched/wasmsched/host/internal/convert"
+)
+
+// Watch starts shared informers for pods, nodes and namespaces that feed
+// the scheduler, and waits until their caches have synced. An object that
+// cannot be converted is logged and skipped, never fatal.
+//
+// Services, ReplicaSets and StatefulSets, PodDisruptionBudgets and
+// PriorityClasses are watched too, and synced first, because a pod is
+// converted with what they say: its default spread selector is made of
+// the controllers that select it (convert.ControllerSelector), and it
+// carries its PriorityClass's disruption guard.
+func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger) error {
+	f := informers.NewSharedInformerFactory(client, 0)
+	skip := func(what string, err error) {
+		log.Warn("skipping object the scheduler cannot represent", "object", what, "error", err)
+	}
+	ctrl := newControllerListers(f)
+	if err := watchPolicy(f, s, log); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	if err := waitSynced(ctx, f); err != nil {
+		return err
+	}
+	// podOf converts a pod and, for a pending pod of ours, computes the
+	// default spread selector from the controllers that select it.
+	podOf := func(obj any) (*abi.Pod, error) {
+		p, err := convertPod(obj)
+		if err == nil && p.NodeName == "" && s.Responsible(p) {
+			p.ControllerSelector = ctrl.selector(obj.(*corev1.Pod))
+		}
+		return p, err
+	}
+
+	nodes := f.Core().V1().Nodes().Informer()
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if n, err := nodeOf(obj); err == nil {
+				s.OnNodeAdd(n)
+			} else {
+				skip("node", err)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, err1 := nodeOf(oldObj)
+			n, err2 := nodeOf(newObj)
+			if err1 == nil && err2 == nil {
+				s.OnNodeUpdate(o, n)
+			} else if err2 != nil {
+				skip("node", err2)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if n, ok := unwrap(obj).(*corev1.Node); ok {
+				s.OnNodeDelete(n.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+
+	pods := f.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if gated(obj) {
+				return
+			}
+			if p, err := podOf(obj); err == nil {
+				s.OnPodAdd(p)
+			} else {
+				skip("pod", err)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if gated(newObj) {
+				return
+			}
+			o, err1 := podOf(oldObj)
+			if err1 == nil && gated(oldObj) {
+				err1 = errors.New("was gated") // its last gate is gone: new to us
+			}
+			if np, ok := newObj.(*corev1.Pod); ok && convert.Finished(np) {
+				if err1 == nil {
+					s.OnPodDelete(o) // a finished pod frees its node
+				}
+				return
+			}
+			p, err2 := podOf(newObj)
+			switch {
+			case err2 != nil:
+				skip("pod", err2)
+			case err1 != nil:
+				s.OnPodAdd(p)
+			default:
+				s.OnPodUpdate(o, p)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p, err := podOf(unwrap(obj)); err == nil {
+				s.OnPodDelete(p)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
+
+	nss := f.Core().V1().Namespaces().Informer()
+	onNS := func(obj any) {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			s.OnNamespace(ns.Name, labelsOf(ns.Labels))
+		}
+	}
+	if _, err := nss.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onNS,
+		UpdateFunc: func(_, newObj any) { onNS(newObj) },
+		DeleteFunc: func(obj any) {
+			if ns, ok := unwrap(obj).(*corev1.Namespace); ok {
+				s.OnNamespaceDelete(ns.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("namespace informer: %w", err)
+	}
+
+	f.Start(ctx.Done())
+	return waitSynced(ctx, f)
+}
+
+func waitSynced(ctx context.Context, f informers.SharedInformerFactory) error {
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache for %v did not sync", typ)
+		}
+	}
+	return nil
+}
+
+// controllerListers read the objects that make up a pod's default spread
+// selector from the informers' caches.
+type controllerListers struct {
+	services     corelisters.ServiceLister
+	rcs          corelisters.ReplicationControllerLister
+	replicaSets  appslisters.ReplicaSetLister
+	statefulSets appslisters.StatefulSetLister
+}
+
+func newControllerListers(f informers.SharedInformerFactory) *controllerListers {
+	return &controllerListers{
+		services:     f.Core().V1().Services().Lister(),
+		rcs:          f.Core().V1().ReplicationControllers().Lister(),
+		replicaSets:  f.Apps().V1().ReplicaSets().Lister(),
+		statefulSets: f.Apps().V1().StatefulSets().Lister(),
+	}
+}
+
+// selector lists the pod namespace's Services and controllers and
+// combines the Services that select the pod with its controller's
+// selector (convert.ControllerSelector). A lister error (never expected
+// from a synced cache) means no default selector.
+func (c *controllerListers) selector(p *corev1.Pod) *abi.LabelSelector {
+	ns := p.Namespace
+	var objs convert.Controllers
+	var err1, err2, err3, err4 error
+	objs.Services, err1 = c.services.Services(ns).List(k8slabels.Everything())
+	objs.ReplicationControllers, err2 = c.rcs.ReplicationControllers(ns).List(k8slabels.Everything())
+	objs.ReplicaSets, err3 = c.replicaSets.ReplicaSets(ns).List(k8slabels.Everything())
+	objs.StatefulSets, err4 = c.statefulSets.StatefulSets(ns).List(k8slabels.Everything())
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return nil
+	}
+	return convert.ControllerSelector(p, objs)
+}
+
+// gated reports whether obj is a pending pod that still has scheduling
+// gates (spec.schedulingGates). kube-scheduler's SchedulingGates plugin
+// keeps such pods out of its active queue; wasmsched does not hand them to
+// its queue at all until the last gate is removed (gates can only be
+// removed, never added, after creation). So they are not counted in
+// pending_pods{queue="gated"}, which counts pods held by PreEnqueue plugins.
+func gated(obj any) bool {
+	p, ok := obj.(*corev1.Pod)
+	return ok && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) > 0
+}
+
+// unwrap returns the object inside a delete tombstone.
+func unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func nodeOf(obj any) (*abi.Node, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil, fmt.Errorf("not a node: %T", obj)
+	}
+	an, err := convert.Node(n)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return an, nil
+}
+
+func convertPod(obj any) (*abi.Pod, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("not a pod: %T", obj)
+	}
+	if convert.Finished(p) {
+		// Finished pods hold no resources; treat them as gone.
+		return nil, fmt.Errorf("pod %s/%s has finished", p.Namespace, p.Name)
+	}
+	ap, err := convert.Pod(p)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return ap, nil
+}
+
+func labelsOf(m map[string]string) abi.Labels {
+	ls := make(abi.Labels, 0, len(m))
+	for k, v := range m {
+		ls = append(ls, abi.Label{Key: k, Value: v})
+	}
+	for i := 1; i < len(ls); i++ {
+		for j := i; j > 0 && ls[j].Key < ls[j-1].Key; j-- {
+			ls[j], ls[j-1] = ls[j-1], ls[j]
+		}
+	}
+	return ls
+}
