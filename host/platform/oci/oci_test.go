@@ -31,8 +31,8 @@ type store struct {
 	*memory.Store
 	byDigest map[string]ocispec.Descriptor // what a registry resolves by digest
 	down     bool
-	tamper bool
-	pulls  int
+	tamper   bool
+	pulls    int
 }
 
 func (s *store) Fetch(ctx context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
