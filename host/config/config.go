@@ -267,16 +267,30 @@ func (c *Configuration) AllModules() []ModuleRef {
 	return out
 }
 
-// ModulePaths lists the files of every module entry (AllModules), the
+// ModulePaths lists the files of every module entry (AllModules): module
+// files, and the pull secrets and CA files of modules from images, the
 // files whose change may change what runs: what a reload watches.
 func (c *Configuration) ModulePaths() []string {
 	var ps []string
 	for _, m := range c.AllModules() {
-		if m.Module.Path != "" {
-			ps = append(ps, m.Module.Path)
+		for _, p := range []string{m.Module.Path, m.Module.PullSecret, m.Module.CAFile} {
+			if p != "" {
+				ps = append(ps, p)
+			}
 		}
 	}
 	return ps
+}
+
+// ModuleImages lists the entries whose module comes from an image.
+func (c *Configuration) ModuleImages() []ModuleRef {
+	var out []ModuleRef
+	for _, m := range c.AllModules() {
+		if m.Module.Image != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Profile is one scheduler profile, selected by pods' spec.schedulerName.
