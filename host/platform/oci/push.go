@@ -10,6 +10,8 @@ import (
 	v1 "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 // wasmConfig is the CNCF layout's config blob. It carries no creation
@@ -63,4 +65,10 @@ func Push(ctx context.Context, target oras.Target, tag string, wasm []byte) (Pus
 		}
 	}
 	return Pushed{Manifest: mdesc.Digest.String(), SHA256: layer.Digest.Encoded()}, nil
+}
+
+// ReadModule reads a module file to push: a regular file of at most max
+// bytes (a FIFO, a device or an oversized file is refused before reading).
+func ReadModule(path string, max int64) ([]byte, error) {
+	return boundedread.ReadFile(path, max, boundedread.Regular, "a Wasm module")
 }
