@@ -449,9 +449,17 @@ func (r *Reloader) pollable() []*modules.Compiled {
 }
 
 // tagsMoved reports whether a polled tag names another manifest than the
-// one serving. A registry that cannot be asked is logged and changes
-// nothing: the serving module keeps serving.
+// one serving, or a FailOpen module the serving configuration runs
+// without is due another try. A registry that cannot be asked is logged
+// and changes nothing: the serving module keeps serving.
 func (r *Reloader) tagsMoved(ctx context.Context) bool {
+	r.mu.Lock()
+	gone := r.reg.Unavailable()
+	r.mu.Unlock()
+	if len(gone) > 0 {
+		r.log.Info("retrying the modules the configuration runs without", "modules", len(gone))
+		return true
+	}
 	for _, m := range r.pollable() {
 		d, err := r.o.Modules.Fetcher.Resolve(ctx, &m.Config)
 		if err != nil {
