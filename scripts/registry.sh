@@ -15,7 +15,7 @@
 # ${WASMSCHED_REGISTRY_CACHE:-$HOME/.cache/wasmsched/registry}/v$REGISTRY_VERSION
 # (first build about 2 minutes on 2 cores; cached: instant).
 set -euo pipefail
-REGISTRY_VERSION=${REGISTRY_VERSION:-3.1.2}
+REGISTRY_VERSION=${REGISTRY_VERSION:-3.1.1} # v3.1.2 needs Go 1.26; the project builds with Go 1.25
 CACHE=${WASMSCHED_REGISTRY_CACHE:-$HOME/.cache/wasmsched/registry}/v$REGISTRY_VERSION
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
