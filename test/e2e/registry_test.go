@@ -283,3 +283,51 @@ func TestServeFromARegistryFollowsAMovedTag(t *testing.T) {
 	waitFor(t, ctx, "the moved tag's reload", func() bool { return reloads() >= 3 })
 	placeOne("node-b")
 }
+
+// TestServeFailOpenWithoutARegistry: a FailOpen module whose registry
+// cannot be reached leaves serve running without its plugin, with a
+// ModuleUnavailable Warning Event on serve's own Pod (the downward API's
+// POD_NAME and POD_NAMESPACE), and pods scheduled by the rest.
+func TestServeFailOpenWithoutARegistry(t *testing.T) {
+	client := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Setenv("POD_NAME", "wasmsched-0")
+	t.Setenv("POD_NAMESPACE", "default")
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := `apiVersion: wasmsched.io/v1alpha1
+kind: WasmSchedulerConfiguration
+modules:
+- name: zonepicker
+  image: 127.0.0.1:1/policies/zonepicker@sha256:` + strings.Repeat("a", 64) + `
+  failStrategy: FailOpen
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      enabled:
+      - name: ZonePicker
+`
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNode(t, ctx, client, node("n1", "4"))
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: cfg, ConfigPath: cfgPath, ModuleCacheDir: t.TempDir(),
+		Log: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}})})
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod("p", "", "100m"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "p bound without the unavailable module", func() bool { return boundTo(ctx, client, "p") == "n1" })
+	waitFor(t, ctx, "a ModuleUnavailable Event on serve's Pod", func() bool {
+		for _, ev := range events(ctx, client, "wasmsched-0") {
+			if ev.Reason == "ModuleUnavailable" && ev.Type == "Warning" && strings.Contains(ev.Message, `module "zonepicker"`) {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -131,7 +131,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer vpods.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
-		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, PollInterval: o.ModulePollInterval})
+		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, PollInterval: o.ModulePollInterval,
+		OnUnavailable: rec.ModuleUnavailable})
 	if err != nil {
 		return err
 	}

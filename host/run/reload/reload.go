@@ -80,6 +80,10 @@ type Options struct {
 	// OnSwap, if set, is called after each configuration that went live,
 	// with it.
 	OnSwap func(*config.Configuration)
+	// OnUnavailable, if set, is called with the FailOpen modules a
+	// configuration going live runs without (at New, and after each swap
+	// that has any): serve reports them as Events.
+	OnUnavailable func([]modules.Unavailable)
 	// Now is the clock for the last-success timestamp (nil: time.Now).
 	Now func() time.Time
 }
@@ -154,6 +158,9 @@ func New(o Options) (*Reloader, error) {
 	r.digest = fingerprint(raw, o.Registry)
 	o.Metrics.SetServingModules(servingModules(o.Registry))
 	o.Metrics.SetUnavailableModules(unavailable(o.Registry))
+	if u := o.Registry.Unavailable(); len(u) > 0 && o.OnUnavailable != nil {
+		o.OnUnavailable(u)
+	}
 	o.Metrics.Reloaded(string(Swapped), o.Now())
 	return r, nil
 }
@@ -348,6 +355,9 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 	r.cfg, r.reg, r.digest = cfg, reg, fp
 	r.o.Metrics.SetServingModules(servingModules(reg))
 	r.o.Metrics.SetUnavailableModules(unavailable(reg))
+	if u := reg.Unavailable(); len(u) > 0 && r.o.OnUnavailable != nil {
+		r.o.OnUnavailable(u)
+	}
 	if r.o.OnSwap != nil {
 		r.o.OnSwap(cfg)
 	}
