@@ -98,10 +98,13 @@ test-wasmtime:
 # e2e runs wasmsched against a real kube-apiserver and etcd on loopback
 # (each test starts its own); scripts/controlplane.sh builds them from the
 # Go module proxy the first time (README: "Tests" has the times) and
-# caches them. E2E_FLAGS=-v shows each test.
+# caches them. The tests of modules from a registry start the CNCF
+# distribution registry with TLS and basic auth, which
+# scripts/registry.sh builds the same way. E2E_FLAGS=-v shows each test.
 E2E_FLAGS ?=
 e2e:
 	@echo "e2e: kube-apiserver and etcd in $$(scripts/controlplane.sh build)"
+	@echo "e2e: OCI registry in $$(scripts/registry.sh build)"
 	WASMSCHED_E2E=1 $(GO) test -count=1 -timeout 20m $(E2E_FLAGS) ./test/e2e/
 
 # perf-e2e runs the load driver (wasmsched perf) against serve on a real

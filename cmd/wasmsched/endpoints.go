@@ -54,7 +54,7 @@ func (f *endpointFlags) start(ctx context.Context, log hclog.Logger) (*metrics.M
 			return errors.New("informers not synced or scheduling not started yet")
 		}
 	}
-	mux := metrics.NewServeMux(reg, isReady, f.enablePprof)
+	mux := metrics.NewServeMux(reg, isReady, f.enablePprof, metrics.WithReadyDetails(m.ReadyDetails))
 	mux.Handle("/debug/shadow", m.ShadowHandler())
 	srv, err := metrics.Listen(f.address, mux, log)
 	if err != nil {

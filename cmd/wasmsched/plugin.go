@@ -15,9 +15,9 @@ import (
 func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "Write, build and try your own policy plugins",
+		Short: "Write, build, try and publish your own policy plugins",
 	}
-	cmd.AddCommand(newPluginInitCommand(), newPluginBuildCommand())
+	cmd.AddCommand(newPluginInitCommand(), newPluginBuildCommand(), newPluginPushCommand(), newPluginPullCommand())
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -18,6 +19,8 @@ import (
 func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 	var (
 		kubeconfig, configPath, cacheDir string
+		moduleCacheDir                   string
+		pollInterval                     time.Duration
 		qps                              float32
 		burst, maxBindings               int
 		leaderElect, watch, requireSHA   bool
@@ -76,7 +79,7 @@ keeps serving.`,
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, Log: log, Metrics: met, Ready: ready,
+			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: met, Ready: ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings}
 			if set.leaderElect {
 				opts.LeaderElection = &set.election
@@ -88,6 +91,8 @@ keeps serving.`,
 	cmd.Flags().StringVar(&configPath, "config", "", "profiles file: wasmsched's WasmSchedulerConfiguration or kube-scheduler's KubeSchedulerConfiguration "+
 		"(its clientConnection and leaderElection stand in for the flags not given); default: one default-scheduler profile")
 	cmd.Flags().StringVar(&cacheDir, "wasm-cache-dir", "", "directory for compiled modules (default: the user cache directory)")
+	cmd.Flags().StringVar(&moduleCacheDir, "module-cache-dir", "", "directory for modules pulled from OCI registries, by digest (default: the user cache directory); mount a volume here so a restart needs no registry")
+	cmd.Flags().DurationVar(&pollInterval, "module-poll-interval", 5*time.Minute, "how often to ask the registry where the tags of modules with pullPolicy: Always point, reloading when one moved (0: never)")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
 	cmd.Flags().IntVar(&maxBindings, "max-bindings-in-flight", scheduler.DefaultMaxBindingsInFlight,

@@ -101,9 +101,31 @@ const (
 type ModuleSpec struct {
 	Name string `json:"name"`
 	// Path of the .wasm file, relative to the configuration file's
-	// directory unless absolute; empty only for the builtin module.
+	// directory unless absolute; empty only for the builtin module or a
+	// module from a registry (Image).
 	Path string `json:"path,omitempty"`
-	// SHA256 pins the file's content (hex); a file that differs is refused.
+	// Image is an OCI reference to pull the module from instead of Path:
+	// REGISTRY/REPO@sha256:DIGEST (immutable: pulled once, cached by
+	// digest) or REGISTRY/REPO:TAG (with a SHA256 pin, or pullPolicy
+	// Always to accept whatever the tag names). See ImageSource.
+	Image string `json:"image,omitempty"`
+	// PullPolicy, PullSecret, CAFile and FailStrategy say how Image is
+	// pulled and what a failed pull does; they need Image.
+	PullPolicy PullPolicy `json:"pullPolicy,omitempty"`
+	// PullSecret is a kubernetes.io/dockerconfigjson file (a mounted
+	// Secret's .dockerconfigjson key) with the registry's credentials,
+	// relative to the configuration file's directory unless absolute.
+	PullSecret string `json:"pullSecret,omitempty"`
+	// CAFile is a PEM bundle of CAs the registry's certificate is checked
+	// against (besides the system's), for a registry with a private CA.
+	CAFile string `json:"caFile,omitempty"`
+	// FailStrategy says what a module that cannot be pulled or verified
+	// does to the configuration: FailClose (default) refuses it, FailOpen
+	// runs without the module's plugins, loudly. A digest or sha256
+	// mismatch never runs either way.
+	FailStrategy FailStrategy `json:"failStrategy,omitempty"`
+	// SHA256 pins the module's content (hex): the file's, or the Wasm
+	// bytes pulled from Image; content that differs is refused.
 	SHA256 string `json:"sha256,omitempty"`
 	// MemoryLimit caps each instance's memory, as a quantity ("64Mi").
 	// Unset: 64 MiB, or 256 MiB for the builtin eviction bundle, which
@@ -130,6 +152,60 @@ type ModuleSpec struct {
 	// built with the wasmtime tag; see docs/PERFORMANCE.md for when it
 	// pays).
 	Runtime string `json:"runtime,omitempty"`
+}
+
+// PullPolicy says when a module's image is pulled, as a pod's
+// imagePullPolicy does.
+type PullPolicy string
+
+const (
+	// PullIfNotPresent uses the local cache when it holds the content
+	// (the digest, or the sha256 pin of a tag) and pulls otherwise: the
+	// default for a digest or a pinned tag.
+	PullIfNotPresent PullPolicy = "IfNotPresent"
+	// PullAlways resolves the reference at the registry at every load and
+	// every module poll interval: the default for an unpinned tag, which
+	// must ask for it explicitly. Pinned content still falls back to the
+	// cache when the registry cannot be reached.
+	PullAlways PullPolicy = "Always"
+	// PullNever uses only the cache (filled by an earlier pull or by
+	// `wasmsched plugin pull --cache`).
+	PullNever PullPolicy = "Never"
+)
+
+// FailStrategy says what a module that cannot be fetched or verified does
+// to its configuration (at start and at a reload).
+type FailStrategy string
+
+const (
+	// FailClose refuses the configuration: serve does not start, a reload
+	// is refused and the running configuration keeps serving.
+	FailClose FailStrategy = "FailClose"
+	// FailOpen runs without the module: its plugins are left out of the
+	// profiles that enable them, with an error log, the metric
+	// wasmsched_module_fetch_failures_total and a /readyz detail.
+	FailOpen FailStrategy = "FailOpen"
+)
+
+// EffectivePullPolicy is the entry's pull policy with its default:
+// IfNotPresent for a digest or a pinned tag, Always otherwise.
+func (m *ModuleSpec) EffectivePullPolicy() PullPolicy {
+	if m.PullPolicy != "" {
+		return m.PullPolicy
+	}
+	if src, err := ParseImage(m.Image); err == nil && src.Digest == "" && m.SHA256 == "" {
+		return PullAlways
+	}
+	return PullIfNotPresent
+}
+
+// EffectiveFailStrategy is the entry's fail strategy, FailClose unless
+// it says FailOpen.
+func (m *ModuleSpec) EffectiveFailStrategy() FailStrategy {
+	if m.FailStrategy == FailOpen {
+		return FailOpen
+	}
+	return FailClose
 }
 
 // Wasm runtimes a module entry may name.
@@ -191,16 +267,30 @@ func (c *Configuration) AllModules() []ModuleRef {
 	return out
 }
 
-// ModulePaths lists the files of every module entry (AllModules), the
+// ModulePaths lists the files of every module entry (AllModules): module
+// files, and the pull secrets and CA files of modules from images, the
 // files whose change may change what runs: what a reload watches.
 func (c *Configuration) ModulePaths() []string {
 	var ps []string
 	for _, m := range c.AllModules() {
-		if m.Module.Path != "" {
-			ps = append(ps, m.Module.Path)
+		for _, p := range []string{m.Module.Path, m.Module.PullSecret, m.Module.CAFile} {
+			if p != "" {
+				ps = append(ps, p)
+			}
 		}
 	}
 	return ps
+}
+
+// ModuleImages lists the entries whose module comes from an image.
+func (c *Configuration) ModuleImages() []ModuleRef {
+	var out []ModuleRef
+	for _, m := range c.AllModules() {
+		if m.Module.Image != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Profile is one scheduler profile, selected by pods' spec.schedulerName.
@@ -468,11 +558,23 @@ func checkProfileModules(p *Profile, f string, global map[string]int, add func(f
 // checkModule checks one module entry's settings (f is its field path).
 func checkModule(m *ModuleSpec, f string, add func(field, format string, a ...any)) {
 	switch {
+	case m.Path != "" && m.Image != "":
+		add(f+".image", "a module comes from a path or an image, not both")
+	case m.Image != "":
+		checkImage(m, f, add)
 	case m.Path == "" && !IsBuiltinModule(m.Name):
-		add(f+".path", "must not be empty (only a builtin module, %s, %s or %s, may leave it out to set its options)",
+		add(f+".path", "must not be empty (only a builtin module, %s, %s or %s, may leave it out to set its options; or give an image)",
 			BuiltinDefaultModule, BuiltinEvictionModule, BuiltinKnativeModule)
 	case m.Path == "" && m.SHA256 != "":
 		add(f+".sha256", "pins a file, and the builtin module %q has no path", m.Name)
+	}
+	if m.Image == "" {
+		for _, o := range []struct{ name, val string }{{"pullPolicy", string(m.PullPolicy)}, {"pullSecret", m.PullSecret},
+			{"caFile", m.CAFile}, {"failStrategy", string(m.FailStrategy)}} {
+			if o.val != "" {
+				add(f+"."+o.name, "applies to a module from an image; this module has no image")
+			}
+		}
 	}
 	if m.SHA256 != "" && !isHex64(m.SHA256) {
 		add(f+".sha256", "must be 64 hex digits")

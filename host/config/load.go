@@ -38,8 +38,10 @@ func Load(path string) (*Configuration, error) {
 	// Module paths (and a kubeconfig) are relative to the file that names
 	// them, so a config and its files can move together.
 	for _, ref := range c.AllModules() {
-		if p := ref.Module.Path; p != "" && !filepath.IsAbs(p) {
-			ref.Module.Path = filepath.Join(filepath.Dir(path), p)
+		for _, p := range []*string{&ref.Module.Path, &ref.Module.PullSecret, &ref.Module.CAFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(filepath.Dir(path), *p)
+			}
 		}
 	}
 	if cc := c.ClientConnection; cc != nil && cc.Kubeconfig != "" && !filepath.IsAbs(cc.Kubeconfig) {

@@ -20,12 +20,17 @@ import (
 //   - /healthz: 200 "ok" as long as the process can answer (liveness);
 //   - /readyz: 200 "ok" when ready returns nil, else 503 with its error
 //     (readiness: informers synced and scheduling running); a nil ready
-//     means always ready;
+//     means always ready. WithReadyDetails adds lines after the "ok" that
+//     leave it ready but tell an operator what is degraded;
 //   - /debug/pprof/: the runtime profiles, only with enablePprof, because
 //     they are served without authentication and can be costly.
 //
 // It is a plain net/http mux so callers may add their own handlers.
-func NewServeMux(gatherer prometheus.Gatherer, ready func() error, enablePprof bool) *http.ServeMux {
+func NewServeMux(gatherer prometheus.Gatherer, ready func() error, enablePprof bool, opts ...MuxOption) *http.ServeMux {
+	var o muxOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -42,6 +47,11 @@ func NewServeMux(gatherer prometheus.Gatherer, ready func() error, enablePprof b
 			}
 		}
 		fmt.Fprint(w, "ok")
+		if o.details != nil {
+			for _, d := range o.details() {
+				fmt.Fprintf(w, "\n%s", d)
+			}
+		}
 	})
 	if enablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -115,4 +125,29 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, log hclog.
 		return err
 	}
 	return s.Serve(ctx)
+}
+
+// MuxOption tunes NewServeMux.
+type MuxOption func(*muxOptions)
+
+type muxOptions struct {
+	details func() []string
+}
+
+// WithReadyDetails has a ready /readyz list details's lines after its
+// "ok": what runs degraded without being unready (a FailOpen module the
+// configuration runs without), so a probe keeps passing and an operator
+// reading the endpoint sees why.
+func WithReadyDetails(details func() []string) MuxOption {
+	return func(o *muxOptions) { o.details = details }
+}
+
+// ReadyDetails are the lines a ready /readyz adds: each module the
+// serving configuration runs without.
+func (m *Metrics) ReadyDetails() []string {
+	var out []string
+	for _, u := range m.UnavailableModules() {
+		out = append(out, "module unavailable (failStrategy FailOpen, running without it): "+u)
+	}
+	return out
 }

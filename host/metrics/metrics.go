@@ -117,6 +117,7 @@ type Metrics struct {
 	reload     *reloadMetrics
 	eviction   *Eviction
 	vpod       *VPod
+	fetch      *fetchMetrics
 	apiBlocked *prometheus.CounterVec
 	// shadowSource feeds /debug/shadow (SetShadowSource).
 	shadowSource atomic.Pointer[func() any]
@@ -203,6 +204,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		eviction:      newEvictionMetrics(),
 		vpod:          newVPodMetrics(),
 		apiBlocked:    newEvictionAPIBlocked(),
+		fetch:         newFetchMetrics(),
 		samplePercent: DefaultPluginSamplePercent,
 	}
 	m.wireEvictionAPIBlocked()
@@ -213,7 +215,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances, m.recycled, m.ignored, m.apiBlocked}, append(append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...), m.vpod.collectors()...)...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.recycled, m.ignored, m.apiBlocked, m.fetch.failures, m.fetch.unavailable}, append(append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...), m.vpod.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
+	"github.com/wasmsched/wasmsched/host/platform/oci"
 	"github.com/wasmsched/wasmsched/host/platform/runtime/native"
 	"github.com/wasmsched/wasmsched/host/platform/runtime/wasm"
 )
@@ -42,6 +44,10 @@ type Compiled struct {
 	// given in Options.Backends or the native twin): what
 	// wasmsched_module_info reports and what a reload compares.
 	SHA256 string
+	// ImageManifest is the digest of the manifest a module from an image
+	// came from ("" for a file, or when the cache answered by the sha256
+	// pin alone): what a poll of a moved tag compares.
+	ImageManifest string
 
 	shared *sharedBackend
 }
@@ -130,10 +136,13 @@ type Registry struct {
 	plugins map[string]*Compiled // plugin name -> global module serving it
 	// scopes are the profiles (and shadows) with modules of their own,
 	// by field path ("profiles[1]", "profiles[1].shadow").
-	scopes  map[string]*scope
-	metrics *metrics.Metrics
-	log     hclog.Logger
-	closed  bool
+	scopes map[string]*scope
+	// unavailable are the FailOpen modules that could not be fetched or
+	// verified, which this registry runs without.
+	unavailable []Unavailable
+	metrics     *metrics.Metrics
+	log         hclog.Logger
+	closed      bool
 }
 
 // scope is what one profile with modules of its own sees besides the
@@ -164,6 +173,12 @@ type Options struct {
 	// native twins. Everything else (manifest checks, plugin names,
 	// profiles) is as for a file.
 	Backends map[string]guest.Backend
+	// Fetcher pulls modules that name an image; nil pulls with a fetcher
+	// caching in OCICacheDir.
+	Fetcher *oci.Fetcher
+	// OCICacheDir holds modules pulled from registries, by digest; empty
+	// uses oci.DefaultCacheDir.
+	OCICacheDir string
 	// Previous is the registry a reload replaces: modules whose bytes,
 	// name and limits are unchanged reuse its compiled code (and its
 	// wazero runtime) instead of being compiled again. Previous stays
@@ -197,6 +212,13 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 		r.Close(ctx)
 		return nil, err
 	}
+	if opts.Fetcher == nil {
+		dir := opts.OCICacheDir
+		if dir == "" {
+			dir = oci.DefaultCacheDir()
+		}
+		opts.Fetcher = oci.NewFetcher(oci.FetcherOptions{CacheDir: dir, MaxBytes: MaxModuleBytes, Log: log.Named("oci")})
+	}
 	mods := cfg.Modules
 	overridden := map[string]bool{}
 	for _, m := range mods {
@@ -221,8 +243,11 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	}
 	for i, mc := range mods {
 		// A builtin bundle's entry without a path sets its options.
-		builtin := mc.Path == "" && config.IsBuiltinModule(mc.Name)
+		builtin := mc.Path == "" && mc.Image == "" && config.IsBuiltinModule(mc.Name)
 		m, err := r.add(ctx, fmt.Sprintf("modules[%d]", i), builtin, mc, opts)
+		if r.failOpen(mc, "", err) {
+			continue
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -261,7 +286,10 @@ func (r *Registry) loadProfileModules(ctx context.Context, cfg *config.Configura
 		if ref.Profile == "" {
 			continue
 		}
-		m, err := r.add(ctx, ref.Field, ref.Module.Path == "" && config.IsBuiltinModule(ref.Module.Name), *ref.Module, opts)
+		m, err := r.add(ctx, ref.Field, ref.Module.Path == "" && ref.Module.Image == "" && config.IsBuiltinModule(ref.Module.Name), *ref.Module, opts)
+		if r.failOpen(*ref.Module, ref.Profile, err) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -289,7 +317,7 @@ func (r *Registry) loadProfileModules(ctx context.Context, cfg *config.Configura
 			}
 			if g := r.plugins[p.Name]; g != nil && !sc.hidden[g] {
 				fix := "rename the plugin, or list the global module only in the profiles that need it"
-				if g.Config.Path == "" {
+				if g.Config.Path == "" && g.Config.Image == "" {
 					fix = fmt.Sprintf("name the module %q to replace that builtin bundle in this profile, or rename the plugin", g.Config.Name)
 				}
 				return fmt.Errorf("%s: plugin %q is also served by the global module %q, which %s sees too; a profile's module may not redeclare a plugin the profile already has: %s",
@@ -299,6 +327,58 @@ func (r *Registry) loadProfileModules(ctx context.Context, cfg *config.Configura
 		}
 	}
 	return nil
+}
+
+// FetchError is a module from an image that could not be pulled or
+// verified: what failStrategy decides about.
+type FetchError struct {
+	Field, Module string
+	Err           error
+}
+
+func (e *FetchError) Error() string { return fmt.Sprintf("%s.image: %v", e.Field, e.Err) }
+
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// Unavailable is a module with failStrategy FailOpen that a registry runs
+// without.
+type Unavailable struct {
+	// Field is the module's entry ("modules[2]"), Profile the scope it
+	// was listed in ("" for a global module).
+	Field, Profile, Module string
+	Err                    error
+}
+
+// failOpen reports whether err is a fetch failure of a FailOpen module,
+// which the registry then runs without (recorded, logged and counted).
+func (r *Registry) failOpen(mc config.ModuleSpec, profile string, err error) bool {
+	var fe *FetchError
+	if err == nil || !errors.As(err, &fe) {
+		return false
+	}
+	if mc.EffectiveFailStrategy() != config.FailOpen {
+		return false
+	}
+	r.unavailable = append(r.unavailable, Unavailable{Field: fe.Field, Profile: profile, Module: mc.Name, Err: fe.Err})
+	r.log.Error("module unavailable; failStrategy FailOpen: running without its plugins", "module", mc.Name, "image", mc.Image, "field", fe.Field, "error", fe.Err)
+	return true
+}
+
+// Unavailable lists the FailOpen modules this registry runs without.
+func (r *Registry) Unavailable() []Unavailable { return r.unavailable }
+
+// UnavailableIn reports whether a FailOpen module the profile (its field
+// path, "" for the global scope) would see is unavailable: a plugin no
+// module serves may then be that module's, and is left out instead of
+// refused.
+func (r *Registry) UnavailableIn(profile string) []Unavailable {
+	var out []Unavailable
+	for _, u := range r.unavailable {
+		if u.Profile == "" || u.Profile == profile {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // checkPluginNames refuses a module that declares a host plugin's name,
@@ -350,6 +430,7 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		key.memory = builtinMemoryLimit(mc.Name)
 	}
 	var bin []byte
+	var manifest string
 	var given guest.Backend
 	switch {
 	case !builtin && opts.Backends[mc.Name] != nil:
@@ -358,6 +439,18 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		key.native = true
 	case builtin:
 		bin, key.digest, _ = builtinModule(mc.Name)
+	case mc.Image != "":
+		mod, ferr := opts.Fetcher.Fetch(ctx, &mc)
+		if ferr != nil {
+			r.metrics.ModuleFetchFailed(mc.Name)
+			return nil, &FetchError{Field: field, Module: mc.Name, Err: ferr}
+		}
+		bin, key.digest, manifest = mod.Bytes, mod.SHA256, mod.Manifest
+		if mod.Cached {
+			r.log.Debug("module from the cache", "module", mc.Name, "image", mc.Image, "sha256", mod.SHA256)
+		} else {
+			r.log.Info("module pulled", "module", mc.Name, "image", mc.Image, "manifest", mod.Manifest, "sha256", mod.SHA256)
+		}
 	default:
 		if bin, err = boundedread.ReadFile(mc.Path, MaxModuleBytes, boundedread.Regular, "a Wasm module"); err != nil {
 			return nil, fmt.Errorf("%s.path: %w", field, err)
@@ -379,6 +472,7 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 			prev.shared.refs.Add(1)
 			reused = true
 			m := &Compiled{Config: mc, Backend: prev.Backend, Manifest: prev.Manifest, SHA256: prev.SHA256, shared: prev.shared}
+			m.ImageManifest = manifest
 			r.modules = append(r.modules, m)
 			return m, nil
 		}
@@ -400,7 +494,11 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 			if builtin {
 				return nil, fmt.Errorf("%s: %w", field, err)
 			}
-			return nil, fmt.Errorf("%s (%s): %w", field, mc.Path, err)
+			src := mc.Path
+			if src == "" {
+				src = mc.Image
+			}
+			return nil, fmt.Errorf("%s (%s): %w", field, src, err)
 		}
 		backend = b
 	}
@@ -410,7 +508,7 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		backend.Close(ctx)
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	m := &Compiled{Config: mc, Backend: backend, Manifest: *probe.Manifest(), SHA256: key.digest,
+	m := &Compiled{Config: mc, Backend: backend, Manifest: *probe.Manifest(), SHA256: key.digest, ImageManifest: manifest,
 		shared: &sharedBackend{backend: backend, key: key, collects: builtin && builtinCollects(mc.Name)}}
 	probe.Close(ctx)
 	m.shared.refs.Add(1)

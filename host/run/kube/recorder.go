@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/platform/modules"
 )
 
 // Recorder reports outcomes to the API as kube-scheduler does: a
@@ -122,5 +124,23 @@ func (r *Recorder) Run(ctx context.Context) {
 				r.log.Debug("patch pod status", "pod", p.namespace+"/"+p.name, "error", fmt.Sprint(err))
 			}
 		}
+	}
+}
+
+// ModuleUnavailable reports, as a Warning Event on the scheduler's own
+// Pod (named by the POD_NAME and POD_NAMESPACE environment variables, the
+// downward API's), each FailOpen module the serving configuration runs
+// without. Outside a Pod (the variables unset) it reports nothing: the
+// log, the metrics and /readyz say it too.
+func (r *Recorder) ModuleUnavailable(unavailable []modules.Unavailable) {
+	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		return
+	}
+	self := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: name}
+	er := r.recorderFor("wasmsched")
+	for _, u := range unavailable {
+		er.Eventf(self, corev1.EventTypeWarning, "ModuleUnavailable",
+			"module %q (%s) could not be fetched or verified; failStrategy FailOpen: running without its plugins: %v", u.Module, u.Field, u.Err)
 	}
 }

@@ -25,7 +25,13 @@ type ServeOptions struct {
 	Client   kubernetes.Interface
 	Config   *config.Configuration
 	CacheDir string // compiled modules; empty: the default
-	Log      hclog.Logger
+	// ModuleCacheDir holds modules pulled from registries, by digest;
+	// empty: oci.DefaultCacheDir.
+	ModuleCacheDir string
+	// ModulePollInterval, when positive, re-resolves the tags of modules
+	// with pullPolicy Always this often and reloads when one moved.
+	ModulePollInterval time.Duration
+	Log                hclog.Logger
 	// RESTConfig is the configuration Client was made with (RESTConfig
 	// makes one): the eviction coordinator reads metrics.k8s.io usage
 	// through it. Nil: eviction policies get no usage data.
@@ -86,7 +92,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			return err
 		}
 	}
-	modOpts := modules.Options{CacheDir: o.CacheDir, Log: log, Metrics: o.Metrics}
+	modOpts := modules.Options{CacheDir: o.CacheDir, OCICacheDir: o.ModuleCacheDir, Log: log, Metrics: o.Metrics}
 	reg, err := modules.Load(ctx, o.Config, modOpts)
 	if err != nil {
 		return err
@@ -125,7 +131,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer vpods.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
-		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord})
+		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, PollInterval: o.ModulePollInterval,
+		OnUnavailable: rec.ModuleUnavailable})
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
+	"github.com/wasmsched/wasmsched/host/platform/oci"
 	"github.com/wasmsched/wasmsched/host/platform/snapshot"
 	"github.com/wasmsched/wasmsched/host/run/watch"
 )
@@ -64,6 +65,10 @@ type Options struct {
 	RequireSHA256 bool
 	// Debounce for file changes; 0 means DefaultDebounce.
 	Debounce time.Duration
+	// PollInterval, when positive, is how often Run asks the registry
+	// which manifest each tag with pullPolicy Always names now; a tag
+	// that moved triggers a reload (which a sha256 pin still checks).
+	PollInterval time.Duration
 	// Metrics counts reloads and reports the serving modules (nil: none).
 	Metrics *metrics.Metrics
 	Log     hclog.Logger
@@ -75,6 +80,10 @@ type Options struct {
 	// OnSwap, if set, is called after each configuration that went live,
 	// with it.
 	OnSwap func(*config.Configuration)
+	// OnUnavailable, if set, is called with the FailOpen modules a
+	// configuration going live runs without (at New, and after each swap
+	// that has any): serve reports them as Events.
+	OnUnavailable func([]modules.Unavailable)
 	// Now is the clock for the last-success timestamp (nil: time.Now).
 	Now func() time.Time
 }
@@ -134,6 +143,13 @@ func New(o Options) (*Reloader, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	if o.Modules.Fetcher == nil {
+		dir := o.Modules.OCICacheDir
+		if dir == "" {
+			dir = oci.DefaultCacheDir()
+		}
+		o.Modules.Fetcher = oci.NewFetcher(oci.FetcherOptions{CacheDir: dir, MaxBytes: modules.MaxModuleBytes, Log: log.Named("oci")})
+	}
 	r := &Reloader{o: o, log: log.Named("reload"), cfg: o.Config, reg: o.Registry, snap: snapshot.New()}
 	raw, err := r.readConfig()
 	if err != nil {
@@ -141,16 +157,24 @@ func New(o Options) (*Reloader, error) {
 	}
 	r.digest = fingerprint(raw, o.Registry)
 	o.Metrics.SetServingModules(servingModules(o.Registry))
+	o.Metrics.SetUnavailableModules(unavailable(o.Registry))
+	if u := o.Registry.Unavailable(); len(u) > 0 && o.OnUnavailable != nil {
+		o.OnUnavailable(u)
+	}
 	o.Metrics.Reloaded(string(Swapped), o.Now())
 	return r, nil
 }
 
 // CheckPinned refuses a configuration with a module file that has no
-// sha256 pin (serve --require-sha256).
+// sha256 pin, or a module image named by a tag without one (serve
+// --require-sha256); an image named by digest is pinned by it.
 func CheckPinned(cfg *config.Configuration) error {
 	for _, m := range cfg.AllModules() {
 		if m.Module.Path != "" && m.Module.SHA256 == "" {
 			return fmt.Errorf("%s (%s): no sha256 pin, and --require-sha256 is set", m.Field, m.Module.Name)
+		}
+		if src, err := config.ParseImage(m.Module.Image); err == nil && src.Digest == "" && m.Module.SHA256 == "" {
+			return fmt.Errorf("%s (%s): the image %s is a tag without a sha256 pin, and --require-sha256 is set", m.Field, m.Module.Name, m.Module.Image)
 		}
 	}
 	return nil
@@ -202,6 +226,15 @@ func fingerprint(raw []byte, reg *modules.Registry) [sha256.Size]byte {
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// unavailable are the FailOpen modules reg runs without, by name.
+func unavailable(reg *modules.Registry) map[string]string {
+	out := map[string]string{}
+	for _, u := range reg.Unavailable() {
+		out[u.Module] = u.Err.Error()
+	}
+	return out
 }
 
 func servingModules(reg *modules.Registry) []metrics.ModuleDigest {
@@ -321,6 +354,10 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 	phase(&r.last.Swap)
 	r.cfg, r.reg, r.digest = cfg, reg, fp
 	r.o.Metrics.SetServingModules(servingModules(reg))
+	r.o.Metrics.SetUnavailableModules(unavailable(reg))
+	if u := reg.Unavailable(); len(u) > 0 && r.o.OnUnavailable != nil {
+		r.o.OnUnavailable(u)
+	}
 	if r.o.OnSwap != nil {
 		r.o.OnSwap(cfg)
 	}
@@ -368,6 +405,12 @@ func (r *Reloader) Run(ctx context.Context, watchFiles, signals bool) error {
 			r.watching()
 		}
 	}
+	var poll <-chan time.Time
+	if r.o.PollInterval > 0 {
+		t := time.NewTicker(r.o.PollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
 	var hup chan os.Signal
 	if signals {
 		hup = make(chan os.Signal, 1)
@@ -381,6 +424,10 @@ func (r *Reloader) Run(ctx context.Context, watchFiles, signals bool) error {
 		case <-changes:
 		case <-hup:
 			r.log.Info("SIGHUP: reloading the configuration")
+		case <-poll:
+			if !r.tagsMoved(ctx) {
+				continue
+			}
 		}
 		before := r.Paths()
 		if _, err := r.Reload(ctx); err != nil && errors.Is(err, context.Canceled) {
@@ -392,4 +439,47 @@ func (r *Reloader) Run(ctx context.Context, watchFiles, signals bool) error {
 			}
 		}
 	}
+}
+
+// pollable are the serving configuration's modules from a tag with
+// pullPolicy Always, whose tag a poll re-resolves.
+func (r *Reloader) pollable() []*modules.Compiled {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*modules.Compiled
+	for _, m := range r.reg.Modules() {
+		if m.Config.Image == "" || m.Config.EffectivePullPolicy() != config.PullAlways {
+			continue
+		}
+		if src, err := config.ParseImage(m.Config.Image); err == nil && src.Tag != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// tagsMoved reports whether a polled tag names another manifest than the
+// one serving, or a FailOpen module the serving configuration runs
+// without is due another try. A registry that cannot be asked is logged
+// and changes nothing: the serving module keeps serving.
+func (r *Reloader) tagsMoved(ctx context.Context) bool {
+	r.mu.Lock()
+	gone := r.reg.Unavailable()
+	r.mu.Unlock()
+	if len(gone) > 0 {
+		r.log.Info("retrying the modules the configuration runs without", "modules", len(gone))
+		return true
+	}
+	for _, m := range r.pollable() {
+		d, err := r.o.Modules.Fetcher.Resolve(ctx, &m.Config)
+		if err != nil {
+			r.log.Warn("could not re-resolve a module's tag; the serving module stays", "module", m.Config.Name, "image", m.Config.Image, "error", err)
+			continue
+		}
+		if d != m.ImageManifest {
+			r.log.Info("a module's tag moved; reloading", "module", m.Config.Name, "image", m.Config.Image, "from", m.ImageManifest, "to", d)
+			return true
+		}
+	}
+	return false
 }

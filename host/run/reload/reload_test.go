@@ -101,7 +101,7 @@ func newEnvWith(t *testing.T, cfgYAML string, place func(dir, cfg string) string
 	}
 	ctx := context.Background()
 	log := hclog.New(&hclog.LoggerOptions{Output: e.logs, Level: hclog.Info})
-	mo := modules.Options{CacheDir: filepath.Join(e.dir, "cache"), Log: log, Metrics: e.m}
+	mo := modules.Options{CacheDir: filepath.Join(e.dir, "cache"), Log: log, Metrics: e.m, Fetcher: envFetcher}
 	reg, err := modules.Load(ctx, cfg, mo)
 	if err != nil {
 		t.Fatal(err)
@@ -516,6 +516,14 @@ profiles:
 	err = reload.CheckPinned(perProfile)
 	if err == nil || !strings.Contains(err.Error(), "profiles[0].modules[0]") {
 		t.Fatalf("CheckPinned = %v, want the profile's own module refused for having no sha256", err)
+	}
+	byDigest := policyConfig("LeastAllocated", "modules:\n- name: m\n  image: registry.example/m@sha256:"+strings.Repeat("a", 64)+"\n")
+	if err := reload.CheckPinned(mustParse(t, byDigest)); err != nil {
+		t.Fatalf("an image by digest is pinned by it: %v", err)
+	}
+	floating := policyConfig("LeastAllocated", "modules:\n- name: m\n  image: registry.example/m:latest\n  pullPolicy: Always\n")
+	if err := reload.CheckPinned(mustParse(t, floating)); err == nil || !strings.Contains(err.Error(), "modules[0]") || !strings.Contains(err.Error(), "tag without a sha256 pin") {
+		t.Fatalf("CheckPinned = %v, want an unpinned tag refused", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/queue"
@@ -198,6 +199,9 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 	}
 	unknown := func(f, name string) error {
 		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, field, host), ", "))
+	}
+	if gone := reg.UnavailableIn(field); len(gone) > 0 {
+		pc = withoutUnserved(pc, known, field, gone, reg.Log())
 	}
 
 	host, err := configureHostPlugins(pc, field, host)
@@ -589,4 +593,43 @@ func (prof *Profile) FilterPlugins() []string {
 // shares stays open until that one is closed too).
 func (prof *Profile) Close(ctx context.Context) {
 	prof.pools.Close(ctx)
+}
+
+// withoutUnserved is pc without the plugins no module serves, when a
+// module with failStrategy FailOpen the profile would see could not be
+// fetched: those plugins may be that module's, and the profile runs
+// without them instead of being refused. Each one left out is logged.
+func withoutUnserved(pc *config.Profile, known func(string) bool, field string, gone []modules.Unavailable, log hclog.Logger) *config.Profile {
+	names := make([]string, len(gone))
+	for i, u := range gone {
+		names[i] = u.Module
+	}
+	out := *pc
+	drop := func(name, f string) bool {
+		if known(name) {
+			return false
+		}
+		log.Error("plugin left out: no module serves it and a FailOpen module is unavailable", "profile", field, "field", f, "plugin", name, "unavailable", strings.Join(names, ", "))
+		return true
+	}
+	if pc.Plugins != nil {
+		ps := *pc.Plugins
+		for _, ns := range ps.Points() {
+			var kept []config.Plugin
+			for k, e := range ns.Set.Enabled {
+				if !drop(e.Name, fmt.Sprintf("%s.plugins.%s.enabled[%d]", field, ns.Name, k)) {
+					kept = append(kept, e)
+				}
+			}
+			ns.Set.Enabled = kept
+		}
+		out.Plugins = &ps
+	}
+	out.PluginConfig = nil
+	for k, c := range pc.PluginConfig {
+		if !drop(c.Name, fmt.Sprintf("%s.pluginConfig[%d]", field, k)) {
+			out.PluginConfig = append(out.PluginConfig, c)
+		}
+	}
+	return &out
 }
