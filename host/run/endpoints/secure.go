@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -19,8 +20,10 @@ import (
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -221,6 +224,9 @@ func (s *SecureServing) Start(ctx context.Context, h http.Handler, kubeconfig st
 				"error", err)
 		}
 	}
+	if err := s.lookupClientCA(ctx, log); err != nil {
+		return nil, err
+	}
 	if err := s.Serving.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
 		return nil, fmt.Errorf("secure port: self-signed certificate: %w", err)
 	}
@@ -260,6 +266,78 @@ func (s *SecureServing) Start(ctx context.Context, h http.Handler, kubeconfig st
 	return &Server{addr: addr, stopped: stopped}, nil
 }
 
+// The ConfigMap in which the API server publishes the CA of the client
+// certificates it trusts, and its key.
+const (
+	authConfigMapNamespace = "kube-system"
+	authConfigMapName      = "extension-apiserver-authentication"
+	clientCAKey            = "client-ca-file"
+)
+
+// lookupClientCA finds the client CA in the cluster when --client-ca-file
+// is not given and --authentication-skip-lookup is not set: the
+// client-ca-file of kube-system's extension-apiserver-authentication
+// ConfigMap, followed as it changes. A failed lookup is logged and
+// client certificates are then refused, unless
+// --authentication-tolerate-lookup-failure=false makes it an error.
+//
+// It then turns k8s.io/apiserver's own lookup off: besides the client CA
+// that reads the ConfigMap's requestheader-* keys, which trust the
+// aggregator's front proxy to assert any identity in headers. A
+// scheduler is never behind that proxy, so that trust would only widen
+// who can claim an identity (and a cluster without a front proxy would
+// log a missing key forever). --requestheader-client-ca-file still
+// enables it deliberately.
+func (s *SecureServing) lookupClientCA(ctx context.Context, log hclog.Logger) error {
+	a := s.Authentication
+	lookup := !a.SkipInClusterLookup && a.ClientCert.ClientCA == "" && a.ClientCert.CAContentProvider == nil
+	a.SkipInClusterLookup = true
+	if !lookup {
+		return nil
+	}
+	where := authConfigMapNamespace + "/" + authConfigMapName
+	fail := func(err error) error {
+		if !a.TolerateInClusterLookupFailure {
+			return fmt.Errorf("secure port: the client CA from ConfigMap %s (--authentication-tolerate-lookup-failure=false): %w", where, err)
+		}
+		log.Warn("secure port: client certificates are refused: no client CA (give --client-ca-file, or let the authentication kubeconfig read the ConfigMap)",
+			"configmap", where, "error", err)
+		return nil
+	}
+	rc, err := restConfig(a.RemoteKubeConfigFile)
+	if err != nil {
+		return fail(err)
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fail(err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cm, err := client.CoreV1().ConfigMaps(authConfigMapNamespace).Get(gctx, authConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	if cm.Data[clientCAKey] == "" {
+		return fail(fmt.Errorf("no %s in it: the API server runs without --client-ca-file", clientCAKey))
+	}
+	ca, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", authConfigMapNamespace, authConfigMapName, clientCAKey, client)
+	if err != nil {
+		return fail(err)
+	}
+	a.ClientCert.CAContentProvider = ca
+	return nil
+}
+
+// restConfig loads kubeconfig, or the in-cluster configuration when it
+// is empty.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return rest.InClusterConfig()
+}
+
 func certSource(s *options.SecureServingOptions) string {
 	if f := s.ServerCert.CertKey.CertFile; f != "" {
 		return f
@@ -271,10 +349,10 @@ func clientCASource(a *options.DelegatingAuthenticationOptions) string {
 	switch {
 	case a.ClientCert.ClientCA != "":
 		return a.ClientCert.ClientCA
-	case a.SkipInClusterLookup:
-		return "none"
+	case a.ClientCert.CAContentProvider != nil:
+		return "ConfigMap " + authConfigMapNamespace + "/" + authConfigMapName
 	}
-	return "ConfigMap kube-system/extension-apiserver-authentication"
+	return "none"
 }
 
 func kubeconfigSource(path string) string {

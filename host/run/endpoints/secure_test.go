@@ -373,3 +373,25 @@ func TestChainAlwaysAllowedDeniedAndAnonymous(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCALookupFailure: without --client-ca-file the client CA is
+// read from kube-system/extension-apiserver-authentication; when that
+// fails, serve starts with client certificates refused, or, with
+// --authentication-tolerate-lookup-failure=false, does not start.
+func TestClientCALookupFailure(t *testing.T) {
+	apiSrv := httptest.NewServer(&fakeAPI{}) // has no ConfigMaps
+	defer apiSrv.Close()
+	kc := kubeconfigFor(t, apiSrv.URL)
+	_, err := parsed(t, "--authentication-tolerate-lookup-failure=false").Start(context.Background(), http.NotFoundHandler(), kc, nil)
+	if err == nil || !strings.Contains(err.Error(), "extension-apiserver-authentication") || !strings.Contains(err.Error(), "--authentication-tolerate-lookup-failure=false") {
+		t.Errorf("an intolerant failed lookup: %v, want an error naming the ConfigMap and the flag", err)
+	}
+	ca := newTestCA(t, "cluster-ca")
+	base := startOnLoopback(t, parsed(t), NewMux(Sources{Gatherer: prometheus.NewRegistry()}), kc)
+	if code, body, _ := newClient(t, nil, ca.clientCert(t, "admin", "system:masters")).get(base + "/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("a client certificate with no client CA known = %d %s, want 401", code, body)
+	}
+	if code, _, _ := newClient(t, nil).get(base + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", code)
+	}
+}
