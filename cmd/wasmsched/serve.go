@@ -49,6 +49,7 @@ token or client certificate whose identity may get that nonResourceURL
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger()
+			klogTo(log.Named("k8s"))
 			cfg := config.Default()
 			if configPath != "" {
 				var err error
