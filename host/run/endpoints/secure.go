@@ -220,7 +220,7 @@ func (s *SecureServing) Start(ctx context.Context, h http.Handler, kubeconfig st
 	}
 	if s.Authentication.RemoteKubeConfigFile == "" || s.Authorization.RemoteKubeConfigFile == "" {
 		if _, err := rest.InClusterConfig(); err != nil {
-			log.Warn("secure port: no kubeconfig and not in a cluster: tokens cannot be reviewed nor requests authorized, so only the always-allowed paths answer (and client certificates in group system:masters)",
+			log.Warn("secure port: no kubeconfig and not in a cluster: tokens cannot be reviewed nor requests authorized, so only the always-allowed paths answer, and --client-ca-file certificates of group system:masters",
 				"error", err)
 		}
 	}
