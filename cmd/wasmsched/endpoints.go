@@ -3,48 +3,80 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/host/run/endpoints"
 )
 
-// defaultMetricsAddress is where serve answers /metrics, /healthz and
-// /readyz by default: kube-scheduler's old plain-HTTP port (its secure port
-// 10259 needs TLS and authentication, which we do not serve yet), on all
-// interfaces so Prometheus and the kubelet's probes can reach a pod.
-const defaultMetricsAddress = ":10251"
-
-// endpointFlags are serve's flags for the metrics and health endpoints.
+// endpointFlags are serve's flags for its endpoints (/metrics, /healthz,
+// /livez, /readyz, /debug/shadow, /configz, /debug/pprof/): the secure
+// port with kube-scheduler's flags, on by default, and a plain-HTTP
+// address, off by default because nothing on it is authenticated.
 type endpointFlags struct {
-	address     string
-	enablePprof bool
-	bound       net.Addr // the address start bound (port 0 resolved)
+	address   string // --metrics-bind-address: plain HTTP; "" serves none
+	profiling bool
+	secure    *endpoints.SecureServing
+
+	bound       net.Addr // the plain address start bound (port 0 resolved)
+	secureBound net.Addr // the secure one
+}
+
+func newEndpointFlags() *endpointFlags {
+	return &endpointFlags{secure: endpoints.NewSecureServing()}
 }
 
 func (f *endpointFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.address, "metrics-bind-address", defaultMetricsAddress,
-		"host:port serving /metrics, /healthz, /readyz and /debug/shadow over plain HTTP; empty: serve none")
-	fs.BoolVar(&f.enablePprof, "enable-pprof", false,
-		"also serve the Go runtime profiles under /debug/pprof/ (unauthenticated: keep the address private)")
+	f.secure.AddFlags(fs)
+	fs.StringVar(&f.address, "metrics-bind-address", "",
+		"host:port also serving every endpoint over plain HTTP with no authentication or authorization (so off by default: keep it private); empty: none")
+	fs.BoolVar(&f.profiling, "profiling", false,
+		"also serve the Go runtime profiles under /debug/pprof/ (on the secure port they need an authorized identity, like /metrics)")
+	fs.BoolVar(&f.profiling, "enable-pprof", false, "same as --profiling")
+	_ = fs.MarkDeprecated("enable-pprof", "use --profiling")
 }
 
-// start binds the endpoints (so a busy port fails the command at once) and
-// serves them until ctx ends. It returns the metrics to record into, and
-// the channel Serve closes once it is ready (informers synced, scheduling
-// running), which /readyz reports. With no address it serves nothing and
-// returns nil metrics, so nothing is recorded.
-func (f *endpointFlags) start(ctx context.Context, log hclog.Logger) (*metrics.Metrics, chan<- struct{}, error) {
+// validate checks the flags before serve connects or binds anything.
+func (f *endpointFlags) validate() error {
+	if f.address != "" {
+		if _, _, err := net.SplitHostPort(f.address); err != nil {
+			return fmt.Errorf("--metrics-bind-address %q: want host:port (empty: no plain-HTTP endpoints): %w", f.address, err)
+		}
+	}
+	return f.secure.Validate()
+}
+
+// served is what start returns: the metrics to record into (nil when no
+// port serves them), the channel Serve closes once it is ready
+// (informers synced, scheduling running), which /readyz reports, and the
+// configuration /configz shows.
+type served struct {
+	metrics *metrics.Metrics
+	ready   chan<- struct{}
+	configz *endpoints.Configz
+}
+
+// start binds the secure port and the plain address (so a busy port
+// fails the command at once, naming its flag) and serves them until ctx
+// ends. kubeconfig is serve's: delegated authentication and authorization
+// use it unless their own kubeconfig flags are given. With both ports
+// off it serves nothing and records no metrics.
+func (f *endpointFlags) start(ctx context.Context, log hclog.Logger, kubeconfig string, cfg *config.Configuration) (served, error) {
 	ready := make(chan struct{})
-	if f.address == "" {
-		return nil, ready, nil
+	out := served{ready: ready, configz: &endpoints.Configz{}}
+	out.configz.Set(cfg)
+	if f.address == "" && !f.secure.Enabled() {
+		return out, nil
 	}
 	reg := metrics.NewRegistry()
 	m, err := metrics.New(reg)
 	if err != nil {
-		return nil, nil, err
+		return served{}, err
 	}
 	isReady := func() error {
 		select {
@@ -54,17 +86,32 @@ func (f *endpointFlags) start(ctx context.Context, log hclog.Logger) (*metrics.M
 			return errors.New("informers not synced or scheduling not started yet")
 		}
 	}
-	mux := metrics.NewServeMux(reg, isReady, f.enablePprof, metrics.WithReadyDetails(m.ReadyDetails))
-	mux.Handle("/debug/shadow", m.ShadowHandler())
-	srv, err := metrics.Listen(f.address, mux, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	f.bound = srv.Addr()
-	go func() {
-		if err := srv.Serve(ctx); err != nil {
-			log.Error("metrics and health endpoints stopped", "error", err)
+	mux := endpoints.NewMux(endpoints.Sources{Gatherer: reg, Ready: isReady, Shadow: m.ShadowHandler(),
+		Configz: out.configz, Profiling: f.profiling, ReadyDetails: m.ReadyDetails})
+	stop := func() {}
+	if f.secure.Enabled() {
+		sctx, cancel := context.WithCancel(ctx)
+		srv, err := f.secure.Start(sctx, mux, kubeconfig, log)
+		if err != nil {
+			cancel()
+			return served{}, err
 		}
-	}()
-	return m, ready, nil
+		f.secureBound, stop = srv.Addr(), cancel
+	}
+	if f.address != "" {
+		srv, err := metrics.Listen(f.address, mux, log)
+		if err != nil {
+			stop()
+			return served{}, fmt.Errorf("--metrics-bind-address: %w", err)
+		}
+		f.bound = srv.Addr()
+		log.Warn("serving every endpoint over plain HTTP without authentication or authorization", "address", f.bound.String())
+		go func() {
+			if err := srv.Serve(ctx); err != nil {
+				log.Error("plain-HTTP endpoints stopped", "error", err)
+			}
+		}()
+	}
+	out.metrics = m
+	return out, nil
 }

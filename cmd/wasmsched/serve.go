@@ -25,7 +25,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		burst, maxBindings               int
 		leaderElect, watch, requireSHA   bool
 		election                         = kube.DefaultLeaderElection()
-		endpoints                        endpointFlags
+		serving                          = newEndpointFlags()
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -41,10 +41,18 @@ configuration is built and checked off the scheduling path — modules read,
 pinned digests checked, compiled, initialised and each new plugin run once
 on a real pod (the canary) — and swapped in between two scheduling cycles.
 A candidate that fails any check is refused and logged; the running one
-keeps serving.`,
+keeps serving.
+
+Its endpoints are served as kube-scheduler serves them, on --secure-port
+(10259) over TLS: /healthz, /livez and /readyz answer anyone; /metrics,
+/debug/shadow, /configz and (with --profiling) /debug/pprof/ need a bearer
+token or client certificate whose identity may get that nonResourceURL
+(TokenReview and SubjectAccessReview through the API server, cached).
+--metrics-bind-address adds a plain-HTTP copy with no authentication.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger()
+			klogTo(log.Named("k8s"))
 			cfg := config.Default()
 			if configPath != "" {
 				var err error
@@ -65,6 +73,9 @@ keeps serving.`,
 					return err
 				}
 			}
+			if err := serving.validate(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			restConfig, err := set.restConfig()
@@ -75,12 +86,12 @@ keeps serving.`,
 			if err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
-			met, ready, err := endpoints.start(ctx, log)
+			srv, err := serving.start(ctx, log, set.kubeconfig, cfg)
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: met, Ready: ready,
-				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings}
+			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
+				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set}
 			if set.leaderElect {
 				opts.LeaderElection = &set.election
 			}
@@ -107,6 +118,6 @@ keeps serving.`,
 	f.DurationVar(&election.LeaseDuration, "leader-elect-lease-duration", election.LeaseDuration, "how long standbys wait after the leader's last renewal before taking over")
 	f.DurationVar(&election.RenewDeadline, "leader-elect-renew-deadline", election.RenewDeadline, "how long the leader retries renewing before it stops scheduling")
 	f.DurationVar(&election.RetryPeriod, "leader-elect-retry-period", election.RetryPeriod, "pause between attempts to acquire or renew the Lease")
-	endpoints.register(f)
+	serving.register(f)
 	return cmd
 }

@@ -269,7 +269,7 @@ func (k *kubeConverter) convert(kc *kubev1.KubeSchedulerConfiguration) *Configur
 		k.warn("delayCacheUntilActive: ignored: wasmsched's standbys always fill their caches before they lead, so a takeover schedules at once")
 	}
 	if on := func(b *bool) bool { return b != nil && *b }; on(kc.EnableProfiling) || on(kc.EnableContentionProfiling) {
-		k.warn("enableProfiling: serve exposes /debug/pprof/ only with --enable-pprof (on its metrics address)")
+		k.warn("enableProfiling: serve exposes /debug/pprof/ only with --profiling")
 	}
 	c.LeaderElection = k.leaderElection(&kc.LeaderElection)
 	c.ClientConnection = clientConnection(&kc.ClientConnection)

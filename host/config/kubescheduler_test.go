@@ -300,7 +300,7 @@ profiles:
 	for _, w := range []string{
 		"parallelism: 32 is ignored",
 		"delayCacheUntilActive: ignored",
-		"enableProfiling: serve exposes /debug/pprof/ only with --enable-pprof",
+		"enableProfiling: serve exposes /debug/pprof/ only with --profiling",
 		`leaderElection.resourceName: "kube-scheduler" is kube-scheduler's own Lease`,
 		// Profile b disabled every default: only a is named.
 		"profiles a: kube-scheduler's default plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources are left out",

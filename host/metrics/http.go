@@ -17,13 +17,15 @@ import (
 // NewServeMux returns the endpoints a scheduler process serves:
 //
 //   - /metrics: what gatherer holds, in the Prometheus exposition format;
-//   - /healthz: 200 "ok" as long as the process can answer (liveness);
+//   - /healthz and /livez: 200 "ok" as long as the process can answer
+//     (liveness; /livez is the name kube-scheduler's probes use, /healthz
+//     the older one);
 //   - /readyz: 200 "ok" when ready returns nil, else 503 with its error
 //     (readiness: informers synced and scheduling running); a nil ready
 //     means always ready. WithReadyDetails adds lines after the "ok" that
 //     leave it ready but tell an operator what is degraded;
 //   - /debug/pprof/: the runtime profiles, only with enablePprof, because
-//     they are served without authentication and can be costly.
+//     they can be costly and tell much about the process.
 //
 // It is a plain net/http mux so callers may add their own handlers.
 func NewServeMux(gatherer prometheus.Gatherer, ready func() error, enablePprof bool, opts ...MuxOption) *http.ServeMux {
@@ -33,10 +35,12 @@ func NewServeMux(gatherer prometheus.Gatherer, ready func() error, enablePprof b
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "ok")
-	})
+	}
+	mux.HandleFunc("/healthz", live)
+	mux.HandleFunc("/livez", live)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if ready != nil {

@@ -27,8 +27,10 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 func TestHealthz(t *testing.T) {
 	mux := metrics.NewServeMux(prometheus.NewRegistry(), func() error { return errors.New("not yet") }, false)
 	// Liveness does not depend on readiness.
-	if code, body := get(t, mux, "/healthz"); code != http.StatusOK || body != "ok" {
-		t.Fatalf("/healthz = %d %q, want 200 ok", code, body)
+	for _, path := range []string{"/healthz", "/livez"} {
+		if code, body := get(t, mux, path); code != http.StatusOK || body != "ok" {
+			t.Fatalf("%s = %d %q, want 200 ok", path, code, body)
+		}
 	}
 }
 

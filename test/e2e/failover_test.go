@@ -90,7 +90,7 @@ func startReplica(t *testing.T, kubeconfig, id string) *replicaProc {
 		"--wasm-cache-dir", t.TempDir(), "--log-level", "info",
 		"--leader-elect-identity", id, "--leader-elect-lease-duration", "3s",
 		"--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "250ms",
-		"--metrics-bind-address", addr)
+		"--metrics-bind-address", addr, "--secure-port", "0")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ leaderElection:
 		t.Fatal(err)
 	}
 	cmd := exec.Command(wasmschedBinary(t), "serve", "--config", path, "--wasm-cache-dir", t.TempDir(),
-		"--log-level", "info", "--metrics-bind-address", freeAddr(t))
+		"--log-level", "info", "--metrics-bind-address", freeAddr(t), "--secure-port", "0")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -30,30 +30,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	objs, err := deploy.Objects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var profiles *config.Configuration
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.ServiceAccount:
-			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.ConfigMap:
-			profiles, err = config.Parse([]byte(o.Data["config.yaml"]))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	profiles := applyDeploy(t, ctx, admin)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -134,3 +111,34 @@ func TestDeployRBACIsEnough(t *testing.T) {
 }
 
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+// applyDeploy creates deploy/wasmsched.yaml's ServiceAccount and RBAC
+// objects and returns the profiles of its ConfigMap.
+func applyDeploy(t *testing.T, ctx context.Context, admin kubernetes.Interface) *config.Configuration {
+	t.Helper()
+	objs, err := deploy.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profiles *config.Configuration
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ServiceAccount:
+			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			profiles, err = config.Parse([]byte(o.Data["config.yaml"]))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return profiles
+}

@@ -60,6 +60,11 @@ type ServeOptions struct {
 	// OnReloader, if set, is given the reloader once serving starts
 	// (tests trigger reloads through it).
 	OnReloader func(*reload.Reloader)
+	// OnSwap, if set, is called with each configuration a reload puts
+	// live (the one serving starts with is Config), so what reports the
+	// running configuration (/configz) follows reloads and never shows a
+	// refused one.
+	OnSwap func(*config.Configuration)
 	// MaxBindingsInFlight bounds the bindings in flight: 0 means
 	// scheduler.DefaultMaxBindingsInFlight, negative no bound.
 	MaxBindingsInFlight int
@@ -132,7 +137,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	defer vpods.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
 		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, PollInterval: o.ModulePollInterval,
-		OnUnavailable: rec.ModuleUnavailable})
+		OnUnavailable: rec.ModuleUnavailable, OnSwap: o.OnSwap})
 	if err != nil {
 		return err
 	}
