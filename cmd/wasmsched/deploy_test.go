@@ -12,9 +12,10 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 )
 
-// TestDeployManifestMatchesTheCommand keeps deploy/wasmsched.yaml true:
-// its profiles parse, its container arguments are flags serve has, and
-// its RBAC subjects name its ServiceAccount.
+// TestDeployManifestMatchesTheCommand keeps deploy/wasmsched.yaml (the
+// chart rendered with its defaults) true: its profiles parse, its
+// container arguments are flags serve has, and its RBAC subjects name its
+// ServiceAccount.
 func TestDeployManifestMatchesTheCommand(t *testing.T) {
 	objs, err := deploy.Objects()
 	if err != nil {
@@ -38,8 +39,10 @@ func TestDeployManifestMatchesTheCommand(t *testing.T) {
 			bindings = append(bindings, o.Subjects...)
 		}
 	}
-	if dep == nil || cm == nil || sa == nil || len(bindings) != 2 {
-		t.Fatalf("manifest lacks a Deployment, ConfigMap, ServiceAccount or its two bindings: %d objects", len(objs))
+	// The ClusterRole's, secure serving's two (auth-delegator, the
+	// authentication ConfigMap's reader) and leader election's.
+	if dep == nil || cm == nil || sa == nil || len(bindings) != 4 {
+		t.Fatalf("manifest lacks a Deployment, ConfigMap, ServiceAccount or its four bindings: %d objects, %d bindings", len(objs), len(bindings))
 	}
 	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
 		t.Errorf("replicas = %v, want 2 (leader election needs a standby)", dep.Spec.Replicas)

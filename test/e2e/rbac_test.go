@@ -12,28 +12,28 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/wasmsched/wasmsched/deploy"
+	"github.com/wasmsched/wasmsched/deploy/charttest"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/engines/eviction"
 	"github.com/wasmsched/wasmsched/host/run/kube"
 )
 
-// TestDeployRBACIsEnough applies deploy/wasmsched.yaml's ServiceAccount
-// and RBAC rules, then runs serve as that ServiceAccount (impersonated;
+// TestDeployRBACIsEnough applies the chart's ServiceAccount and RBAC
+// rules (rendered by the real helm with the eviction engine on; the
+// scheduling-only defaults are deploy/wasmsched.yaml), then runs serve as
+// that ServiceAccount (impersonated;
 // the API server enforces RBAC) with the ConfigMap's profiles and leader
 // election: binding, Events and the PodScheduled condition must all be
 // allowed. With an eviction section added to the profiles, the eviction
 // coordinator must be able to evict (Eviction API, live pod reads,
 // Events), taint nodes and read metrics.k8s.io as well. A rule missing
-// from the manifest fails this test.
+// from the chart fails this test.
 func TestDeployRBACIsEnough(t *testing.T) {
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	objs, err := deploy.Objects()
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := charttest.Objects(t, charttest.Helm(t), "engines.eviction=true")
+	var err error
 	var profiles *config.Configuration
 	for _, o := range objs {
 		switch o := o.(type) {

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wasmsched/wasmsched/deploy"
+	"github.com/wasmsched/wasmsched/deploy/charttest"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/run/kube"
 	"github.com/wasmsched/wasmsched/internal/testlog"
@@ -462,16 +462,13 @@ func installCRD(t *testing.T, ctx context.Context, admin kubernetes.Interface, d
 	})
 }
 
-// applyRBAC creates deploy/wasmsched.yaml's ServiceAccount and RBAC
-// rules, plus what a user adds for a duck-typed source: read
-// kafkasources, write their status.
+// applyRBAC creates the chart's ServiceAccount and RBAC rules with the
+// vpod engine on (the test installs the CRD itself), plus what a user adds
+// for a duck-typed source: read kafkasources, write their status.
 func applyRBAC(t *testing.T, ctx context.Context, admin kubernetes.Interface) {
 	t.Helper()
-	objs, err := deploy.Objects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
+	var err error
+	for _, o := range charttest.Objects(t, charttest.Helm(t), "engines.vpod=true", "vpod.installCRD=false") {
 		switch o := o.(type) {
 		case *corev1.ServiceAccount:
 			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
