@@ -56,6 +56,14 @@ func TestVPodCRDIsTheChartsCopy(t *testing.T) {
 // allows, so rule sets compare however their rules are grouped.
 type grant struct{ group, resource, verb string }
 
+func (g grant) String() string {
+	group := g.group
+	if group == "" {
+		group = `""`
+	}
+	return g.verb + " " + group + "/" + g.resource
+}
+
 func grants(rules []rbacv1.PolicyRule) map[grant]bool {
 	out := map[grant]bool{}
 	for _, r := range rules {
@@ -200,12 +208,12 @@ func TestChartRBACPerEngineMix(t *testing.T) {
 			got := grants(main.Rules)
 			for g := range m.want {
 				if !got[g] {
-					t.Errorf("ClusterRole lacks %+v", g)
+					t.Errorf("ClusterRole lacks %v", g)
 				}
 			}
 			for g := range got {
 				if !m.want[g] {
-					t.Errorf("ClusterRole grants %+v, which %s does not use", g, m.name)
+					t.Errorf("ClusterRole grants %v, which %s does not use", g, m.name)
 				}
 			}
 			if hasCRD := slices.Contains(r.kinds(), "CustomResourceDefinition"); hasCRD != m.vpodCRD {

@@ -28,6 +28,6 @@ pkg=helm.sh/helm/v3
 go build -trimpath -ldflags "-s -w -X $pkg/internal/version.version=$HELM_VERSION -X $pkg/internal/version.gitTreeState=clean \
   -X $pkg/pkg/lint/rules.k8sVersionMajor=1 -X $pkg/pkg/lint/rules.k8sVersionMinor=$kminor \
   -X $pkg/pkg/chartutil.k8sVersionMajor=1 -X $pkg/pkg/chartutil.k8sVersionMinor=$kminor" \
-  -o "$CACHE/helm.tmp" "$pkg/cmd/helm" >&2
-mv "$CACHE/helm.tmp" "$CACHE/helm"
+  -o "$CACHE/helm.tmp.$$" "$pkg/cmd/helm" >&2
+mv "$CACHE/helm.tmp.$$" "$CACHE/helm"
 echo "$CACHE/helm"
