@@ -343,6 +343,16 @@ func TestChartOptions(t *testing.T) {
 			t.Errorf("args %v lack %s", args, want)
 		}
 	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--module-cache-dir") }) {
+		t.Errorf("args %v keep pulled modules without a module from a registry", args)
+	}
+
+	// A module from a registry: pulled modules are kept in the cache volume.
+	r2 := split(t, charttest.Objects(t, helm, "--set-file=config="+writeFile(t, "modules: [{name: p, image: reg.example/p@sha256:00}]\n")))
+	if args := r2.dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--module-cache-dir=/var/cache/wasmsched/modules") {
+		t.Errorf("with a module from a registry, args %v do not keep pulled modules in the cache volume", args)
+	}
+
 	var readers []rbacv1.Subject
 	for _, b := range r.crbs {
 		if b.RoleRef.Name == "wasmsched-metrics-reader" {
@@ -389,6 +399,16 @@ func TestChartRefusesValuesThatCannotWork(t *testing.T) {
 			t.Errorf("helm template --set %v: %v, want an error saying %q", c.set, err, c.want)
 		}
 	}
+}
+
+// writeFile writes content to a temporary file and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "values")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // firstDifference shows the first line where a and b differ.

@@ -96,13 +96,18 @@ func Run(t testing.TB, helm string, args ...string) ([]byte, error) {
 }
 
 // Template renders the chart as deploy/wasmsched.yaml's release
-// (wasmsched in kube-system) with --set values, and returns helm's
-// output.
+// (wasmsched in kube-system) with values, and returns helm's output. Each
+// of set is a --set value (key=value), or a helm flag passed as it is
+// when it starts with "--" (--set-file=config=path, --values=file).
 func Template(t testing.TB, helm string, set ...string) ([]byte, error) {
 	t.Helper()
 	args := []string{"template", deploy.ManifestRelease, deploy.ChartDir, "--namespace", deploy.ManifestNamespace}
 	for _, s := range set {
-		args = append(args, "--set", s)
+		if strings.HasPrefix(s, "--") {
+			args = append(args, s)
+		} else {
+			args = append(args, "--set", s)
+		}
 	}
 	return Run(t, helm, args...)
 }

@@ -53,3 +53,12 @@ without leader election. */}}
 {{- fail (printf "replicas is %d but leader election is off: every replica would bind pods" (int .Values.replicas)) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* "true" when a module of the configuration comes from a registry
+(image:), so serve needs a writable directory to keep pulled modules in. */}}
+{{- define "wasmsched.imageModules" -}}
+{{- $cfg := fromYaml .Values.config -}}
+{{- range (get $cfg "modules" | default list) -}}
+{{- if and (kindIs "map" .) (get . "image") }}true{{ end -}}
+{{- end -}}
+{{- end -}}
