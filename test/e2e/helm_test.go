@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +37,10 @@ import (
 // ConfigMap's files in place of the mounted volume, and a token of the
 // rendered ServiceAccount minted with the TokenRequest API. The pod it
 // is given must be bound, as that ServiceAccount, holding the Lease.
+// Where serve has secure serving (--secure-port), its HTTPS endpoints
+// answer as README "Running in a cluster" says: /healthz to anyone,
+// /metrics to a token bound to the chart's metrics reader ClusterRole
+// (values.metricsReaders), 403 to another token, 401 to none.
 func TestHelmChartInstallsAndServes(t *testing.T) {
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	helm := charttest.Helm(t)
@@ -44,7 +51,8 @@ func TestHelmChartInstallsAndServes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	objs := charttest.Objects(t, helm, "engines.eviction=true", "engines.vpod=true")
+	objs := charttest.Objects(t, helm, "engines.eviction=true", "engines.vpod=true",
+		"metricsReaders[0].kind=ServiceAccount", "metricsReaders[0].name=scraper", "metricsReaders[0].namespace=kube-system")
 	applyAll(t, ctx, admin, dynamic.NewForConfigOrDie(restCfg), objs)
 	var dep *appsv1.Deployment
 	var cm *corev1.ConfigMap
@@ -67,13 +75,8 @@ func TestHelmChartInstallsAndServes(t *testing.T) {
 	}
 
 	// The ServiceAccount's token, as the kubelet would project it.
-	exp := int64(3600)
-	tr, err := admin.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", sa.Namespace, sa.Name, err)
-	}
-	saKubeconfig := tokenKubeconfig(t, kubeconfig, tr.Status.Token)
+	saToken := createToken(t, ctx, admin, sa.Namespace, sa.Name)
+	saKubeconfig := tokenKubeconfig(t, kubeconfig, saToken)
 	asSA, err := kube.Client(saKubeconfig, 50, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +98,14 @@ func TestHelmChartInstallsAndServes(t *testing.T) {
 	// the token's kubeconfig for the delegated authentication and
 	// authorization the chart's RBAC allows.
 	help, _ := exec.Command(wasmschedBinary(t), "serve", "--help").CombinedOutput()
+	secureAddr := ""
 	if strings.Contains(string(help), "--secure-port") {
-		_, port, _ := strings.Cut(freeAddr(t), ":")
+		secureAddr = freeAddr(t)
+		host, port, _ := strings.Cut(secureAddr, ":")
 		args = append(args, "--secure-port="+port)
+		if strings.Contains(string(help), "--bind-address") {
+			args = append(args, "--bind-address="+host)
+		}
 	}
 	for _, f := range []string{"--authentication-kubeconfig", "--authorization-kubeconfig"} {
 		if strings.Contains(string(help), f) {
@@ -124,6 +132,63 @@ func TestHelmChartInstallsAndServes(t *testing.T) {
 	if h := leaseHolder(ctx, admin); h == "" {
 		t.Fatal("no Lease holder: leader election did not run with the rendered arguments")
 	}
+	if secureAddr == "" {
+		t.Log("serve has no --secure-port: its HTTPS endpoints are not checked")
+		return
+	}
+
+	if _, err := admin.CoreV1().ServiceAccounts("kube-system").Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: "kube-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scraper := createToken(t, ctx, admin, "kube-system", "scraper")
+	waitFor(t, ctx, "/healthz over HTTPS without a token", func() bool {
+		code, _ := httpsGet(secureAddr, "/healthz", "")
+		return code == http.StatusOK
+	})
+	for _, c := range []struct {
+		who, token string
+		want       int
+	}{{"no token", "", http.StatusUnauthorized}, {"the scheduler's own token", saToken, http.StatusForbidden},
+		{"a metrics reader's token", scraper, http.StatusOK}} {
+		if code, body := httpsGet(secureAddr, "/metrics", c.token); code != c.want {
+			t.Errorf("/metrics with %s: %d, want %d\n%.300s", c.who, code, c.want, body)
+		}
+	}
+}
+
+// createToken mints a token of a ServiceAccount with the TokenRequest
+// API, as the kubelet does for a pod.
+func createToken(t *testing.T, ctx context.Context, admin kubernetes.Interface, namespace, name string) string {
+	t.Helper()
+	exp := int64(3600)
+	tr, err := admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", namespace, name, err)
+	}
+	return tr.Status.Token
+}
+
+// httpsGet fetches path from serve's secure port, with a bearer token
+// unless it is empty; serve's certificate is its self-signed one.
+func httpsGet(addr, path, token string) (int, string) {
+	client := &http.Client{Timeout: 5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // serve's self-signed certificate
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // applyAll creates every rendered object through the dynamic client, in
