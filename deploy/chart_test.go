@@ -219,6 +219,11 @@ func TestChartRBACPerEngineMix(t *testing.T) {
 			if hasCRD := slices.Contains(r.kinds(), "CustomResourceDefinition"); hasCRD != m.vpodCRD {
 				t.Errorf("VPod CRD rendered: %v, want %v", hasCRD, m.vpodCRD)
 			}
+			for _, u := range r.other {
+				if u.GetKind() == "CustomResourceDefinition" && u.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+					t.Errorf("the VPod CRD is not kept on helm uninstall (annotations %v): its VPods would go with it", u.GetAnnotations())
+				}
+			}
 			checkCommon(t, r)
 		})
 	}
