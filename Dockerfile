@@ -3,6 +3,12 @@
 # from a ConfigMap or volume named in the profiles file.
 #
 #   docker build -t wasmsched:dev .
+#
+# wasmsched:dev is the image the Helm chart (deploy/helm/wasmsched) and
+# deploy/wasmsched.yaml name, with imagePullPolicy IfNotPresent: load it
+# into the cluster's nodes (kind load docker-image wasmsched:dev, or
+# docker save wasmsched:dev | ctr -n k8s.io images import - on each node),
+# no registry needed. README "Running in a cluster".
 FROM golang:1.25 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

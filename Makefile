@@ -8,6 +8,9 @@
 #   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
+#   make chart   the Helm chart (deploy/helm/wasmsched): helm lint and helm template for
+#                each engine mix, the rendered RBAC checked, deploy/wasmsched.yaml not drifted
+#   make manifest  regenerate deploy/wasmsched.yaml from the chart
 #   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
 #   make parity  the default profile against kube-scheduler v1.35's own framework on
@@ -64,14 +67,14 @@ WASM_BUILDS = \
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
 .PHONY: all demo test vet unit test-wasmtime e2e perf-e2e parity check-wasm wasm wasm-go bench tinygo fmt
-.PHONY: rust-wasm check-rust
+.PHONY: rust-wasm check-rust chart manifest
 
 all: test
 
 demo:
 	$(GO) run ./cmd/wasmsched simulate examples/cluster.yaml --config examples/profiles.yaml
 
-test: check-wasm check-rust vet unit test-wasmtime e2e
+test: check-wasm check-rust vet unit chart test-wasmtime e2e
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -95,6 +98,24 @@ test-wasmtime:
 	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
 	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/
 
+# chart runs the real helm (scripts/helm.sh builds the pinned release from
+# the Go module proxy once, about 3 minutes, and caches it) on the chart:
+# helm lint and helm template for each mix of engines, with the rendered
+# RBAC checked against what each mix uses, and deploy/wasmsched.yaml
+# compared with the chart rendered with its defaults. `make unit` runs the
+# same tests but skips them, saying so, while helm is not built.
+HELM_RELEASE_ARGS = wasmsched deploy/helm/wasmsched --namespace kube-system
+chart:
+	@echo "chart: helm in $$(scripts/helm.sh)"
+	$(GO) test -count=1 ./deploy/...
+
+# manifest regenerates deploy/wasmsched.yaml: the chart with its default values.
+manifest:
+	@helm=$$(scripts/helm.sh) && { \
+	  cat deploy/manifest-header.txt; \
+	  $$helm template $(HELM_RELEASE_ARGS); } > deploy/wasmsched.yaml.tmp && mv deploy/wasmsched.yaml.tmp deploy/wasmsched.yaml
+	@echo "manifest: deploy/wasmsched.yaml regenerated from deploy/helm/wasmsched"
+
 # e2e runs wasmsched against a real kube-apiserver and etcd on loopback
 # (each test starts its own); scripts/controlplane.sh builds them from the
 # Go module proxy the first time (README: "Tests" has the times) and
@@ -105,6 +126,7 @@ E2E_FLAGS ?=
 e2e:
 	@echo "e2e: kube-apiserver and etcd in $$(scripts/controlplane.sh build)"
 	@echo "e2e: OCI registry in $$(scripts/registry.sh build)"
+	@echo "e2e: helm in $$(scripts/helm.sh)"
 	WASMSCHED_E2E=1 $(GO) test -count=1 -timeout 20m $(E2E_FLAGS) ./test/e2e/
 
 # perf-e2e runs the load driver (wasmsched perf) against serve on a real

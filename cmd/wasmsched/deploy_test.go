@@ -15,9 +15,10 @@ import (
 	"github.com/wasmsched/wasmsched/host/run/endpoints"
 )
 
-// TestDeployManifestMatchesTheCommand keeps deploy/wasmsched.yaml true:
-// its profiles parse, its container arguments are flags serve has, and
-// its RBAC subjects name its ServiceAccount.
+// TestDeployManifestMatchesTheCommand keeps deploy/wasmsched.yaml (the
+// chart rendered with its defaults) true: its profiles parse, its
+// container arguments are flags serve has, and its RBAC subjects name its
+// ServiceAccount.
 func TestDeployManifestMatchesTheCommand(t *testing.T) {
 	objs, err := deploy.Objects()
 	if err != nil {

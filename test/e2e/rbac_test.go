@@ -9,28 +9,32 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wasmsched/wasmsched/deploy"
+	"github.com/wasmsched/wasmsched/deploy/charttest"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/engines/eviction"
 	"github.com/wasmsched/wasmsched/host/run/kube"
 )
 
-// TestDeployRBACIsEnough applies deploy/wasmsched.yaml's ServiceAccount
-// and RBAC rules, then runs serve as that ServiceAccount (impersonated;
+// TestDeployRBACIsEnough applies the chart's ServiceAccount and RBAC
+// rules (rendered by the real helm with the eviction engine on; the
+// scheduling-only defaults are deploy/wasmsched.yaml), then runs serve as
+// that ServiceAccount (impersonated;
 // the API server enforces RBAC) with the ConfigMap's profiles and leader
 // election: binding, Events and the PodScheduled condition must all be
 // allowed. With an eviction section added to the profiles, the eviction
 // coordinator must be able to evict (Eviction API, live pod reads,
 // Events), taint nodes and read metrics.k8s.io as well. A rule missing
-// from the manifest fails this test.
+// from the chart fails this test.
 func TestDeployRBACIsEnough(t *testing.T) {
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	profiles := applyDeploy(t, ctx, admin)
+	profiles := applyRBAC(t, ctx, admin, charttest.Objects(t, charttest.Helm(t), "engines.eviction=true"))
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +124,14 @@ func applyDeploy(t *testing.T, ctx context.Context, admin kubernetes.Interface) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return applyRBAC(t, ctx, admin, objs)
+}
+
+// applyRBAC creates the ServiceAccounts and RBAC objects among objs and
+// returns the profiles of their ConfigMap.
+func applyRBAC(t *testing.T, ctx context.Context, admin kubernetes.Interface, objs []runtime.Object) *config.Configuration {
+	t.Helper()
+	var err error
 	var profiles *config.Configuration
 	for _, o := range objs {
 		switch o := o.(type) {

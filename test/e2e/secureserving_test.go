@@ -216,13 +216,20 @@ func mintToken(t *testing.T, ctx context.Context, admin kubernetes.Interface, ns
 // runs as a pod with that ServiceAccount would.
 func tokenKubeconfig(t *testing.T, ctx context.Context, admin kubernetes.Interface, adminKubeconfig, ns, name, path string) string {
 	t.Helper()
+	return writeTokenKubeconfig(t, adminKubeconfig, mintToken(t, ctx, admin, ns, name), path)
+}
+
+// writeTokenKubeconfig writes, at path, the admin kubeconfig's cluster
+// with token as the user of every context.
+func writeTokenKubeconfig(t *testing.T, adminKubeconfig, token, path string) string {
+	t.Helper()
 	kc, err := clientcmd.LoadFromFile(adminKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc.AuthInfos = map[string]*clientcmdapi.AuthInfo{name: {Token: mintToken(t, ctx, admin, ns, name)}}
+	kc.AuthInfos = map[string]*clientcmdapi.AuthInfo{"token": {Token: token}}
 	for _, c := range kc.Contexts {
-		c.AuthInfo = name
+		c.AuthInfo = "token"
 	}
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wasmsched/wasmsched/deploy"
+	"github.com/wasmsched/wasmsched/deploy/charttest"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/run/kube"
 	"github.com/wasmsched/wasmsched/internal/testlog"
@@ -113,7 +113,7 @@ func TestVPodServe(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(rc)
 	installCRD(t, ctx, admin, dyn, "../../deploy/vpod-crd.yaml", vpodsGVR)
 	installCRD(t, ctx, admin, dyn, "testdata/kafkasource-crd.yaml", kafkaSrcGVR)
-	applyRBAC(t, ctx, admin)
+	applyVPodRBAC(t, ctx, admin)
 
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: adapterNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -462,32 +462,12 @@ func installCRD(t *testing.T, ctx context.Context, admin kubernetes.Interface, d
 	})
 }
 
-// applyRBAC creates deploy/wasmsched.yaml's ServiceAccount and RBAC
-// rules, plus what a user adds for a duck-typed source: read
-// kafkasources, write their status.
-func applyRBAC(t *testing.T, ctx context.Context, admin kubernetes.Interface) {
+// applyVPodRBAC creates the chart's ServiceAccount and RBAC rules with the
+// vpod engine on (the test installs the CRD itself), plus what a user adds
+// for a duck-typed source: read kafkasources, write their status.
+func applyVPodRBAC(t *testing.T, ctx context.Context, admin kubernetes.Interface) {
 	t.Helper()
-	objs, err := deploy.Objects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.ServiceAccount:
-			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyRBAC(t, ctx, admin, charttest.Objects(t, charttest.Helm(t), "engines.vpod=true", "vpod.installCRD=false"))
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "wasmsched-kafkasources"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{kafkaSrcGVR.Group}, Resources: []string{"kafkasources"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{kafkaSrcGVR.Group}, Resources: []string{"kafkasources/status"}, Verbs: []string{"update"}},
