@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,11 +80,18 @@ func RebuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Regis
 	set := &PolicySet{pools: bind.New(bind.Options{PoolSize: 1, Metrics: reg.Metrics()})}
 	need := bind.Need{Points: abi.PointsEviction, Role: "an eviction policy",
 		Hint: "an eviction policy implements EvictionThreshold or EvictPods"}
-	entry := make([]int, len(specs)) // each policy's index in set.pools
+	var entry []int // each policy's index in set.pools
 	for i, spec := range specs {
 		f := fmt.Sprintf("%s[%d].plugin", field, i)
 		need.Plugin = spec.Plugin
 		m, idx, err := bind.Resolve(reg, "", need)
+		if gone := unavailable(reg, err); gone != "" {
+			// The plugin may be a FailOpen module's that could not be
+			// fetched: the coordinator runs without the policy, loudly.
+			reg.Log().Error("eviction policy left out: no module serves its plugin and a FailOpen module is unavailable",
+				"field", f, "plugin", spec.Plugin, "unavailable", gone)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
@@ -95,7 +103,7 @@ func RebuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Regis
 		if spec.Args.Kind != abi.KindNull {
 			args = append(args, abi.PluginArgs{Name: spec.Plugin, Args: spec.Args})
 		}
-		entry[i] = set.pools.Add(m, args...)
+		entry = append(entry, set.pools.Add(m, args...))
 		set.policies = append(set.policies, &Policy{PolicySpec: spec, index: idx, points: m.Manifest.Plugins[idx].Points & abi.PointsEviction})
 	}
 	var prevPools *bind.Pools
@@ -114,6 +122,21 @@ func RebuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Regis
 		p.pool, p.table = set.pools.Entry(entry[i]).Pool, tables[entry[i]]
 	}
 	return set, nil
+}
+
+// unavailable names the FailOpen modules reg runs without when err says
+// no module serves a plugin, and is "" otherwise (a served plugin, another
+// error, or every module available).
+func unavailable(reg *modules.Registry, err error) string {
+	var unserved *bind.UnservedError
+	if reg == nil || !errors.As(err, &unserved) {
+		return ""
+	}
+	var names []string
+	for _, u := range reg.UnavailableIn("") {
+		names = append(names, u.Module)
+	}
+	return strings.Join(names, ", ")
 }
 
 // table returns the index of the observation table for these annotation
