@@ -80,7 +80,9 @@ func TestPollRetriesFailOpenAndFollowsAMovedTag(t *testing.T) {
 			return testmetrics.Value(t, e.reg, "wasmsched_module_info", testmetrics.Labels{"module": "zonepicker", "sha256": sha}) == 1
 		}
 	}
-	testwait.Eventually(t, 30*time.Second, serving(a.SHA256), "the FailOpen module retried and serving")
+	// Each reload compiles a 2.4 MB Go module (under -race on a shared
+	// machine: tens of seconds); the bound only catches a reload that never comes.
+	testwait.Eventually(t, 3*time.Minute, serving(a.SHA256), "the FailOpen module retried and serving")
 	if got := e.m.UnavailableModules(); len(got) != 0 {
 		t.Fatalf("still unavailable: %q", got)
 	}
@@ -88,7 +90,7 @@ func TestPollRetriesFailOpenAndFollowsAMovedTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testwait.Eventually(t, 30*time.Second, serving(b.SHA256), "the moved tag serving")
+	testwait.Eventually(t, 3*time.Minute, serving(b.SHA256), "the moved tag serving")
 	if got := e.reloads(metrics.ReloadRefused); got != 0 {
 		t.Fatalf("%v reloads refused", got)
 	}
