@@ -86,36 +86,42 @@ func TestReservedIdentsAreTheTemplates(t *testing.T) {
 			t.Errorf("name %q: err = %v", name, err)
 		}
 	}
+	if len(reservedIdents) != len(Kinds) {
+		t.Fatalf("reservedIdents has %d kinds, Kinds %d", len(reservedIdents), len(Kinds))
+	}
 	const probe = "zz-probe"
-	d := templateData(Options{Name: probe})
-	var got []string
-	for _, name := range []string{"plugin.go", "plugin_test.go", "module_test.go"} {
-		tm, err := template.New(name+".tmpl").Funcs(templateFuncs).ParseFS(templates, "template/"+name+".tmpl")
-		if err != nil {
-			t.Fatal(err)
+	for _, kind := range Kinds {
+		d := templateData(Options{Name: probe, Kind: kind})
+		var got []string
+		for _, name := range []string{"plugin.go", "plugin_test.go", "module_test.go"} {
+			file := "template/" + string(kind) + "/" + name + ".tmpl"
+			tm, err := template.New(name+".tmpl").Funcs(templateFuncs).ParseFS(templates, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := tm.Execute(&b, d); err != nil {
+				t.Fatal(err)
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for _, decl := range f.Decls {
+				got = append(got, declNames(decl)...)
+			}
 		}
-		var b bytes.Buffer
-		if err := tm.Execute(&b, d); err != nil {
-			t.Fatal(err)
+		var exported []string
+		for _, n := range got {
+			if ast.IsExported(n) && n != d.Plugin {
+				exported = append(exported, n)
+			}
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		slices.Sort(exported)
+		want := slices.Sorted(slices.Values(reservedIdents[kind]))
+		if !slices.Equal(exported, want) {
+			t.Errorf("the %s templates declare %v; reservedIdents has %v", kind, exported, want)
 		}
-		for _, decl := range f.Decls {
-			got = append(got, declNames(decl)...)
-		}
-	}
-	var exported []string
-	for _, n := range got {
-		if ast.IsExported(n) && n != d.Plugin {
-			exported = append(exported, n)
-		}
-	}
-	slices.Sort(exported)
-	want := slices.Sorted(slices.Values(reservedIdents))
-	if !slices.Equal(exported, want) {
-		t.Fatalf("the templates declare %v; reservedIdents is %v", exported, want)
 	}
 }
 
