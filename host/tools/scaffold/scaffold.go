@@ -115,7 +115,7 @@ var reservedIdents = map[Kind][]string{
 	KindVPodPriority: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
 		"TestPlacesOnTheFreestPods", "TestScoresFreeCapacity"},
 	KindVPodPredicate: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
-		"TestPlacesAtMostMaxPerPod", "TestRefusesPodsAtTheLimit"},
+		"TestKeepsTheReserveFree", "TestRefusesPodsAtTheReserve"},
 	KindVictim: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
 		"TestNeverChoosesProtectedPods", "TestRanksFewestVictimsFirst"},
 }
