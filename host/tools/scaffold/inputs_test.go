@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/template"
@@ -73,6 +74,31 @@ func TestInitWritesNamesYAMLReadsBack(t *testing.T) {
 		}
 		if f := cfg.Profiles[0].Plugins.Filter.Enabled; len(f) != 1 || f[0].Name != plugin {
 			t.Errorf("%s: filter plugins = %+v, want %s", name, f, plugin)
+		}
+	}
+	// The other kinds name the plugin elsewhere (eviction policies, vpod
+	// policies, DefaultPreemption's args): each must read back too.
+	for _, kind := range Kinds[1:] {
+		for _, name := range []string{"true", "null", "on"} {
+			dir := filepath.Join(t.TempDir(), name)
+			if _, err := Init(Options{Name: name, Dir: dir, Kind: kind}); err != nil {
+				t.Fatalf("%s %s: %v", kind, name, err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "wasmsched.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(b)
+			if err != nil {
+				t.Errorf("%s %s: wasmsched.yaml does not parse: %v\n%s", kind, name, err, b)
+				continue
+			}
+			if len(cfg.Modules) != 1 || cfg.Modules[0].Name != name {
+				t.Errorf("%s %s: modules = %+v", kind, name, cfg.Modules)
+			}
+			if !strings.Contains(string(b), strconv.Quote(pluginName(name))) {
+				t.Errorf("%s %s: the plugin's name is not quoted:\n%s", kind, name, b)
+			}
 		}
 	}
 }

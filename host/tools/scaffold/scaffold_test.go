@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"bytes"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +91,15 @@ func TestInitWritesEveryKind(t *testing.T) {
 			}
 			if !strings.Contains(string(b), "MyPolicy") || len(cfg.Modules) != 1 {
 				t.Errorf("wasmsched.yaml does not load the module and name MyPolicy:\n%s", b)
+			}
+			for _, f := range []string{"plugin.go", "plugin_test.go", "module_test.go"} {
+				src, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out, err := format.Source(src); err != nil || !bytes.Equal(out, src) {
+					t.Errorf("%s is not gofmt-clean (%v)", f, err)
+				}
 			}
 			cmd := exec.Command("go", "vet", "./...")
 			cmd.Dir = dir
