@@ -22,22 +22,33 @@ func newPluginCommand() *cobra.Command {
 }
 
 func newPluginInitCommand() *cobra.Command {
-	var o scaffold.Options
+	var (
+		o    scaffold.Options
+		kind string
+	)
 	cmd := &cobra.Command{
 		Use:   "init NAME",
-		Short: "Write a ready plugin project (Filter + Score, tests, config, a cluster to try it on)",
+		Short: "Write a ready plugin project (plugin, tests, config, a cluster to try it on)",
 		Long: `init writes a plugin project into ./NAME (or --dir): a go.mod wired to a copy
-of the guest SDK this binary carries (nothing is downloaded), a plugin with a
-Filter and a Score, unit tests using guest-sdk/plugintest, a test that runs
+of the guest SDK this binary carries (nothing is downloaded), a plugin of
+the --kind asked for, unit tests using guest-sdk/plugintest, a test that runs
 the built module in the real scheduler, a configuration enabling the plugin
-and a small cluster manifest. Then, in the project:
+and a small cluster manifest on which simulate shows it at work. Kinds:
+
+  filter-score    a Filter and a Score for a scheduling profile (default)
+  eviction        an eviction policy (a threshold and the pods to evict)
+  vpod-predicate  a vpod predicate for a Knative-style vpod scheduler
+  vpod-priority   a vpod priority for a Knative-style vpod scheduler
+  victim          a preemption victim policy (which pods, which node)
+
+Then, in the project:
 
   go test ./...
   wasmsched plugin build
   wasmsched simulate cluster.yaml --config wasmsched.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
+			o.Name, o.Kind = args[0], scaffold.Kind(kind)
 			files, err := scaffold.Init(o)
 			if err != nil {
 				return err
@@ -56,6 +67,7 @@ and a small cluster manifest. Then, in the project:
 		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "directory to write (default ./NAME); must be empty or absent")
+	cmd.Flags().StringVar(&kind, "kind", string(scaffold.KindFilterScore), "what the plugin is: filter-score, eviction, vpod-predicate, vpod-priority or victim")
 	cmd.Flags().StringVar(&o.Module, "module", "", "Go module path (default example.com/NAME)")
 	cmd.Flags().BoolVar(&o.UpdateSDK, "update-sdk", false, "only refresh the project's SDK copy from this binary")
 	return cmd

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -74,6 +76,16 @@ func TestPluginInitAndBuildRefusals(t *testing.T) {
 	}
 	if _, err := run(t, "plugin", "init", "demo", "--dir", dir); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("plugin init into a used directory: %v", err)
+	}
+	if _, err := run(t, "plugin", "init", "demo", "--dir", t.TempDir(), "--kind", "preemption"); err == nil || !strings.Contains(err.Error(), `plugin kind "preemption"`) {
+		t.Errorf("plugin init --kind preemption: %v", err)
+	}
+	evict := t.TempDir()
+	if out, err := run(t, "plugin", "init", "demo", "--dir", evict, "--kind", "eviction"); err != nil || !strings.Contains(out, "plugin_test.go") {
+		t.Errorf("plugin init --kind eviction: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(evict, "plugin.go")); !strings.Contains(string(b), "plugin.ThresholdPlugin") {
+		t.Errorf("plugin init --kind eviction wrote no eviction policy:\n%s", b)
 	}
 	if _, err := run(t, "plugin", "build", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no go.mod") {
 		t.Errorf("plugin build outside a project: %v", err)

@@ -47,6 +47,14 @@ func (p *PodWrapper) Name(n string) *PodWrapper {
 	return p
 }
 
+// Priority sets the pod's priority (what its PriorityClass resolves to):
+// preemption offers only lower-priority pods as victims, and eviction
+// sorts by it.
+func (p *PodWrapper) Priority(v int32) *PodWrapper { p.Pod.Priority = v; return p }
+
+// StartTime sets status.startTime, in Unix nanoseconds.
+func (p *PodWrapper) StartTime(unixNano int64) *PodWrapper { p.Pod.StartTime = unixNano; return p }
+
 // Namespace sets the pod's namespace.
 func (p *PodWrapper) Namespace(ns string) *PodWrapper { p.Pod.Namespace = ns; return p }
 

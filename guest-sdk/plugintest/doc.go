@@ -20,9 +20,23 @@
 //     placements with presence) and RunVPodFilter / RunVPodScore run a
 //     predicate or priority on it with an entry's raw args, as the SDK
 //     runtime does ("invalid arguments" for refused args); KnativeArgs
-//     wraps an args object into the JSON string a Knative policy holds.
+//     wraps an args object into the JSON string a Knative policy holds;
+//     PlaceVReplicas places vreplicas step by step as the vpod engine's
+//     Policy strategy does.
+//   - For eviction policies (ABI v1.2), EvictionNodeOf makes what a
+//     policy sees of a node; RunEvictPods, RunThresholdMet and
+//     RunTopEvictionPods check answers as the SDK does (candidates only,
+//     no pod twice, cut to the limit and topN); EvictionRound runs one
+//     coordinator round on the node (force and soft victims merged, one
+//     soft victim, CandidateSort order, the burst).
+//   - For preemption policies (ABI v1.1), VictimCandidatesOf offers what
+//     the host offers; RunSelectVictims and RunRankCandidates check
+//     answers as the host does; Preempt runs the host's dry run on one
+//     node (remove the chosen pods, give them back in the policy's order,
+//     violating ones first, while the preemptor still fits).
 //   - Simulate, which runs the *built* .wasm module through the wasmsched
-//     binary's `simulate` on a manifest and returns where each pod went, so
+//     binary's `simulate` on a manifest and returns where each pod went
+//     (and the preemptions, evictions and vpod placements), so
 //     an author can test the real module, sandbox and all, from `go test`.
 //     (Inside a Go module that can import the host itself, the host package
 //     github.com/wasmsched/wasmsched/host/tools/wasmtest does the same in-process.)

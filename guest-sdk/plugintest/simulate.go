@@ -16,14 +16,92 @@ type Placement struct {
 	Profile   string `json:"profile,omitempty"`
 	// Node is empty when the pod was not placed.
 	Node string `json:"node,omitempty"`
-	// Status is Scheduled, Bound, Unschedulable, SchedulerError or NotOurs.
+	// Status is Scheduled, Bound, Unschedulable, SchedulerError, NotOurs,
+	// Preempted or Evicted.
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
 }
 
-// Simulation is the outcome of Simulate, pods in manifest order.
+// Simulation is the outcome of Simulate, pods in manifest order, then
+// what the other engines did: preemptions, eviction rounds, vpod
+// placements (each empty when the configuration does not run it).
 type Simulation struct {
-	Pods []Placement `json:"pods"`
+	Pods        []Placement  `json:"pods"`
+	Preemptions []Preemption `json:"preemptions,omitempty"`
+	Eviction    *EvictionRun `json:"eviction,omitempty"`
+	VPods       *VPodRun     `json:"vpods,omitempty"`
+}
+
+// Preemption is one victim a preemptor displaced ("namespace/name").
+type Preemption struct {
+	Preemptor string `json:"preemptor"`
+	Victim    string `json:"victim"`
+	Node      string `json:"node"`
+	// How is "delete" or "evict" (through the Eviction API).
+	How string `json:"how"`
+}
+
+// EvictionRun is what the eviction coordinator did over the simulated
+// rounds.
+type EvictionRun struct {
+	Rounds    int        `json:"rounds"`
+	Evictions []Eviction `json:"evictions"`
+	// DryRun lists what dry-run policies would have evicted.
+	DryRun []Eviction `json:"dryRun"`
+}
+
+// Eviction is one pod a policy evicted ("namespace/name").
+type Eviction struct {
+	Round  int    `json:"round"`
+	Pod    string `json:"pod"`
+	Node   string `json:"node"`
+	Policy string `json:"policy"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+}
+
+// VPodRun is what each vpod scheduler placed.
+type VPodRun struct {
+	Schedulers []VPodScheduler `json:"schedulers"`
+}
+
+// VPodScheduler is one vpod scheduler's outcome.
+type VPodScheduler struct {
+	Name        string       `json:"name"`
+	StatefulSet string       `json:"statefulSet"`
+	VPods       []VPodResult `json:"vpods"`
+}
+
+// VPodResult is where one vpod's vreplicas went.
+type VPodResult struct {
+	// VPod is "namespace/name".
+	VPod       string          `json:"vpod"`
+	VReplicas  int32           `json:"vreplicas"`
+	Placements []VPodPlacement `json:"placements"`
+	Pending    int32           `json:"pending"`
+}
+
+// VPodPlacement is a vpod's vreplicas on one adapter pod.
+type VPodPlacement struct {
+	PodName   string `json:"podName"`
+	VReplicas int32  `json:"vreplicas"`
+}
+
+// VPod returns the outcome of vpod namespace/name under any scheduler, or
+// nil.
+func (s *Simulation) VPod(namespace, name string) *VPodResult {
+	if s.VPods == nil {
+		return nil
+	}
+	for i := range s.VPods.Schedulers {
+		vs := s.VPods.Schedulers[i].VPods
+		for j := range vs {
+			if vs[j].VPod == namespace+"/"+name {
+				return &vs[j]
+			}
+		}
+	}
+	return nil
 }
 
 // Pod returns the placement of namespace/name, or nil.

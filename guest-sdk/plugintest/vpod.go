@@ -267,3 +267,98 @@ func allPods(s *plugin.VPodState, pods []int) []int {
 	}
 	return all
 }
+
+// VPodEntry is one entry of a vpod policy: a predicate or priority plugin
+// with the entry's raw args ("" for none; KnativeArgs for an object) and,
+// for a priority, its weight.
+type VPodEntry struct {
+	Plugin plugin.Plugin
+	Args   string
+	Weight int64
+}
+
+// VPodPolicy is a vpod scheduler's policy as PlaceVReplicas runs it.
+type VPodPolicy struct {
+	// FitsResources runs Knative's PodFitsResources first: a pod with no
+	// free capacity takes no vreplica (unless the free-capacity table is
+	// empty). It is a builtin of the host's knative bundle, not a plugin a
+	// project has, so it is a flag here.
+	FitsResources bool
+	Predicates    []VPodEntry
+	Priorities    []VPodEntry
+}
+
+// PlaceVReplicas places n vreplicas of w's vpod one at a time, as the vpod
+// engine's Policy strategy does: at every step each pod is a candidate,
+// the predicates run in order (a pod any of them refuses, with any
+// status, is out; refused args refuse every pod), the priorities score
+// the pods left, and the vreplica goes to the pod with the highest
+// weighted sum; that pod's free capacity drops by one and the vpod's
+// spread grows. The host breaks ties at random; here the lowest ordinal
+// wins, so tests should not depend on a tie. It stops early, leaving the
+// rest pending, when no pod is feasible or a priority fails (its error is
+// returned, as the host logs it). It returns the vreplicas placed per
+// ordinal (this call's only) and how many are pending. w keeps the new
+// placements. The engine places a vpod's every vreplica from scratch, its
+// old pods present with 0: build w that way (Place(ordinal, 0), their
+// vreplicas counted as free) to test a re-placement.
+func PlaceVReplicas(tb testing.TB, w *VPodWrapper, n int32, policy VPodPolicy) (placed map[int32]int32, pending int32, err error) {
+	tb.Helper()
+	placed = map[int32]int32{}
+	for step := int32(0); step < n; step++ {
+		s := w.Obj(tb)
+		feasible := make([]bool, s.NumPods())
+		for i := range feasible {
+			feasible[i] = !policy.FitsResources || s.FreeCapEmpty() || s.Free(i) > 0
+		}
+		for _, e := range policy.Predicates {
+			cands := feasibleOf(feasible)
+			if len(cands) == 0 {
+				break
+			}
+			verdicts, _ := RunVPodFilter(tb, e.Plugin, e.Args, s, cands...)
+			for i, st := range verdicts {
+				if st != nil {
+					feasible[cands[i]] = false
+				}
+			}
+		}
+		cands := feasibleOf(feasible)
+		if len(cands) == 0 {
+			return placed, n - step, nil
+		}
+		totals := make([]int64, len(cands))
+		for _, e := range policy.Priorities {
+			scores, err := RunVPodScore(tb, e.Plugin, e.Args, s, cands...)
+			if err != nil {
+				return placed, n - step, err
+			}
+			for i, v := range scores {
+				totals[i] += e.Weight * v
+			}
+		}
+		best := 0
+		for i := range totals {
+			if totals[i] > totals[best] {
+				best = i
+			}
+		}
+		o := s.Ordinal(cands[best])
+		p := w.pods[o]
+		p.free--
+		w.pods[o] = p
+		w.Place(o, 1)
+		placed[o]++
+	}
+	return placed, 0, nil
+}
+
+func feasibleOf(feasible []bool) []int {
+	var out []int
+	for i, ok := range feasible {
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}

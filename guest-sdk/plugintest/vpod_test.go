@@ -94,3 +94,38 @@ func TestRunVPodFollowsRuntimeRules(t *testing.T) {
 		t.Fatalf("KnativeArgs %s", KnativeArgs(`{"MaxSkew": 1}`))
 	}
 }
+
+func TestPlaceVReplicasStepsLikeTheEngine(t *testing.T) {
+	w := MakeVPodState().Capacity(3).VPod("ns", "src", 5).
+		Pod(0, "n1", 3).Pod(1, "n1", 2).Pod(2, "n2", 3).Pod(3, "n2", 3)
+	// Ordinals below 3 only (vtoy's predicate with "3"), freest first
+	// (vtoy's priority), lowest ordinal on ties, capacity enforced.
+	placed, pending, err := PlaceVReplicas(t, w, 9, VPodPolicy{
+		FitsResources: true,
+		Predicates:    []VPodEntry{{Plugin: vtoy{}, Args: "3"}},
+		Priorities:    []VPodEntry{{Plugin: vtoy{}, Weight: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(placed, map[int32]int32{0: 3, 1: 2, 2: 3}) || pending != 1 {
+		t.Errorf("placed %v, pending %d; want 0:3 1:2 2:3 and 1 pending", placed, pending)
+	}
+	if v, ok := w.Obj(t).PodSpread(1); v != 2 || !ok {
+		t.Errorf("the wrapper did not keep the placements: pod 1 spread %d %v", v, ok)
+	}
+	// A failing priority stops placement, the error returned.
+	_, pending, err = PlaceVReplicas(t, MakeVPodState().Pod(0, "n1", 3), 2, VPodPolicy{
+		Priorities: []VPodEntry{{Plugin: vtoy{}, Args: "fail", Weight: 1}},
+	})
+	if err == nil || pending != 2 {
+		t.Errorf("failing priority: pending %d, err %v", pending, err)
+	}
+	// Refused predicate args refuse every pod.
+	_, pending, _ = PlaceVReplicas(t, MakeVPodState().Pod(0, "n1", 3), 2, VPodPolicy{
+		Predicates: []VPodEntry{{Plugin: vtoy{}, Args: "x"}},
+	})
+	if pending != 2 {
+		t.Errorf("invalid predicate args: pending %d, want 2", pending)
+	}
+}

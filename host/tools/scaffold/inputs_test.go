@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/template"
@@ -75,6 +76,31 @@ func TestInitWritesNamesYAMLReadsBack(t *testing.T) {
 			t.Errorf("%s: filter plugins = %+v, want %s", name, f, plugin)
 		}
 	}
+	// The other kinds name the plugin elsewhere (eviction policies, vpod
+	// policies, DefaultPreemption's args): each must read back too.
+	for _, kind := range Kinds[1:] {
+		for _, name := range []string{"true", "null", "on"} {
+			dir := filepath.Join(t.TempDir(), name)
+			if _, err := Init(Options{Name: name, Dir: dir, Kind: kind}); err != nil {
+				t.Fatalf("%s %s: %v", kind, name, err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "wasmsched.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(b)
+			if err != nil {
+				t.Errorf("%s %s: wasmsched.yaml does not parse: %v\n%s", kind, name, err, b)
+				continue
+			}
+			if len(cfg.Modules) != 1 || cfg.Modules[0].Name != name {
+				t.Errorf("%s %s: modules = %+v", kind, name, cfg.Modules)
+			}
+			if !strings.Contains(string(b), strconv.Quote(pluginName(name))) {
+				t.Errorf("%s %s: the plugin's name is not quoted:\n%s", kind, name, b)
+			}
+		}
+	}
 }
 
 // A plugin name whose Go type would clash with the generated code is
@@ -86,36 +112,42 @@ func TestReservedIdentsAreTheTemplates(t *testing.T) {
 			t.Errorf("name %q: err = %v", name, err)
 		}
 	}
+	if len(reservedIdents) != len(Kinds) {
+		t.Fatalf("reservedIdents has %d kinds, Kinds %d", len(reservedIdents), len(Kinds))
+	}
 	const probe = "zz-probe"
-	d := templateData(Options{Name: probe})
-	var got []string
-	for _, name := range []string{"plugin.go", "plugin_test.go", "module_test.go"} {
-		tm, err := template.New(name+".tmpl").Funcs(templateFuncs).ParseFS(templates, "template/"+name+".tmpl")
-		if err != nil {
-			t.Fatal(err)
+	for _, kind := range Kinds {
+		d := templateData(Options{Name: probe, Kind: kind})
+		var got []string
+		for _, name := range []string{"plugin.go", "plugin_test.go", "module_test.go"} {
+			file := "template/" + string(kind) + "/" + name + ".tmpl"
+			tm, err := template.New(name+".tmpl").Funcs(templateFuncs).ParseFS(templates, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := tm.Execute(&b, d); err != nil {
+				t.Fatal(err)
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for _, decl := range f.Decls {
+				got = append(got, declNames(decl)...)
+			}
 		}
-		var b bytes.Buffer
-		if err := tm.Execute(&b, d); err != nil {
-			t.Fatal(err)
+		var exported []string
+		for _, n := range got {
+			if ast.IsExported(n) && n != d.Plugin {
+				exported = append(exported, n)
+			}
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		slices.Sort(exported)
+		want := slices.Sorted(slices.Values(reservedIdents[kind]))
+		if !slices.Equal(exported, want) {
+			t.Errorf("the %s templates declare %v; reservedIdents has %v", kind, exported, want)
 		}
-		for _, decl := range f.Decls {
-			got = append(got, declNames(decl)...)
-		}
-	}
-	var exported []string
-	for _, n := range got {
-		if ast.IsExported(n) && n != d.Plugin {
-			exported = append(exported, n)
-		}
-	}
-	slices.Sort(exported)
-	want := slices.Sorted(slices.Values(reservedIdents))
-	if !slices.Equal(exported, want) {
-		t.Fatalf("the templates declare %v; reservedIdents is %v", exported, want)
 	}
 }
 

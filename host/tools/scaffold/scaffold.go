@@ -1,8 +1,10 @@
 // Package scaffold writes a ready plugin project: a go.mod wired to a copy
 // of the guest SDK that this binary carries (the SDK is on no module proxy,
-// so a project must not need the network to find it), a plugin with a
-// Filter and a Score, its tests, a configuration that enables it and a small
-// cluster manifest to try it on. `wasmsched plugin init` is its command.
+// so a project must not need the network to find it), a plugin of one kind
+// (Filter and Score, an eviction policy, a vpod predicate or priority, a
+// preemption victim policy), its tests, a configuration that enables it and
+// a small cluster manifest on which `wasmsched simulate` shows it at work.
+// `wasmsched plugin init` is its command.
 package scaffold
 
 import (
@@ -28,8 +30,37 @@ import (
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
-//go:embed template/*.tmpl
+// templates holds template/shared (written for every kind) and one
+// directory per Kind.
+//
+//go:embed template
 var templates embed.FS
+
+// Kind is what a project's plugin is: which extension points of
+// guest-sdk/plugin it implements, and so which example the scaffold
+// writes.
+type Kind string
+
+// The kinds Init scaffolds.
+const (
+	// KindFilterScore is a Filter and a Score plugin for a scheduling
+	// profile (the default).
+	KindFilterScore Kind = "filter-score"
+	// KindEviction is an eviction policy (plugin.ThresholdPlugin) for the
+	// eviction coordinator.
+	KindEviction Kind = "eviction"
+	// KindVPodPriority is a vpod priority (plugin.VPodPriorityPlugin) for
+	// a vpod scheduler's policy.
+	KindVPodPriority Kind = "vpod-priority"
+	// KindVPodPredicate is a vpod predicate (plugin.VPodPredicatePlugin).
+	KindVPodPredicate Kind = "vpod-predicate"
+	// KindVictim is a preemption victim policy (plugin.PreemptionPlugin)
+	// that DefaultPreemption's victimPolicy names.
+	KindVictim Kind = "victim"
+)
+
+// Kinds lists every Kind, the default first, as --kind's help shows them.
+var Kinds = []Kind{KindFilterScore, KindEviction, KindVPodPriority, KindVPodPredicate, KindVictim}
 
 // SDKArchive is a zip of the abi and guest-sdk modules' sources (tests
 // left out) under abi/ and guest-sdk/, as BuildSDKArchive makes it from the
@@ -58,25 +89,47 @@ type Options struct {
 	// CheckImportPath): it is written into go.mod, where a newline or a
 	// quote would add directives of its own.
 	Module string
+	// Kind is the plugin's kind; "" is KindFilterScore.
+	Kind Kind
 	// UpdateSDK rewrites only the SDK copy of an existing project.
 	UpdateSDK bool
 }
 
+func (o Options) kind() Kind {
+	if o.Kind == "" {
+		return KindFilterScore
+	}
+	return o.Kind
+}
+
 var validName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 
-// reservedIdents are the top-level identifiers of the generated Go files
-// (TestReservedIdentsAreTheTemplates' keeps the list whole): a plugin
-// type of one of these names would not compile.
-var reservedIdents = []string{"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
-	"TestFilterKeepsPodsInTheirPool", "TestScorePrefersFreeCPU"}
+// reservedIdents are, per kind, the top-level identifiers of the
+// generated Go files (TestReservedIdentsAreTheTemplates keeps the lists
+// whole): a plugin type of one of these names would not compile.
+var reservedIdents = map[Kind][]string{
+	KindFilterScore: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
+		"TestFilterKeepsPodsInTheirPool", "TestScorePrefersFreeCPU"},
+	KindEviction: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
+		"TestEvictsTheLowestPriorityPodOverTheLimit", "TestThresholdMetAboveMaxPods"},
+	KindVPodPriority: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
+		"TestPlacesOnTheFreestPods", "TestScoresFreeCapacity"},
+	KindVPodPredicate: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
+		"TestKeepsTheReserveFree", "TestRefusesPodsAtTheReserve"},
+	KindVictim: {"New", "Registration", "TestArgs", "TestBuiltModuleInSimulate",
+		"TestNeverChoosesProtectedPods", "TestRanksFewestVictimsFirst"},
+}
 
 // check refuses what Init cannot write into a project that builds: every
 // string the user gives that ends up in a generated file is checked here.
 func (o Options) check() error {
+	if _, ok := reservedIdents[o.kind()]; !ok {
+		return fmt.Errorf("plugin kind %q: want one of %s", o.Kind, kindList())
+	}
 	if !validName.MatchString(o.Name) {
 		return fmt.Errorf("plugin name %q: want lower-case letters, digits, '-' or '_', starting with a letter (at most 63)", o.Name)
 	}
-	if p := pluginName(o.Name); slices.Contains(reservedIdents, p) {
+	if p := pluginName(o.Name); slices.Contains(reservedIdents[o.kind()], p) {
 		return fmt.Errorf("plugin name %q: its Go type %s would clash with the generated code's %s; choose another name", o.Name, p, p)
 	}
 	if o.Module != "" {
@@ -117,7 +170,7 @@ func Init(o Options) ([]string, error) {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	data := templateData(o)
-	names, err := fs.Glob(templates, "template/*.tmpl")
+	names, err := templateFiles(o.kind())
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +193,31 @@ func Init(o Options) ([]string, error) {
 	return wrote, extractSDK(filepath.Join(dir, SDKDir))
 }
 
+// templateFiles are the templates of a kind's project, shared ones
+// included, sorted by the file they write.
+func templateFiles(k Kind) ([]string, error) {
+	shared, err := fs.Glob(templates, "template/shared/*.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	own, err := fs.Glob(templates, "template/"+string(k)+"/*.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	names := append(shared, own...)
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(path.Base(a), path.Base(b)) })
+	return names, nil
+}
+
+// kindList is the kinds for a message: "filter-score, eviction, ...".
+func kindList() string {
+	s := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
 // templateFuncs are the templates' functions: yaml writes a YAML string
 // quoted, so that a name such as "true", "null", "yes" or "on" stays a
 // string (sigs.k8s.io/yaml reads YAML 1.1, where the last two are
@@ -156,11 +234,15 @@ func templateData(o Options) data {
 	if module == "" {
 		module = "example.com/" + o.Name
 	}
+	label := "example.com/pool"
+	if o.kind() == KindVictim {
+		label = "example.com/protected"
+	}
 	return data{
 		Dir:    o.Name,
 		Module: module,
 		Plugin: pluginName(o.Name),
-		Label:  "example.com/pool",
+		Label:  label,
 		ABI:    fmt.Sprintf("v%d.%d", abi.VersionMajor, abi.VersionMinor),
 	}
 }

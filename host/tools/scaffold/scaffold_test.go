@@ -2,12 +2,15 @@ package scaffold
 
 import (
 	"bytes"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 )
 
@@ -58,6 +61,65 @@ func TestInitWritesAProjectWhoseTestsPass(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "ok ") {
 		t.Fatalf("go test ran no package:\n%s", out)
+	}
+}
+
+// Every kind's project builds and its unit tests pass, offline; its
+// configuration reads back with the plugin where the kind belongs.
+func TestInitWritesEveryKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a project per kind")
+	}
+	for _, kind := range Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "my-policy")
+			files, err := Init(Options{Name: "my-policy", Dir: dir, Kind: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"README.md", "cluster.yaml", "go.mod", "module_test.go", "plugin.go", "plugin_test.go", "wasmsched.yaml"}
+			if !slices.Equal(files, want) {
+				t.Errorf("Init wrote %v, want %v", files, want)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "wasmsched.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(b)
+			if err != nil {
+				t.Fatalf("wasmsched.yaml does not parse: %v\n%s", err, b)
+			}
+			if !strings.Contains(string(b), "MyPolicy") || len(cfg.Modules) != 1 {
+				t.Errorf("wasmsched.yaml does not load the module and name MyPolicy:\n%s", b)
+			}
+			for _, f := range []string{"plugin.go", "plugin_test.go", "module_test.go"} {
+				src, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out, err := format.Source(src); err != nil || !bytes.Equal(out, src) {
+					t.Errorf("%s is not gofmt-clean (%v)", f, err)
+				}
+			}
+			cmd := exec.Command("go", "vet", "./...")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod", "WASMSCHED=")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("go vet in the scaffolded project: %v\n%s", err, out)
+			}
+			cmd = exec.Command("go", "test", "-count=1", "./...")
+			cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod", "WASMSCHED=")
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok ") {
+				t.Fatalf("go test in the scaffolded project: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestInitRefusesAnUnknownKind(t *testing.T) {
+	_, err := Init(Options{Name: "x", Dir: t.TempDir(), Kind: "preemption"})
+	if err == nil || !strings.Contains(err.Error(), `plugin kind "preemption"`) || !strings.Contains(err.Error(), "vpod-priority") {
+		t.Fatalf("err = %v, want a plugin kind error listing the kinds", err)
 	}
 }
 
