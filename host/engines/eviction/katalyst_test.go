@@ -21,13 +21,14 @@ func graceTop(g *int64) func(v *view, n *abi.TopEvictionNode) abi.TopEvictionPod
 }
 
 // Order of calls (collectEvictionResult): every policy's evict_pods and
-// threshold_met come before any top_eviction_pods, so a hard threshold's
+// threshold_met (in that order per policy) come before any
+// top_eviction_pods, so a hard threshold's
 // pod is merged into the force answers of every policy, whatever the
 // policies' order, and a later policy's force answer never replaces it.
 func TestRoundAsksEveryPolicyBeforeAnyTop(t *testing.T) {
 	g30, g5 := int64(30), int64(5)
 	a := &fakePolicy{name: "A", points: abi.PointEvictionThreshold, threshold: hard(0, "n1"), top: graceTop(&g30)}
-	b := &fakePolicy{name: "B", points: abi.PointEvictPods, evictPods: func(v *view) abi.NodeEvictPods {
+	b := &fakePolicy{name: "B", points: abi.PointEvictPods | abi.PointEvictionThreshold, threshold: hard(0), evictPods: func(v *view) abi.NodeEvictPods {
 		r := evictNamed(true, "x")(v)
 		for i := range r.Pods {
 			r.Pods[i].GracePeriodSeconds = &g5
@@ -38,7 +39,9 @@ func TestRoundAsksEveryPolicyBeforeAnyTop(t *testing.T) {
 	e.node("n1", 1000)
 	e.pod("n1", "x", 1, 100)
 	r := e.round()
-	wantCalls := []string{"A:threshold_met", "B:evict_pods", "A:top_eviction_pods"}
+	// Per policy evict_pods then threshold_met, as Katalyst asks each
+	// plugin; top_eviction_pods after all of them.
+	wantCalls := []string{"A:threshold_met", "B:evict_pods", "B:threshold_met", "A:top_eviction_pods"}
 	if got := e.mod.called(); !reflect.DeepEqual(got, wantCalls) {
 		t.Errorf("calls %v, want %v", got, wantCalls)
 	}
