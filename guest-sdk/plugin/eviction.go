@@ -63,8 +63,10 @@ type ThresholdPlugin interface {
 	// ThresholdMet says whether the policy's threshold is met on the
 	// node: NotMet, SoftMet or HardMet, with the scope (say, a resource
 	// name) that comes back to GetTopEvictionPods, and optionally a
-	// condition (a node taint while it is met) and a narrower candidate
-	// list for GetTopEvictionPods (each one of node.Candidates).
+	// condition (a node taint while it is met; a NotMet answer is
+	// ignored whole, condition included, as in Katalyst) and a narrower
+	// candidate list for GetTopEvictionPods (each one of
+	// node.Candidates).
 	ThresholdMet(node *EvictionNode) abi.ThresholdResult
 	// GetTopEvictionPods picks the pods to evict on a node whose
 	// threshold is met past its grace period, most deserving first.

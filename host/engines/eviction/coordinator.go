@@ -340,8 +340,17 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 	for _, nr := range nodes {
 		byName[nr.ni.Info.Node.Name] = nr
 	}
+	// As Katalyst: every policy's evict_pods and threshold_met first,
+	// then the top_eviction_pods of the thresholds met past their grace
+	// period, in the policies' order.
+	tops := make([]*topQuery, 0, len(set.policies))
 	for _, p := range set.policies {
-		c.runPolicy(ctx, p, nodes, now, round)
+		if q := c.askPolicy(ctx, p, nodes, now, round); q != nil {
+			tops = append(tops, q)
+		}
+	}
+	for _, q := range tops {
+		c.askTop(ctx, q, nodes, round)
 	}
 	c.forgetGone(set, byName)
 	c.applyTaints(ctx, now, round)

@@ -5,8 +5,9 @@
 // alone decides what happens. Each round (every sync period) it
 //
 //	observes   the cached nodes and pods, their conditions and usage
-//	asks       every policy: EvictPods, ThresholdMet, then TopEvictionPods
-//	           for thresholds met past their grace period
+//	asks       every policy EvictPods and ThresholdMet, then (once all
+//	           have answered) TopEvictionPods for the thresholds met past
+//	           their grace period, in Katalyst's order
 //	aggregates force and soft candidates across policies, by pod UID
 //	filters    critical, static, mirror, skipped and terminating pods
 //	sorts      with CandidateSort, at most one soft victim per node

@@ -89,11 +89,15 @@ func (c *Coordinator) fail(round *Round, p *Policy, call string, err error) {
 	round.Failures = append(round.Failures, Failure{Policy: p.Plugin, Call: call, Err: err})
 }
 
-// runPolicy asks one policy about every node: EvictPods, then
-// ThresholdMet and, where a threshold is met past its grace period,
-// TopEvictionPods. Each answer is taken whole or dropped whole; as in
-// Katalyst, a failed EvictPods does not stop the threshold pass.
-func (c *Coordinator) runPolicy(ctx context.Context, p *Policy, nodes []*nodeRound, now time.Time, round *Round) {
+// askPolicy is the first half of a round for one policy, as Katalyst's
+// collectEvictionResult runs it: evict_pods, then threshold_met, over
+// every node in one batched call each. It returns the top_eviction_pods
+// query for the nodes where a threshold is met past its grace period
+// (nil if none), which askTop sends once every policy has been asked.
+// Each answer is taken whole or dropped whole; as in Katalyst, a failed
+// evict_pods does not stop the threshold pass, and a failed
+// threshold_met ends the consecutive rounds its grace periods count.
+func (c *Coordinator) askPolicy(ctx context.Context, p *Policy, nodes []*nodeRound, now time.Time, round *Round) *topQuery {
 	req := abi.EvictionRequest{Limit: uint32(c.settings.Burst), Nodes: make([]abi.EvictionNode, len(nodes))}
 	for i, nr := range nodes {
 		req.Nodes[i] = abi.EvictionNode{Slot: nr.ni.Slot, Candidates: nr.candidates}
@@ -110,18 +114,36 @@ func (c *Coordinator) runPolicy(ctx context.Context, p *Policy, nodes []*nodeRou
 			c.takeEvictPods(p, nodes, rs, now, round)
 		}
 	}
-	if p.points.Has(abi.PointEvictionThreshold) {
-		var rs []abi.ThresholdResult
-		err := c.withClient(ctx, p, func(cl *guest.Client) (err error) {
-			rs, err = cl.ThresholdMet(ctx, p.index, &req)
-			return err
-		})
-		if err != nil {
-			c.fail(round, p, abi.FuncThresholdMet.String(), err)
-			return
-		}
-		c.takeThresholds(ctx, p, nodes, rs, now, round)
+	if !p.points.Has(abi.PointEvictionThreshold) {
+		return nil
 	}
+	var rs []abi.ThresholdResult
+	err := c.withClient(ctx, p, func(cl *guest.Client) (err error) {
+		rs, err = cl.ThresholdMet(ctx, p.index, &req)
+		return err
+	})
+	if err != nil {
+		c.fail(round, p, abi.FuncThresholdMet.String(), err)
+		// No answer is not a met threshold: Katalyst leaves the plugin
+		// out of the round's met thresholds, which restarts its grace
+		// period.
+		for _, nr := range nodes {
+			c.state.unmetThreshold(p.Plugin, nr.ni.Info.Node.Name)
+		}
+		return nil
+	}
+	return c.takeThresholds(p, nodes, rs, now, round)
+}
+
+// topQuery is a policy's top_eviction_pods query of a round, kept until
+// every policy has answered evict_pods and threshold_met.
+type topQuery struct {
+	p   *Policy
+	req abi.TopEvictionRequest
+	// rs are the policy's threshold_met answers, by node index; acted
+	// the node index of each req.Nodes entry.
+	rs    []abi.ThresholdResult
+	acted []int
 }
 
 func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.NodeEvictPods, now time.Time, round *Round) {
@@ -141,7 +163,7 @@ func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.Node
 			case p.DryRun:
 				c.dryRun(round, cand)
 			case ep.Force:
-				nr.force[cand.pod.UID] = cand // a later policy overwrites
+				nr.force[cand.pod.UID] = cand // a later policy overwrites, as in Katalyst
 			default:
 				nr.soft[cand.pod.UID] = cand
 			}
@@ -152,9 +174,12 @@ func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.Node
 	}
 }
 
-func (c *Coordinator) takeThresholds(ctx context.Context, p *Policy, nodes []*nodeRound, rs []abi.ThresholdResult, now time.Time, round *Round) {
-	top := abi.TopEvictionRequest{Limit: uint32(c.settings.Burst)}
-	var acted []int // node index per top.Nodes entry
+// takeThresholds records a policy's threshold_met answers and returns
+// its top_eviction_pods query for the nodes past their grace period (nil
+// if none). A NOT_MET answer is ignored whole, its condition with it, as
+// Katalyst's collectMetThreshold does.
+func (c *Coordinator) takeThresholds(p *Policy, nodes []*nodeRound, rs []abi.ThresholdResult, now time.Time, round *Round) *topQuery {
+	q := &topQuery{p: p, rs: rs, req: abi.TopEvictionRequest{Limit: uint32(c.settings.Burst)}}
 	for i := range min(len(rs), len(nodes)) {
 		r, nr := &rs[i], nodes[i]
 		name := nr.ni.Info.Node.Name
@@ -163,12 +188,12 @@ func (c *Coordinator) takeThresholds(ctx context.Context, p *Policy, nodes []*no
 			c.metrics.SetThresholdMet(p.Plugin, name, r.Met)
 			c.gauges[k] = true
 		}
-		if !p.DryRun {
-			c.state.observeCondition(name, r.Condition, now)
-		}
 		act := c.state.observeThreshold(p.Plugin, name, r, now)
 		if r.Met == abi.NotMet {
 			continue
+		}
+		if !p.DryRun {
+			c.state.observeCondition(name, r.Condition, now)
 		}
 		round.Thresholds = append(round.Thresholds, Threshold{Policy: p.Plugin, Node: name, Met: r.Met, Scope: r.Scope,
 			Observed: r.ObservedValue, Target: r.ThresholdValue, Acted: act})
@@ -183,24 +208,33 @@ func (c *Coordinator) takeThresholds(ctx context.Context, p *Policy, nodes []*no
 		if r.Met == abi.HardMet {
 			topN = 1
 		}
-		top.Nodes = append(top.Nodes, abi.TopEvictionNode{Slot: nr.ni.Slot, TopN: topN, Scope: r.Scope, Candidates: cands})
-		acted = append(acted, i)
+		q.req.Nodes = append(q.req.Nodes, abi.TopEvictionNode{Slot: nr.ni.Slot, TopN: topN, Scope: r.Scope, Candidates: cands})
+		q.acted = append(q.acted, i)
 	}
-	if len(top.Nodes) == 0 {
-		return
+	if len(q.req.Nodes) == 0 {
+		return nil
 	}
+	return q
+}
+
+// askTop is the second half of a round for one policy: its
+// top_eviction_pods query, asked once every policy has answered
+// evict_pods and threshold_met, so that a hard threshold's pod is
+// merged into every force answer of the round (mergeForce).
+func (c *Coordinator) askTop(ctx context.Context, q *topQuery, nodes []*nodeRound, round *Round) {
+	p := q.p
 	var trs []abi.TopEvictionPods
 	err := c.withClient(ctx, p, func(cl *guest.Client) (err error) {
-		trs, err = cl.TopEvictionPods(ctx, p.index, &top)
+		trs, err = cl.TopEvictionPods(ctx, p.index, &q.req)
 		return err
 	})
 	if err != nil {
 		c.fail(round, p, abi.FuncTopEvictionPods.String(), err)
 		return
 	}
-	for j := range min(len(trs), len(acted)) {
-		i := acted[j]
-		r, nr := &rs[i], nodes[i]
+	for j := range min(len(trs), len(q.acted)) {
+		i := q.acted[j]
+		r, nr := &q.rs[i], nodes[i]
 		for _, idx := range trs[j].Pods {
 			cand, ok := c.named(p, nr, idx)
 			if !ok {
@@ -236,10 +270,12 @@ func (c *Coordinator) named(p *Policy, nr *nodeRound, idx uint32) (*candidate, b
 	return cand, true
 }
 
-// mergeForce adds a hard threshold's pod to the force set: a pod already
-// there keeps one entry, with the reasons joined (cut to
-// guest.MaxText, as an Event message is) and the longer grace
-// period (when the earlier entry had one); the last policy is named.
+// mergeForce adds a hard threshold's pod to the force set as Katalyst's
+// collectTopEvictionPods does: a pod already there keeps one entry, with
+// the new reason first, then the earlier one (cut to guest.MaxText, as an
+// Event message is), the longer of the two grace periods (either one
+// when the other is unset), and the new policy and scope; forceDelete
+// holds if either policy asked for it.
 func mergeForce(force map[string]*candidate, cand *candidate) {
 	old := force[cand.pod.UID]
 	if old == nil {
@@ -247,10 +283,9 @@ func mergeForce(force map[string]*candidate, cand *candidate) {
 		return
 	}
 	merged := *cand
-	merged.reason = guest.Text(old.reason + "; " + cand.reason)
-	merged.grace = old.grace
-	if old.grace != nil && cand.grace != nil && *cand.grace > *old.grace {
-		merged.grace = cand.grace
+	merged.reason = guest.Text(cand.reason + "; " + old.reason)
+	if old.grace != nil && (cand.grace == nil || *old.grace > *cand.grace) {
+		merged.grace = old.grace
 	}
 	merged.forceDelete = old.forceDelete || cand.forceDelete
 	force[cand.pod.UID] = &merged

@@ -96,6 +96,12 @@ func (s *state) observeThreshold(policy, node string, r *abi.ThresholdResult, no
 	return now.Sub(t.firstObserved) >= Seconds(r.GracePeriodSeconds)
 }
 
+// unmetThreshold ends a policy's run of met rounds on a node: a round
+// without its answer (the call failed) counts as not met.
+func (s *state) unmetThreshold(policy, node string) {
+	delete(s.thresholds, thresholdKey{policy, node})
+}
+
 // forgetThresholds drops the state of nodes and policies that are gone.
 func (s *state) forgetThresholds(keep func(thresholdKey) bool) {
 	for k := range s.thresholds {
@@ -149,14 +155,15 @@ func distinctEffects(es []abi.TaintEffect) []abi.TaintEffect {
 	return out
 }
 
-// desiredTaints lists, per node, the taints of the conditions observed
-// within the transition period, sorted, without duplicates or invalid
-// effects; conditions older than that are forgotten.
+// desiredTaints lists, per node, the taints of the conditions last
+// observed less than the transition period ago (Katalyst's
+// conditionsObservedSince: a period of 0 keeps none), sorted, without
+// duplicates or invalid effects; the others are forgotten.
 func (s *state) desiredTaints(now time.Time, transition time.Duration) map[string][]abi.Taint {
 	out := map[string][]abi.Taint{}
 	for node, conds := range s.conditions {
 		for name, c := range conds {
-			if now.Sub(c.lastObserved) > transition {
+			if now.Sub(c.lastObserved) >= transition { // active strictly within the period, as in Katalyst
 				delete(conds, name)
 				continue
 			}
