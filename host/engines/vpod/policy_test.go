@@ -336,3 +336,34 @@ func TestPolicyQuirks(t *testing.T) {
 		want: []Placement{pl(1, 2)}, reserved: map[string]int32{pn(1): 2},
 	}})
 }
+
+// TestRevertReturnsACopy: when a Policy rebalance leaves vreplicas over,
+// Schedule reverts to the vpod's committed placements. Knative v1.16.0
+// returns the caller's own slice there and then sorts it by ordinal in
+// place; the engine returns a sorted copy and leaves the caller's
+// placements as they were.
+func TestRevertReturnsACopy(t *testing.T) {
+	committed := []Placement{pl(1, 1), pl(0, 1)} // not in ordinal order
+	c := zonedCluster(2, 2, 1, vp("v", 9, committed...))
+	p, err := fakePolicies(&Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}, Priorities: []PolicyEntry{prio("LowestOrdinalPriority", 1)}}, nil, newFakeModule("knative"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSched(t, Settings{Capacity: 2, Strategy: StrategyPolicy, SchedPolicy: p.Sched()}, c, p, Options{Rand: lastRand})
+	v := vp("v", 9, committed...)
+	got, err := s.Schedule(bg, v)
+	var rq *RequeueError
+	if !asRequeue(err, &rq) {
+		t.Fatalf("error %v, want a requeue (9 vreplicas, room for 4)", err)
+	}
+	if want := []Placement{pl(0, 1), pl(1, 1)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("placements %v, want the committed ones sorted %v", got, want)
+	}
+	if want := []Placement{pl(1, 1), pl(0, 1)}; !reflect.DeepEqual(v.Placements, want) || !reflect.DeepEqual(committed, want) {
+		t.Fatalf("the caller's placements became %v (%v), want them untouched %v", v.Placements, committed, want)
+	}
+	got[0].VReplicas = 99
+	if committed[1].VReplicas != 1 {
+		t.Fatal("the returned placements share the caller's array")
+	}
+}
