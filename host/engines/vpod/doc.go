@@ -56,7 +56,10 @@
 //	}
 //	pols, err := vpod.NewPolicies(ctx, reg, sched, nil, log)
 //
-// A plugin name no module serves is logged and skipped, as in Knative.
+// A plugin name no module serves as that kind, or args its plugin
+// refuses, fail NewPolicies (a config.Errors naming each entry, where it
+// was written and the plugins that exist); a Lenient policy logs and
+// skips the first and keeps the second, as Knative does.
 // Every placement step is one call per module (abi FuncVPodStep) covering
 // all candidate pods.
 //
@@ -136,7 +139,11 @@
 // than MaxVReplicas), placements naming pods without a usable ordinal or
 // above 65535 (left out of the capacity tally, logged). The autoscaler
 // never asks for more than Settings.MaxReplicas (AutoscaleResult.Capped
-// says when it wanted more; the rest stays pending).
+// says when it wanted more; the rest stays pending), and a scale-up pass
+// never adds more than Settings.MaxScaleUpStep nor goes above the vpods'
+// need plus that step (AutoscaleResult.Bounded): Knative's policy-mode
+// target grows on every pass while vreplicas stay pending, whatever the
+// cause.
 //
 // A module that traps, runs past its call deadline or answers what the
 // ABI does not allow is a module failure, not a lack of pods (Knative

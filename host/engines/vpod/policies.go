@@ -171,7 +171,7 @@ func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *
 			need.Plugin = name
 			m, idx, err := bind.Resolve(reg, "", need)
 			if _, unserved := err.(*bind.UnservedError); unserved {
-				return nil, 0, "no module serves it", nil
+				return nil, 0, missUnserved, nil
 			}
 			if err != nil {
 				return nil, 0, "", err
@@ -197,6 +197,16 @@ func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *
 				}
 			}
 			return out
+		},
+		unavailable: func() string {
+			if reg == nil {
+				return ""
+			}
+			var names []string
+			for _, u := range reg.UnavailableIn("") {
+				names = append(names, u.Module)
+			}
+			return strings.Join(names, ", ")
 		},
 	}
 	if err := p.bind(ctx, sched, desched, r); err != nil {
@@ -273,7 +283,13 @@ type resolver struct {
 	resolve func(name string, kind abi.VPodEntryKind) (pool modulePool, plugin uint32, miss string, err error)
 	// served lists the plugins the modules serve as kind, sorted.
 	served func(kind abi.VPodEntryKind) []string
+	// unavailable names the FailOpen modules the registry runs without
+	// ("" when none, or nil).
+	unavailable func() string
 }
+
+// missUnserved is resolver.resolve's miss for a plugin no module serves.
+const missUnserved = "no module serves it"
 
 // bindPolicy resolves each entry of pol and groups the served ones per
 // module. An unserved entry of a strict policy is one of refused; err is
@@ -291,6 +307,16 @@ func bindPolicy(which string, pol *Policy, log hclog.Logger, r resolver) (bp *bo
 		}
 		if err != nil {
 			return boundEntry{}, false, fmt.Errorf("%s policy %s[%d]: %w", which, field, i, err)
+		}
+		if miss == missUnserved && r.unavailable != nil {
+			if gone := r.unavailable(); gone != "" {
+				// The plugin may be a FailOpen module's that could not be
+				// fetched: run without the entry, loudly, as profiles and
+				// eviction policies do.
+				log.Error("vpod policy entry left out: no module serves its plugin and a FailOpen module is unavailable",
+					"policy", which, "kind", field, "plugin", e.Name, "unavailable", gone)
+				return boundEntry{}, false, nil
+			}
 		}
 		if miss != "" {
 			if !pol.Lenient {
