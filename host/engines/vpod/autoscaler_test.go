@@ -101,8 +101,8 @@ func TestAutoscaler(t *testing.T) {
 		vpods: []VPod{vp("a", 30), vp("b", 5)},
 		want:  AutoscaleResult{Replicas: 0, Target: 4, ScaleFactor: 1, Scaled: true},
 	}, {
-		// The bound applies to a scale-up only: a scale-down pass
-		// still shrinks.
+		// The bound never lowers a target: a scale-down pass still
+		// shrinks.
 		name: "MAXFILLUP scale down unaffected", strategy: StrategyMaxFillUp, step: 1, replicas: 5, nodes: 1, zones: 1, scaleDown: true,
 		vpods: []VPod{vp("a", 5, pl(0, 5))},
 		want:  AutoscaleResult{Replicas: 5, Target: 1, ScaleFactor: 1, Scaled: true},

@@ -139,8 +139,8 @@
 // than MaxVReplicas), placements naming pods without a usable ordinal or
 // above 65535 (left out of the capacity tally, logged). The autoscaler
 // never asks for more than Settings.MaxReplicas (AutoscaleResult.Capped
-// says when it wanted more; the rest stays pending), and a scale-up pass
-// never adds more than Settings.MaxScaleUpStep nor goes above the vpods'
+// says when it wanted more; the rest stays pending), and a pass never adds
+// more than Settings.MaxScaleUpStep nor goes above the vpods'
 // need plus that step (AutoscaleResult.Bounded): Knative's policy-mode
 // target grows on every pass while vreplicas stay pending, whatever the
 // cause.
