@@ -113,7 +113,8 @@
 // vpod's reservations change. Tests check every step's state against a
 // from-scratch build.
 //
-// Two behaviours are deliberately different:
+// These behaviours are deliberately different (docs/ARCHITECTURE.md,
+// "Vpods", gives each its reason):
 //
 //   - Signed scores. Knative's scores are uint64 "MaxUint64 − penalty",
 //     weighted and summed in uint64: the sum wraps, so mixing them with a
@@ -130,6 +131,12 @@
 //     pod again and remove nothing: a scale-down removes fewer vreplicas
 //     than asked. Here the candidates are the current working placements
 //     and such a pod is reserved at 0, so every asked removal happens.
+//   - The revert path returns a copy. When a rebalance leaves vreplicas
+//     over, v1.16.0 returns the vpod's own placements slice and sorts it
+//     in place; Schedule returns a sorted copy and never reorders the
+//     caller's placements.
+//   - Policies fail closed unless Lenient (see NewPolicies), and the
+//     autoscaler's growth is bounded by the vpods' need (see below).
 //
 // Inputs Knative cannot handle are refused or contained rather than
 // crashing: a capacity below 1 or above 1048576 and a maxReplicas
