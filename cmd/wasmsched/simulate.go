@@ -358,7 +358,12 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			case p.Compacted:
 				action = "compacted"
 			}
-			if p.Capped {
+			switch {
+			case p.Bounded && p.Capped:
+				action += fmt.Sprintf(" (bounded by maxScaleUpStep at %d, the vpods need %d, then capped at maxReplicas; wanted %d)", p.Bound, p.Need, p.Wanted)
+			case p.Bounded:
+				action += fmt.Sprintf(" (bounded by maxScaleUpStep at %d, the vpods need %d; wanted %d)", p.Bound, p.Need, p.Wanted)
+			case p.Capped:
 				action += fmt.Sprintf(" (capped at maxReplicas; wanted %d)", p.Wanted)
 			}
 			ev := make([]string, len(p.Evictions))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/wasmsched/wasmsched/host/internal/yamlcheck"
 )
 
 // VPod is the vpod section: Knative Eventing-style vreplica schedulers.
@@ -63,13 +65,48 @@ type VPodScheduler struct {
 	// The files are read when the configuration is loaded.
 	SchedulerPolicyFile   string `json:"schedulerPolicyFile,omitempty"`
 	DeschedulerPolicyFile string `json:"deschedulerPolicyFile,omitempty"`
+	// KnativeCompat says how strictly the policies are bound to the
+	// modules: strict (the default) refuses, when the scheduler is built,
+	// a predicate or priority no module serves as that kind and an entry
+	// whose args its plugin refuses, naming the entry and the plugins
+	// that exist; lenient logs and skips unknown plugins and keeps
+	// entries with refused args (their predicate refuses every pod, their
+	// priority fails scoring), as Knative v1.16.0 does, for policies that
+	// rely on it. Only strategy Policy takes it.
+	KnativeCompat VPodKnativeCompat `json:"knativeCompat,omitempty"`
+	// MaxScaleUpStep bounds each autoscaler pass: it adds at most this
+	// many replicas, and never scales the StatefulSet above what the
+	// vpods need (⌈Σ vreplicas / podCapacity⌉, rounded up to the scale
+	// factor) plus this many. The default is what the vpods need (at
+	// least the scale factor), so autoscaling never goes past twice the
+	// need however the policy behaves; maxReplicas still caps it.
+	MaxScaleUpStep *int32 `json:"maxScaleUpStep,omitempty"`
 	// Sources say where serve finds the vpods; default [{kind: VPod}].
 	Sources []VPodSourceConfig `json:"sources,omitempty"`
 
 	// schedFile and deschedFile are the policy files as read at load,
 	// with their resolved paths (nil when no file is named).
 	schedFile, deschedFile *policyFile
+	// at is where the configuration was read from, so inline policy
+	// entries carry their file and line (nil when built in code).
+	at *sourceAt
 }
+
+// sourceAt is the configuration's file and its field lines.
+type sourceAt struct {
+	file  string
+	lines yamlcheck.Lines
+}
+
+// VPodKnativeCompat is how strictly a vpod scheduler binds its policies.
+type VPodKnativeCompat string
+
+const (
+	// VPodKnativeStrict refuses unknown plugins and refused args at load.
+	VPodKnativeStrict VPodKnativeCompat = "strict"
+	// VPodKnativeLenient logs and skips them, as Knative v1.16.0 does.
+	VPodKnativeLenient VPodKnativeCompat = "lenient"
+)
 
 // VPodStatefulSet names the adapter StatefulSet.
 type VPodStatefulSet struct {
@@ -104,8 +141,9 @@ type VPodPolicyConfig struct {
 
 // VPodPluginConfig is one predicate or priority of a VPodPolicyConfig.
 type VPodPluginConfig struct {
-	// Name names a plugin a module serves; a name no module serves is
-	// logged and skipped when the scheduler starts, as Knative does.
+	// Name names a plugin a module serves as a predicate or priority
+	// (as listed); another name is refused when the scheduler is built,
+	// or logged and skipped with knativeCompat: lenient, as Knative does.
 	Name string `json:"name"`
 	// Weight multiplies a priority's score; required for priorities
 	// (write 0 explicitly to run one without effect: Knative's implicit
@@ -213,6 +251,7 @@ func checkVPod(v *VPod, add func(field, format string, a ...any)) {
 		}
 		checkVPodStrategy(s, f, add)
 		checkVPodMaxReplicas(s, f, add)
+		checkVPodCompat(s, f, add)
 		checkVPodPeriod(s.RefreshPeriod, f+".refreshPeriod", MinVPodRefreshPeriod, MaxVPodRefreshPeriod, add)
 		checkVPodPeriod(s.RetryPeriod, f+".retryPeriod", MinVPodRetryPeriod, MaxVPodRetryPeriod, add)
 		if s.SchedulerPolicy != nil {
@@ -316,6 +355,26 @@ func checkVPodMaxReplicas(s *VPodScheduler, f string, add func(string, string, .
 		add(f+".maxReplicas", "%d exceeds the limit %d", *m, MaxVPodMaxReplicas)
 	case s.MinReplicas != nil && *s.MinReplicas > *m:
 		add(f+".maxReplicas", "must be at least minReplicas (%d), not %d", *s.MinReplicas, *m)
+	}
+}
+
+// checkVPodCompat checks knativeCompat and maxScaleUpStep.
+func checkVPodCompat(s *VPodScheduler, f string, add func(string, string, ...any)) {
+	switch s.KnativeCompat {
+	case "", VPodKnativeStrict, VPodKnativeLenient:
+		if s.KnativeCompat != "" && s.effectiveStrategy() != VPodStrategyPolicy {
+			add(f+".knativeCompat", "only strategy Policy binds policies, and the strategy is %s", s.effectiveStrategy())
+		}
+	default:
+		add(f+".knativeCompat", "must be %q or %q, not %q", VPodKnativeStrict, VPodKnativeLenient, s.KnativeCompat)
+	}
+	if m := s.MaxScaleUpStep; m != nil {
+		switch {
+		case *m < 1:
+			add(f+".maxScaleUpStep", "must be at least 1, not %d", *m)
+		case *m > MaxVPodMaxReplicas:
+			add(f+".maxScaleUpStep", "%d exceeds the limit %d", *m, MaxVPodMaxReplicas)
+		}
 	}
 }
 

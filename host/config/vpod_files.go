@@ -34,6 +34,7 @@ func (c *Configuration) withVPodPolicyFiles() (*Configuration, error) {
 	for i := range c.VPod.Schedulers {
 		s := &c.VPod.Schedulers[i]
 		f := VPodSchedulerField(i)
+		s.at = &sourceAt{file: c.source, lines: c.lines}
 		for _, x := range []struct {
 			name, field string
 			dst         **policyFile
@@ -74,6 +75,11 @@ func readPolicyFile(dir, name, field string) (*policyFile, *Error) {
 	if perr != nil {
 		perr.File = path
 		return nil, &Error{Field: field, Msg: perr.Error()}
+	}
+	for _, es := range [][]VPodPolicyEntry{p.Predicates, p.Priorities} {
+		for i := range es {
+			es[i].File = path
+		}
 	}
 	return &policyFile{name: name, path: path, policy: p}, nil
 }

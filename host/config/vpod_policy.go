@@ -18,12 +18,17 @@ import (
 type VPodPolicy struct {
 	Predicates []VPodPolicyEntry
 	Priorities []VPodPolicyEntry
+	// Lenient is the scheduler's knativeCompat: lenient, set by
+	// Defaulted (a policy as parsed is strict): the engine then logs
+	// and skips what it would otherwise refuse.
+	Lenient bool
 }
 
 // VPodPolicyEntry is one predicate or priority, in Knative's encoding.
 type VPodPolicyEntry struct {
 	// Name is the plugin's name, as written; names no module serves are
-	// not refused here (the engine logs and skips them, as Knative does).
+	// not refused here but when the engine binds the policy to modules
+	// (or, lenient, logged and skipped there, as Knative does).
 	Name string
 	// Weight multiplies a priority's score (at least 0); 0 for
 	// predicates, which have none.
@@ -34,6 +39,14 @@ type VPodPolicyEntry struct {
 	// run time ("invalid arguments"), as Knative v1.16.0 does. nil when
 	// absent or null.
 	Args json.RawMessage
+	// File, Line and Field say where the entry was written (the
+	// configuration or a policy file; Field is the entry's path there,
+	// "vpod.schedulers[0].schedulerPolicy.predicates[1]" or
+	// "data.predicates[1]"), so that the engine's refusal of it names
+	// them; empty or 0 when unknown.
+	File  string
+	Line  int
+	Field string
 }
 
 func (p *VPodPolicy) clone() *VPodPolicy {
@@ -53,12 +66,13 @@ func (p *VPodPolicy) clone() *VPodPolicy {
 		}
 		return out
 	}
-	return &VPodPolicy{Predicates: cp(p.Predicates), Priorities: cp(p.Priorities)}
+	return &VPodPolicy{Predicates: cp(p.Predicates), Priorities: cp(p.Priorities), Lenient: p.Lenient}
 }
 
 // knative converts a YAML-written policy (checked by Validate) to
-// Knative's encoding; field prefixes its errors.
-func (c *VPodPolicyConfig) knative(field string) (*VPodPolicy, *Error) {
+// Knative's encoding; field prefixes its errors and the entries' Field,
+// and at (nil when unknown) gives their file and lines.
+func (c *VPodPolicyConfig) knative(field string, at *sourceAt) (*VPodPolicy, *Error) {
 	p := &VPodPolicy{}
 	conv := func(list []VPodPluginConfig, kind string) ([]VPodPolicyEntry, *Error) {
 		if len(list) == 0 {
@@ -70,7 +84,11 @@ func (c *VPodPolicyConfig) knative(field string) (*VPodPolicy, *Error) {
 			if err != nil {
 				return nil, &Error{Field: fmt.Sprintf("%s.%s[%d].args", field, kind, i), Msg: err.Error()}
 			}
-			out[i] = VPodPolicyEntry{Name: e.Name, Args: args}
+			ef := fmt.Sprintf("%s.%s[%d]", field, kind, i)
+			out[i] = VPodPolicyEntry{Name: e.Name, Args: args, Field: ef}
+			if at != nil {
+				out[i].File, out[i].Line = at.file, at.lines.Find(ef+".name")
+			}
 			if e.Weight != nil {
 				out[i].Weight = *e.Weight
 			}
@@ -381,7 +399,7 @@ func decodeEntries(raw []byte, field string, locate func(int64) int, priorities 
 		if e.Name == "" {
 			return nil, fail(off, ef+".Name", "must name a plugin")
 		}
-		entry := VPodPolicyEntry{Name: e.Name}
+		entry := VPodPolicyEntry{Name: e.Name, Line: locate(off), Field: ef}
 		if priorities {
 			if entry.Weight, err = knativeWeight(e.Weight); err != nil {
 				return nil, fail(off, ef+".Weight", "%v", err)

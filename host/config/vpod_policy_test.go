@@ -74,6 +74,21 @@ func mustParsePolicy(t *testing.T, doc string) *VPodPolicy {
 	if err != nil {
 		t.Fatalf("ParseKnativePolicy: %v", err)
 	}
+	return noPos(p)
+}
+
+// noPos is p without the entries' positions (File, Line, Field), which
+// the tests of what a policy says do not spell out.
+func noPos(p *VPodPolicy) *VPodPolicy {
+	if p == nil {
+		return nil
+	}
+	p = p.clone()
+	for _, es := range [][]VPodPolicyEntry{p.Predicates, p.Priorities} {
+		for i := range es {
+			es[i].File, es[i].Line, es[i].Field = "", 0, ""
+		}
+	}
 	return p
 }
 

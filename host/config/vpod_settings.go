@@ -53,7 +53,13 @@ type VPodSettings struct {
 	MinReplicas int32
 	// MaxReplicas is the autoscaler's ceiling (DefaultVPodMaxReplicas,
 	// or MinReplicas if higher, unless written).
-	MaxReplicas                int32
+	MaxReplicas int32
+	// MaxScaleUpStep bounds each autoscaler pass (see
+	// VPodScheduler.MaxScaleUpStep); 0 derives it from the vpods' need.
+	MaxScaleUpStep int32
+	// KnativeCompat is VPodKnativeStrict unless lenient was written; the
+	// policies carry it too (VPodPolicy.Lenient).
+	KnativeCompat              VPodKnativeCompat
 	RefreshPeriod, RetryPeriod time.Duration
 	// SchedPolicy and DeschedPolicy are nil when not configured; Args
 	// are in Knative's encoding (see VPodPolicyEntry).
@@ -113,8 +119,15 @@ func (s *VPodScheduler) defaulted(f string) (VPodSettings, Errors) {
 		StatefulSet:   s.StatefulSet.Name,
 		Strategy:      s.effectiveStrategy(),
 		MaxReplicas:   DefaultVPodMaxReplicas,
+		KnativeCompat: VPodKnativeStrict,
 		RefreshPeriod: DefaultVPodRefreshPeriod,
 		RetryPeriod:   DefaultVPodRetryPeriod,
+	}
+	if s.KnativeCompat != "" {
+		out.KnativeCompat = s.KnativeCompat
+	}
+	if s.MaxScaleUpStep != nil {
+		out.MaxScaleUpStep = *s.MaxScaleUpStep
 	}
 	if out.Namespace == "" {
 		out.Namespace = DefaultVPodNamespace
@@ -137,13 +150,18 @@ func (s *VPodScheduler) defaulted(f string) (VPodSettings, Errors) {
 	}
 	var errs Errors
 	var err *Error
-	out.SchedPolicy, out.SchedPolicyFile, err = resolvePolicy(s.SchedulerPolicy, s.SchedulerPolicyFile, s.schedFile, f+".schedulerPolicy", ".")
+	out.SchedPolicy, out.SchedPolicyFile, err = resolvePolicy(s.SchedulerPolicy, s.SchedulerPolicyFile, s.schedFile, f+".schedulerPolicy", ".", s.at)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	out.DeschedPolicy, out.DeschedPolicyFile, err = resolvePolicy(s.DeschedulerPolicy, s.DeschedulerPolicyFile, s.deschedFile, f+".deschedulerPolicy", ".")
+	out.DeschedPolicy, out.DeschedPolicyFile, err = resolvePolicy(s.DeschedulerPolicy, s.DeschedulerPolicyFile, s.deschedFile, f+".deschedulerPolicy", ".", s.at)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	for _, p := range []*VPodPolicy{out.SchedPolicy, out.DeschedPolicy} {
+		if p != nil {
+			p.Lenient = out.KnativeCompat == VPodKnativeLenient
+		}
 	}
 	out.Sources = defaultedSources(s.Sources)
 	return out, errs
@@ -151,12 +169,12 @@ func (s *VPodScheduler) defaulted(f string) (VPodSettings, Errors) {
 
 // resolvePolicy gives the policy of an inline section or a file (already
 // read at load, else read now relative to dir).
-func resolvePolicy(inline *VPodPolicyConfig, file string, read *policyFile, field, dir string) (*VPodPolicy, string, *Error) {
+func resolvePolicy(inline *VPodPolicyConfig, file string, read *policyFile, field, dir string, at *sourceAt) (*VPodPolicy, string, *Error) {
 	switch {
 	case inline != nil && file != "":
 		return nil, "", &Error{Field: field + "File", Msg: fmt.Sprintf("give %s or %sFile, not both", lastField(field), lastField(field))}
 	case inline != nil:
-		p, err := inline.knative(field)
+		p, err := inline.knative(field, at)
 		return p, "", err
 	case file == "":
 		return nil, "", nil

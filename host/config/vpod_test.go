@@ -58,7 +58,7 @@ vpod:
 	got := mustVPodSettings(t, c)
 	want := []VPodSettings{{
 		Name: "kafka-source", Namespace: "knative-eventing", StatefulSet: "kafka-source-dispatcher",
-		Capacity: 20, Strategy: VPodStrategyPolicy, MaxReplicas: DefaultVPodMaxReplicas, RefreshPeriod: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		Capacity: 20, Strategy: VPodStrategyPolicy, MaxReplicas: DefaultVPodMaxReplicas, KnativeCompat: VPodKnativeStrict, RefreshPeriod: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		SchedPolicy: &VPodPolicy{
 			Predicates: []VPodPolicyEntry{
 				{Name: "PodFitsResources"},
@@ -78,9 +78,12 @@ vpod:
 		},
 	}, {
 		Name: "spread", Namespace: "default", StatefulSet: "adapter", Capacity: 5, Strategy: VPodStrategyMaxFillUpSpread, MinReplicas: 3,
-		MaxReplicas: DefaultVPodMaxReplicas, RefreshPeriod: 30 * time.Second, RetryPeriod: time.Second,
+		MaxReplicas: DefaultVPodMaxReplicas, KnativeCompat: VPodKnativeStrict, RefreshPeriod: 30 * time.Second, RetryPeriod: time.Second,
 		Sources: []VPodSource{{Version: "v1", Resource: "configmaps", VReplicasPath: "data.n", PlacementsPath: "data.p"}},
 	}}
+	for i := range got {
+		got[i].SchedPolicy, got[i].DeschedPolicy = noPos(got[i].SchedPolicy), noPos(got[i].DeschedPolicy)
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("settings =\n%+v\nwant\n%+v", got, want)
 	}
@@ -230,6 +233,10 @@ func TestVPodErrorsNameTheField(t *testing.T) {
 		{"maxReplicas zero", sched(ok + ", maxReplicas: 0"), f + ".maxReplicas: must be at least 1, not 0"},
 		{"maxReplicas huge", sched(ok + ", maxReplicas: 2147483647"), f + ".maxReplicas: 2147483647 exceeds the limit 65536"},
 		{"maxReplicas below minReplicas", sched(ok + ", strategy: MAXFILLUP_SPREAD, minReplicas: 5, maxReplicas: 3"), f + ".maxReplicas: must be at least minReplicas (5), not 3"},
+		{"knativeCompat unknown", sched(ok + ", schedulerPolicy: {}, knativeCompat: loose"), f + `.knativeCompat: must be "strict" or "lenient", not "loose"`},
+		{"knativeCompat without a policy", sched(ok + ", knativeCompat: lenient"), f + ".knativeCompat: only strategy Policy binds policies, and the strategy is MAXFILLUP"},
+		{"maxScaleUpStep zero", sched(ok + ", maxScaleUpStep: 0"), f + ".maxScaleUpStep: must be at least 1, not 0"},
+		{"maxScaleUpStep huge", sched(ok + ", maxScaleUpStep: 70000"), f + ".maxScaleUpStep: 70000 exceeds the limit 65536"},
 		{"MaxSkew huge", sched(ok + ", schedulerPolicy: {predicates: [{name: EvenPodSpread, args: {MaxSkew: 2147483647}}]}"),
 			f + ".schedulerPolicy.predicates[0].args.MaxSkew: 2147483647 exceeds the limit 100000"},
 		{"MaxSkew huge in Knative's string, any case", sched(ok + `, schedulerPolicy: {}, deschedulerPolicy: {priorities: [{name: RemoveWithAvailabilityZonePriority, weight: 1, args: '{"maxskew": 100001}'}]}`),
@@ -384,7 +391,7 @@ func TestVPodPolicyFiles(t *testing.T) {
 	if s.Strategy != VPodStrategyPolicy {
 		t.Fatalf("strategy = %q: a policy file selects Policy", s.Strategy)
 	}
-	if !reflect.DeepEqual(s.SchedPolicy, seedSchedulerPolicy) || !reflect.DeepEqual(s.DeschedPolicy, seedDeschedulerPolicy) {
+	if !reflect.DeepEqual(noPos(s.SchedPolicy), seedSchedulerPolicy) || !reflect.DeepEqual(noPos(s.DeschedPolicy), seedDeschedulerPolicy) {
 		t.Fatalf("policies:\n%s\n%s", dumpPolicy(s.SchedPolicy), dumpPolicy(s.DeschedPolicy))
 	}
 	if s.SchedPolicyFile != filepath.Join(dir, "knative/config-scheduler.yaml") || s.DeschedPolicyFile != deschedJSON {
@@ -451,7 +458,7 @@ func TestVPodDefaultedReadsUnloadedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got[0].SchedPolicy, seedSchedulerPolicy) || got[0].SchedPolicyFile != file {
+	if !reflect.DeepEqual(noPos(got[0].SchedPolicy), seedSchedulerPolicy) || got[0].SchedPolicyFile != file {
 		t.Fatalf("policy = %s from %q", dumpPolicy(got[0].SchedPolicy), got[0].SchedPolicyFile)
 	}
 	v.Schedulers[0].SchedulerPolicyFile = file + ".missing"
@@ -496,4 +503,47 @@ func FuzzVPodSettings(f *testing.F) {
 			}
 		}
 	})
+}
+
+// knativeCompat and maxScaleUpStep reach the settings, and lenient marks
+// both policies; every policy entry says where it was written, inline or
+// in a file, so that the engine's refusal of it names the line.
+func TestVPodCompatAndEntryPositions(t *testing.T) {
+	dir := t.TempDir()
+	file := writeIn(t, dir, "desched.json", "{\"priorities\": [\n  {\"Name\": \"RemoveWithHighestOrdinalPriority\", \"Weight\": 1},\n  {\"Name\": \"RemoveWithEvenPodSpreadPriority\", \"Weight\": 1, \"Args\": \"{\\\"MaxSkw\\\": 2}\"}\n]}\n")
+	path := writeIn(t, dir, "c.yaml", header+oneProfile+`vpod:
+  schedulers:
+  - name: a
+    statefulSet: {name: s}
+    podCapacity: 2
+    knativeCompat: lenient
+    maxScaleUpStep: 4
+    schedulerPolicy:
+      predicates:
+      - name: PodFitsResources
+      - name: PodFitsResource
+    deschedulerPolicyFile: desched.json
+  - name: b
+    statefulSet: {name: t}
+    podCapacity: 2
+    schedulerPolicy:
+      predicates: [{name: PodFitsResources}]
+`)
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustVPodSettings(t, c)
+	if s[0].KnativeCompat != VPodKnativeLenient || !s[0].SchedPolicy.Lenient || !s[0].DeschedPolicy.Lenient || s[0].MaxScaleUpStep != 4 {
+		t.Fatalf("scheduler a: compat %q, lenient %v/%v, step %d", s[0].KnativeCompat, s[0].SchedPolicy.Lenient, s[0].DeschedPolicy.Lenient, s[0].MaxScaleUpStep)
+	}
+	if s[1].KnativeCompat != VPodKnativeStrict || s[1].SchedPolicy.Lenient || s[1].MaxScaleUpStep != 0 {
+		t.Fatalf("scheduler b: compat %q, lenient %v, step %d", s[1].KnativeCompat, s[1].SchedPolicy.Lenient, s[1].MaxScaleUpStep)
+	}
+	if e := s[0].SchedPolicy.Predicates[1]; e.File != path || e.Line != 14 || e.Field != "vpod.schedulers[0].schedulerPolicy.predicates[1]" {
+		t.Errorf("inline entry at %s:%d %s", e.File, e.Line, e.Field)
+	}
+	if e := s[0].DeschedPolicy.Priorities[1]; e.File != file || e.Line != 3 || e.Field != "priorities[1]" {
+		t.Errorf("file entry at %s:%d %s", e.File, e.Line, e.Field)
+	}
 }

@@ -208,3 +208,47 @@ func TestRegistrationsRefuseModuleArgs(t *testing.T) {
 		t.Error("module args accepted")
 	}
 }
+
+// Every plugin that takes args refuses a misspelt key and a mistyped
+// value, as Knative's json.Decoder with DisallowUnknownFields does: the
+// host turns the refusal into a load error naming the entry (or, with
+// knativeCompat: lenient, keeps Knative's refuse-every-pod behaviour).
+func TestArgsRefuseUnknownAndMistypedFields(t *testing.T) {
+	type ctor struct {
+		name string
+		make func(string) error
+	}
+	filter := func(p plugin.VPodPredicatePlugin) func(string) error {
+		return func(a string) error { _, err := p.NewVPodFilter([]byte(a)); return err }
+	}
+	scorer := func(p plugin.VPodPriorityPlugin) func(string) error {
+		return func(a string) error { _, err := p.NewVPodScorer([]byte(a)); return err }
+	}
+	skew := []ctor{
+		{"EvenPodSpread predicate", filter(EvenPodSpread{EvenPodSpreadName})},
+		{"EvenPodSpread priority", scorer(EvenPodSpread{EvenPodSpreadName})},
+		{AvailabilityNodePriorityName, scorer(AvailabilityNodePriority{AvailabilityNodePriorityName})},
+		{AvailabilityZonePriorityName, scorer(AvailabilityZonePriority{AvailabilityZonePriorityName})},
+		{RemoveWithEvenPodSpreadPriorityName, scorer(RemoveWithEvenPodSpreadPriority{RemoveWithEvenPodSpreadPriorityName})},
+		{RemoveWithAvailabilityNodePriorityName, scorer(RemoveWithAvailabilityNodePriority{RemoveWithAvailabilityNodePriorityName})},
+		{RemoveWithAvailabilityZonePriorityName, scorer(RemoveWithAvailabilityZonePriority{RemoveWithAvailabilityZonePriorityName})},
+	}
+	for _, c := range skew {
+		if err := c.make(plugintest.KnativeArgs(`{"MaxSkw": 2}`)); err == nil || !strings.Contains(err.Error(), `unknown field "MaxSkw"`) {
+			t.Errorf("%s with MaxSkw: %v", c.name, err)
+		}
+		if err := c.make(plugintest.KnativeArgs(`{"MaxSkew": "2"}`)); err == nil {
+			t.Errorf("%s took a string MaxSkew", c.name)
+		}
+		if err := c.make(skew2); err != nil {
+			t.Errorf("%s refused MaxSkew 2: %v", c.name, err)
+		}
+	}
+	nmrc := filter(NoMaxResourceCount{NoMaxResourceCountName})
+	if err := nmrc(plugintest.KnativeArgs(`{"NumPartition": 3}`)); err == nil || !strings.Contains(err.Error(), `unknown field "NumPartition"`) {
+		t.Errorf("NoMaxResourceCount with NumPartition: %v", err)
+	}
+	if err := nmrc(plugintest.KnativeArgs(`{"NumPartitions": 3.5}`)); err == nil {
+		t.Error("NoMaxResourceCount took a fractional NumPartitions")
+	}
+}

@@ -69,11 +69,26 @@ type PolicyEntry struct {
 	// Args are the raw JSON args, Knative style: a JSON string holding
 	// the args object. nil means absent.
 	Args json.RawMessage
+	// File, Line and Field say where the entry was written (see
+	// config.VPodPolicyEntry), for the error refusing it; when Field is
+	// empty the error names the entry by its policy and index.
+	File  string
+	Line  int
+	Field string
 }
 
 // Policy is a scheduling or descheduling policy.
 type Policy struct {
 	Predicates, Priorities []PolicyEntry
+	// Lenient binds the policy as Knative v1.16.0 does: an entry whose
+	// plugin no module serves as that kind is logged and skipped, and an
+	// entry whose args its plugin refuses is logged and kept (its
+	// predicate then refuses every pod, its priority fails scoring).
+	// Otherwise (the default) NewPolicies refuses both, naming each
+	// entry, where it was written and the plugins that exist: a typo
+	// must not silently change the policy and make the autoscaler grow
+	// the StatefulSet for vreplicas no pod will take.
+	Lenient bool
 }
 
 // Defaults of Settings' periods.
@@ -127,6 +142,14 @@ type Settings struct {
 	// already above it is not grown further. Vreplicas that do not fit
 	// stay pending, and the autoscaler says so (AutoscaleResult.Capped).
 	MaxReplicas int32
+	// MaxScaleUpStep bounds each autoscaler pass: it adds at most this
+	// many replicas, and never takes the StatefulSet above the vpods'
+	// need (⌈Σ vreplicas / Capacity⌉, rounded up to the scale factor,
+	// at least MinReplicas) plus this many. 0 → the need itself (at
+	// least the scale factor, at least 1), so whatever the policy does
+	// the autoscaler never scales past about twice what the vpods need.
+	// At most MaxMaxReplicas.
+	MaxScaleUpStep int32
 	// SchedPolicy and DeschedPolicy are the configured policies (Policy
 	// strategy); the engine reads their priorities to pick the
 	// autoscaler's scale factor. The modules serving them are bound in
@@ -258,6 +281,11 @@ type AutoscaleResult struct {
 	// pending.
 	Capped bool
 	Wanted int32
+	// Bounded: the pass wanted Wanted replicas, more than the scale-up
+	// bound allows (Bound: replicas + step, and need + step; see
+	// Settings.MaxScaleUpStep); Need is the vpods' need in replicas.
+	Bounded     bool
+	Bound, Need int32
 	// ScaleFactor is the step replicas move by (zones, nodes or 1).
 	ScaleFactor int32
 	// Scaled: the pass changed the StatefulSet's scale to Target.

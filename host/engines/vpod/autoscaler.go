@@ -73,7 +73,7 @@ func (s *Scheduler) autoscale116(ctx context.Context, scaleDown bool) (Autoscale
 	if !scaleDown && target < int64(replicas) {
 		target = int64(replicas)
 	}
-	if scaled, err := s.scaleTo(ctx, &res, replicas, s.capTarget(&res, replicas, target, pending)); scaled || err != nil {
+	if scaled, err := s.scaleTo(ctx, &res, replicas, s.capTarget(&res, replicas, f, target, pending)); scaled || err != nil {
 		return res, err
 	}
 	if scaleDown {
@@ -106,23 +106,60 @@ func (s *Scheduler) demand(failed map[Key]struct{}) (pending, expected int64) {
 	return pending, expected
 }
 
-// capTarget caps the computed target at MaxReplicas (or the replicas
-// now, when already above it: the cap never grows nor, by itself,
-// shrinks the StatefulSet), recording and logging a cap once per new
-// uncapped target. s.asMu is held.
-func (s *Scheduler) capTarget(res *AutoscaleResult, replicas int32, target, pending int64) int32 {
+// capTarget bounds the computed target by the scale-up bound (see
+// scaleUpBound), then caps it at MaxReplicas (or the replicas now, when
+// already above it: neither bound grows nor, by itself, shrinks the
+// StatefulSet), recording and logging each once per new uncapped target.
+// f is the pass's scale factor. s.asMu is held.
+func (s *Scheduler) capTarget(res *AutoscaleResult, replicas, f int32, target, pending int64) int32 {
+	if bound, need := s.scaleUpBound(replicas, f); target > bound {
+		res.Bounded, res.Wanted, res.Bound, res.Need = true, int32(min(target, math.MaxInt32)), int32(min(bound, math.MaxInt32)), int32(min(need, math.MaxInt32))
+		if res.Wanted != s.lastBounded {
+			s.log.Warn("autoscaler target above what the vpods need; scaling by the bound only (maxScaleUpStep)",
+				"wanted", res.Wanted, "bound", res.Bound, "need", res.Need, "replicas", replicas, "pending", pending)
+		}
+		s.lastBounded = res.Wanted
+		target = bound
+	} else {
+		s.lastBounded = 0
+	}
 	limit := max(int64(s.set.MaxReplicas), int64(replicas))
 	if target <= limit {
 		s.lastCapped = 0
 		return int32(max(target, 0))
 	}
-	res.Capped, res.Wanted = true, int32(min(target, math.MaxInt32))
+	res.Capped = true
+	if !res.Bounded {
+		res.Wanted = int32(min(target, math.MaxInt32))
+	}
 	if res.Wanted != s.lastCapped {
 		s.log.Warn("autoscaler target capped at maxReplicas; vreplicas that do not fit stay pending",
 			"wanted", res.Wanted, "max_replicas", s.set.MaxReplicas, "replicas", replicas, "pending", pending)
 	}
 	s.lastCapped = res.Wanted
 	return int32(limit)
+}
+
+// scaleUpBound is the most replicas one pass may scale the StatefulSet
+// to, and the vpods' need: need is ⌈Σ vreplicas / capacity⌉ over every
+// listed vpod (rounded up to a multiple of the scale factor f, at least
+// MinReplicas); step is MaxScaleUpStep, or need (at least f, at least 1)
+// when unset; the bound is the lower of replicas + step and need + step,
+// never below replicas. Knative's policy-mode target has no such bound:
+// a predicate that refuses every pod (a misspelt or mistyped entry kept
+// by a lenient policy) leaves vreplicas pending whatever the scale, and
+// each pass would add pods for them up to maxReplicas.
+func (s *Scheduler) scaleUpBound(replicas, f int32) (bound, need int64) {
+	need = ceilDiv64(s.asCC.expected, int64(s.set.Capacity))
+	if f > 1 {
+		need = ceilDiv64(need, int64(f)) * int64(f)
+	}
+	need = max(need, int64(s.set.MinReplicas))
+	step := int64(s.set.MaxScaleUpStep)
+	if step <= 0 {
+		step = max(need, int64(f), 1)
+	}
+	return max(min(int64(replicas)+step, need+step), int64(replicas)), need
 }
 
 // mayCompact116 evicts the vreplicas of the last f pods when the other
@@ -195,7 +232,7 @@ func (s *Scheduler) autoscaleSpread(ctx context.Context, scaleDown bool) (Autosc
 	if !scaleDown && target < int64(replicas) {
 		target = int64(replicas)
 	}
-	if scaled, err := s.scaleTo(ctx, &res, replicas, s.capTarget(&res, replicas, target, pending)); scaled || err != nil {
+	if scaled, err := s.scaleTo(ctx, &res, replicas, s.capTarget(&res, replicas, 1, target, pending)); scaled || err != nil {
 		return res, err
 	}
 	if !scaleDown {

@@ -45,6 +45,7 @@ func TestAutoscaler(t *testing.T) {
 		strategy  Strategy
 		sched     *Policy
 		min       int32
+		step      int32 // MaxScaleUpStep
 		replicas  int
 		nodes     int
 		zones     int
@@ -68,18 +69,43 @@ func TestAutoscaler(t *testing.T) {
 		vpods: []VPod{vp("a", 5, pl(0, 5))},
 		want:  AutoscaleResult{Replicas: 3, Target: 1, ScaleFactor: 1, Scaled: true},
 	}, {
-		// Last ordinal 1 (pods 0,1); pending 4 → ⌈4/10⌉ = 1 pod → 3.
-		name: "policy pending", strategy: StrategyPolicy, sched: policyNoSpread, replicas: 2, nodes: 2, zones: 1,
+		// Knative's formula (a step too large to bound it): last
+		// ordinal 1 (pods 0,1); pending 4 → ⌈4/10⌉ = 1 pod → 3.
+		name: "policy pending", strategy: StrategyPolicy, sched: policyNoSpread, step: 100, replicas: 2, nodes: 2, zones: 1,
 		vpods: []VPod{vp("a", 5, pl(0, 1))},
 		want:  AutoscaleResult{Replicas: 2, Target: 3, ScaleFactor: 1, Scaled: true},
+	}, {
+		// The same by default: the vpods need ⌈5/10⌉ = 1 pod, the step
+		// is that 1, and 2 pods are already need + step: no scale-up.
+		name: "policy pending, bounded", strategy: StrategyPolicy, sched: policyNoSpread, replicas: 2, nodes: 2, zones: 1,
+		vpods: []VPod{vp("a", 5, pl(0, 1))},
+		want:  AutoscaleResult{Replicas: 2, Target: 2, Bounded: true, Wanted: 3, Bound: 2, Need: 1, ScaleFactor: 1},
 	}, {
 		// The reservation of a's 9 on pod 1 leaves 1 free there and 9
 		// on pod 0: with EvenPodSpread a predicate, pods to add =
 		// ⌈pending 4 / least non-zero free 1⌉ = 4 → 2 + 4.
-		name: "policy pending, even pod spread", strategy: StrategyPolicy, sched: evenPolicy, replicas: 2, nodes: 2, zones: 1,
+		name: "policy pending, even pod spread", strategy: StrategyPolicy, sched: evenPolicy, step: 100, replicas: 2, nodes: 2, zones: 1,
 		vpods:    []VPod{vp("a", 5, pl(0, 1))},
 		reserved: map[Key]map[string]int32{key("a"): {pn(0): 1, pn(1): 9}},
 		want:     AutoscaleResult{Replicas: 2, Target: 6, ScaleFactor: 1, Scaled: true},
+	}, {
+		// A step of 2: one pass adds at most 2, and the StatefulSet
+		// never goes above need 1 + 2.
+		name: "policy pending, even pod spread, step 2", strategy: StrategyPolicy, sched: evenPolicy, step: 2, replicas: 2, nodes: 2, zones: 1,
+		vpods:    []VPod{vp("a", 5, pl(0, 1))},
+		reserved: map[Key]map[string]int32{key("a"): {pn(0): 1, pn(1): 9}},
+		want:     AutoscaleResult{Replicas: 2, Target: 3, Bounded: true, Wanted: 6, Bound: 3, Need: 1, ScaleFactor: 1, Scaled: true},
+	}, {
+		// From zero, one pass may add the need: 35 vreplicas, 4 pods.
+		name: "policy from zero, bounded by the need", strategy: StrategyPolicy, sched: evenPolicy, replicas: 0, nodes: 2, zones: 1,
+		vpods: []VPod{vp("a", 30), vp("b", 5)},
+		want:  AutoscaleResult{Replicas: 0, Target: 4, ScaleFactor: 1, Scaled: true},
+	}, {
+		// The bound never lowers a target: a scale-down pass still
+		// shrinks.
+		name: "MAXFILLUP scale down unaffected", strategy: StrategyMaxFillUp, step: 1, replicas: 5, nodes: 1, zones: 1, scaleDown: true,
+		vpods: []VPod{vp("a", 5, pl(0, 5))},
+		want:  AutoscaleResult{Replicas: 5, Target: 1, ScaleFactor: 1, Scaled: true},
 	}, {
 		// Zone priority: factor 3 zones; pending 11 → 2 pods → ⌈2/3⌉·3
 		// = 3 added to last ordinal 0 + 1.
@@ -129,7 +155,7 @@ func TestAutoscaler(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s := newSched(t, Settings{Capacity: 10, Strategy: tc.strategy, MinReplicas: tc.min, SchedPolicy: tc.sched}, c, p, Options{})
+			s := newSched(t, Settings{Capacity: 10, Strategy: tc.strategy, MinReplicas: tc.min, MaxScaleUpStep: tc.step, SchedPolicy: tc.sched}, c, p, Options{})
 			if tc.reserved != nil {
 				s.reserved = copyReserved(tc.reserved)
 			}

@@ -179,9 +179,9 @@ func TestSetPolicies(t *testing.T) {
 func TestNewPolicies(t *testing.T) {
 	reg := knativeRegistry(t, "native")
 	ctx := context.Background()
-	t.Run("binds and skips unknown", func(t *testing.T) {
+	t.Run("lenient binds and skips unknown", func(t *testing.T) {
 		p, err := NewPolicies(ctx, reg, &Policy{Predicates: []PolicyEntry{pred("PodFitsResources"), pred("Nope")},
-			Priorities: []PolicyEntry{prio("PodFitsResources", 1), prio("LowestOrdinalPriority", 2)}}, nil, nil)
+			Priorities: []PolicyEntry{prio("PodFitsResources", 1), prio("LowestOrdinalPriority", 2)}, Lenient: true}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,13 +194,15 @@ func TestNewPolicies(t *testing.T) {
 		}
 	})
 	t.Run("not a vpod plugin", func(t *testing.T) {
-		_, err := NewPolicies(ctx, reg, &Policy{Predicates: []PolicyEntry{pred("NodeName")}}, nil, nil)
-		if err == nil || !strings.Contains(err.Error(), `"NodeName"`) {
-			t.Fatalf("error %v, want one naming NodeName", err)
+		for _, lenient := range []bool{false, true} {
+			_, err := NewPolicies(ctx, reg, &Policy{Predicates: []PolicyEntry{pred("NodeName")}, Lenient: lenient}, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), `"NodeName"`) {
+				t.Fatalf("lenient %v: error %v, want one naming NodeName", lenient, err)
+			}
 		}
 	})
-	t.Run("invalid args recorded", func(t *testing.T) {
-		p, err := NewPolicies(ctx, reg, nil, &Policy{Priorities: []PolicyEntry{prio("RemoveWithEvenPodSpreadPriority", 1)}}, nil)
+	t.Run("lenient invalid args recorded", func(t *testing.T) {
+		p, err := NewPolicies(ctx, reg, nil, &Policy{Priorities: []PolicyEntry{prio("RemoveWithEvenPodSpreadPriority", 1)}, Lenient: true}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,11 +212,63 @@ func TestNewPolicies(t *testing.T) {
 		}
 	})
 	t.Run("no registry", func(t *testing.T) {
-		p, err := NewPolicies(ctx, nil, &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}}, nil, nil)
-		if err != nil || len(p.sched.preds) != 0 || !reflect.DeepEqual(p.Sched(), &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}}) {
+		p, err := NewPolicies(ctx, nil, &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}, Lenient: true}, nil, nil)
+		if err != nil || len(p.sched.preds) != 0 || !reflect.DeepEqual(p.Sched(), &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}, Lenient: true}) {
 			t.Fatalf("%v %v", p, err)
+		}
+		if _, err := NewPolicies(ctx, nil, &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}}, nil, nil); err == nil {
+			t.Fatal("a strict policy bound with no module serving its plugin")
 		}
 	})
 	_ = config.Default
 	_ = modules.Load
+}
+
+// TestNewPoliciesStrict: a strict policy (the default) is refused as a
+// whole for every entry whose plugin no module serves as that kind and
+// every entry whose args its module refuses; each refusal names where
+// the entry was written, why, and what exists. The running policies a
+// rebind started from are untouched.
+func TestNewPoliciesStrict(t *testing.T) {
+	reg := knativeRegistry(t, "native")
+	ctx := context.Background()
+	at := func(e PolicyEntry, file string, line int, field string) PolicyEntry {
+		e.File, e.Line, e.Field = file, line, field
+		return e
+	}
+	sched := &Policy{
+		Predicates: []PolicyEntry{
+			pred("PodFitsResources"),
+			at(pred("PodFitsResource"), "c.yaml", 14, "vpod.schedulers[0].schedulerPolicy.predicates[1]"),
+			pred("LowestOrdinalPriority"), // a priority only
+		},
+		Priorities: []PolicyEntry{
+			at(prio("AvailabilityZonePriority", 1, `{"MaxSkw": 2}`), "sched.json", 3, "data.priorities[0]"),
+			prio("LowestOrdinalPriority", 1, `{"MaxSkew": "2"}`), // ignores args, as Knative
+		},
+	}
+	prev, err := NewPolicies(ctx, reg, &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prev.Close(ctx)
+	_, err = RebindPolicies(ctx, reg, sched, nil, nil, prev)
+	var es config.Errors
+	if !errors.As(err, &es) || len(es) != 3 {
+		t.Fatalf("error %v, want 3 refusals", err)
+	}
+	for i, want := range []string{
+		`c.yaml:14: vpod.schedulers[0].schedulerPolicy.predicates[1]: vpod predicate "PodFitsResource": no module serves it (did you mean "PodFitsResources"?); the vpod predicates that exist: EvenPodSpread, NoMaxResourceCount, PodFitsResources`,
+		`scheduler policy predicates[2]: vpod predicate "LowestOrdinalPriority": module "knative-bundle" serves it as a vpod priority only; the vpod predicates that exist: EvenPodSpread, NoMaxResourceCount, PodFitsResources`,
+		`sched.json:3: data.priorities[0]: vpod priority "AvailabilityZonePriority": module "knative-bundle" refuses its args "{\"MaxSkw\": 2}": invalid arguments: unknown field "MaxSkw"`,
+	} {
+		if !strings.HasPrefix(es[i].Error(), want) {
+			t.Errorf("refusal %d:\n got %s\nwant %s…", i, es[i], want)
+		}
+	}
+	// The running policies still schedule.
+	s := newSched(t, Settings{Capacity: 2, Strategy: StrategyPolicy, SchedPolicy: prev.Sched()}, zonedCluster(2, 2, 1, vp("v", 1)), prev, Options{Rand: lastRand})
+	if _, err := s.Schedule(ctx, vp("v", 1)); err != nil {
+		t.Fatalf("previous policies: %v", err)
+	}
 }

@@ -21,6 +21,8 @@ func TestNewRefusesAbsurdSizes(t *testing.T) {
 		{"maxReplicas negative", Settings{StatefulSet: "s", Capacity: 1, Strategy: StrategyMaxFillUp, MaxReplicas: -1}, "maxReplicas -1"},
 		{"minReplicas above maxReplicas", Settings{StatefulSet: "s", Capacity: 1, Strategy: StrategyMaxFillUpSpread, MinReplicas: 5, MaxReplicas: 4},
 			"minReplicas 5 is above maxReplicas 4"},
+		{"maxScaleUpStep", Settings{StatefulSet: "s", Capacity: 1, Strategy: StrategyPolicy, MaxScaleUpStep: 1<<16 + 1}, "maxScaleUpStep 65537 exceeds the limit 65536"},
+		{"maxScaleUpStep negative", Settings{StatefulSet: "s", Capacity: 1, Strategy: StrategyPolicy, MaxScaleUpStep: -1}, "maxScaleUpStep -1 is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.set, c, nil, Options{})

@@ -56,7 +56,10 @@
 //	}
 //	pols, err := vpod.NewPolicies(ctx, reg, sched, nil, log)
 //
-// A plugin name no module serves is logged and skipped, as in Knative.
+// A plugin name no module serves as that kind, or args its plugin
+// refuses, fail NewPolicies (a config.Errors naming each entry, where it
+// was written and the plugins that exist); a Lenient policy logs and
+// skips the first and keeps the second, as Knative does.
 // Every placement step is one call per module (abi FuncVPodStep) covering
 // all candidate pods.
 //
@@ -110,7 +113,8 @@
 // vpod's reservations change. Tests check every step's state against a
 // from-scratch build.
 //
-// Two behaviours are deliberately different:
+// These behaviours are deliberately different (docs/ARCHITECTURE.md,
+// "Vpods", gives each its reason):
 //
 //   - Signed scores. Knative's scores are uint64 "MaxUint64 − penalty",
 //     weighted and summed in uint64: the sum wraps, so mixing them with a
@@ -127,6 +131,12 @@
 //     pod again and remove nothing: a scale-down removes fewer vreplicas
 //     than asked. Here the candidates are the current working placements
 //     and such a pod is reserved at 0, so every asked removal happens.
+//   - The revert path returns a copy. When a rebalance leaves vreplicas
+//     over, v1.16.0 returns the vpod's own placements slice and sorts it
+//     in place; Schedule returns a sorted copy and never reorders the
+//     caller's placements.
+//   - Policies fail closed unless Lenient (see NewPolicies), and the
+//     autoscaler's growth is bounded by the vpods' need (see below).
 //
 // Inputs Knative cannot handle are refused or contained rather than
 // crashing: a capacity below 1 or above 1048576 and a maxReplicas
@@ -136,7 +146,11 @@
 // than MaxVReplicas), placements naming pods without a usable ordinal or
 // above 65535 (left out of the capacity tally, logged). The autoscaler
 // never asks for more than Settings.MaxReplicas (AutoscaleResult.Capped
-// says when it wanted more; the rest stays pending).
+// says when it wanted more; the rest stays pending), and a pass never adds
+// more than Settings.MaxScaleUpStep nor goes above the vpods'
+// need plus that step (AutoscaleResult.Bounded): Knative's policy-mode
+// target grows on every pass while vreplicas stay pending, whatever the
+// cause.
 //
 // A module that traps, runs past its call deadline or answers what the
 // ABI does not allow is a module failure, not a lack of pods (Knative

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -269,29 +270,32 @@ func fakePolicies(sched, desched *Policy, mods ...*fakeModule) (*Policies, error
 	for _, m := range mods {
 		p.pools = append(p.pools, m)
 	}
-	resolve := func(name string, kind abi.VPodEntryKind) (modulePool, uint32, bool, error) {
-		for _, m := range mods {
-			if i := m.index(name); i >= 0 {
-				if kind == abi.VPodPredicate && !predicatePlugins[name] || kind == abi.VPodPriority && !priorityPlugins[name] {
-					return nil, 0, false, nil
+	r := resolver{
+		resolve: func(name string, kind abi.VPodEntryKind) (modulePool, uint32, string, error) {
+			for _, m := range mods {
+				if i := m.index(name); i >= 0 {
+					if kind == abi.VPodPredicate && !predicatePlugins[name] || kind == abi.VPodPriority && !priorityPlugins[name] {
+						return nil, 0, "served as the other kind only", nil
+					}
+					return m, uint32(i), "", nil
 				}
-				return m, uint32(i), true, nil
 			}
-		}
-		return nil, 0, false, nil
+			return nil, 0, "no module serves it", nil
+		},
+		served: func(kind abi.VPodEntryKind) []string {
+			var out []string
+			for _, m := range mods {
+				for _, n := range m.plugins {
+					if kind == abi.VPodPredicate && predicatePlugins[n] || kind == abi.VPodPriority && priorityPlugins[n] {
+						out = append(out, n)
+					}
+				}
+			}
+			sort.Strings(out)
+			return out
+		},
 	}
-	var err error
-	if sched != nil {
-		if p.sched, err = bindPolicy("scheduler", sched, p.log, resolve); err != nil {
-			return nil, err
-		}
-	}
-	if desched != nil {
-		if p.desched, err = bindPolicy("descheduler", desched, p.log, resolve); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.register(context.Background()); err != nil {
+	if err := p.bind(context.Background(), sched, desched, r); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -2,11 +2,14 @@ package vpod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/internal/yamlcheck"
 	"github.com/wasmsched/wasmsched/host/platform/bind"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
@@ -38,7 +41,8 @@ type boundPolicy struct {
 	name string // "scheduler" or "descheduler", for logs
 	src  *Policy
 	// preds and prios are the policy's entries a module serves, in
-	// policy order (unknown plugins left out, as Knative skips them).
+	// policy order (unknown plugins of a lenient policy left out, as
+	// Knative skips them).
 	preds, prios []boundEntry
 	// configuredPrios: the policy lists priorities at all (Knative
 	// scores every feasible pod 1 when it lists none).
@@ -57,8 +61,14 @@ type boundEntry struct {
 	// with the same plugin only the last one counts; every one of them
 	// may still abort scoring).
 	summed bool
-	// invalid is the module's reason for refusing the entry's args.
+	// invalid is the module's reason for refusing the entry's args
+	// (lenient policies only: a strict one is refused instead).
 	invalid string
+	// src is the entry as configured, list ("predicates" or
+	// "priorities") and index its place in the policy: for errors.
+	src   PolicyEntry
+	list  string
+	index int
 }
 
 // moduleShare is the part of a policy one module serves.
@@ -108,12 +118,17 @@ func (p policyPool) put(ctx context.Context, c vpodClient) {
 }
 
 // NewPolicies binds the scheduling and descheduling policies (either may
-// be nil) to the modules of reg that serve their plugins. A plugin name
-// no module serves is logged and skipped (Knative v1.16.0 skips names
-// missing from its registry); a served plugin that is not a vpod
-// predicate or priority is an error naming it. A name listed as a
-// predicate whose plugin is only a priority (or the reverse) is skipped
-// too, as Knative's registry of that kind would not find it.
+// be nil) to the modules of reg that serve their plugins, and registers
+// each entry with its module, which checks the entry's args. A served
+// plugin that is not a vpod predicate or priority is an error naming
+// it. Unless the policy is Lenient, so is an entry whose plugin no
+// module serves as that kind (a predicate whose plugin is only a
+// priority, say) and an entry whose args its module refuses: the error
+// is a config.Errors with one *config.Error per entry, each naming where
+// the entry was written (file, line, field), why, and the predicates or
+// priorities that exist. A Lenient policy logs and skips the unserved
+// entries (Knative v1.16.0 skips names missing from its registry) and
+// logs and keeps the refused ones.
 func NewPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Policy, log hclog.Logger) (*Policies, error) {
 	return RebindPolicies(ctx, reg, sched, desched, log, nil)
 }
@@ -122,20 +137,13 @@ func NewPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Pol
 // policies, or nil) has a pool of the same compiled module, the new
 // policies share it instead of loading and initialising a new instance
 // (registering a changed policy with it replaces the old one under the
-// same ID). prev stays usable and must still be closed.
+// same ID). prev stays usable and must still be closed; it is not
+// changed when the new policies are refused.
 func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *Policy, log hclog.Logger, prev *Policies) (*Policies, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	need := bind.Need{Points: abi.PointsVPod, Role: "a vpod predicate or priority"}
-	resolve := func(name string) (*modules.Compiled, int, error) {
-		need.Plugin = name
-		m, idx, err := bind.Resolve(reg, "", need)
-		if _, unserved := err.(*bind.UnservedError); unserved {
-			return nil, -1, nil
-		}
-		return m, idx, err
-	}
 	p := &Policies{log: log}
 	var prevPools *bind.Pools
 	if reg != nil {
@@ -158,60 +166,170 @@ func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *
 		p.pools = append(p.pools, mp)
 		return mp, nil
 	}
-	var err error
-	bind := func(which string, pol *Policy) *boundPolicy {
-		if pol == nil || err != nil {
-			return nil
-		}
-		var bp *boundPolicy
-		bp, err = bindPolicy(which, pol, log, func(name string, kind abi.VPodEntryKind) (modulePool, uint32, bool, error) {
-			m, idx, rerr := resolve(name)
-			if rerr != nil || m == nil {
-				return nil, 0, false, rerr
+	r := resolver{
+		resolve: func(name string, kind abi.VPodEntryKind) (modulePool, uint32, string, error) {
+			need.Plugin = name
+			m, idx, err := bind.Resolve(reg, "", need)
+			if _, unserved := err.(*bind.UnservedError); unserved {
+				return nil, 0, missUnserved, nil
 			}
-			want := abi.PointVPodPredicate
-			if kind == abi.VPodPriority {
-				want = abi.PointVPodPriority
+			if err != nil {
+				return nil, 0, "", err
 			}
-			if !m.Manifest.Plugins[idx].Points.Has(want) {
-				return nil, 0, false, nil
+			if !m.Manifest.Plugins[idx].Points.Has(entryPoint(kind)) {
+				return nil, 0, fmt.Sprintf("module %q serves it as a vpod %s only", m.Config.Name, kindName(otherKind(kind))), nil
 			}
-			mp, lerr := load(m)
-			if lerr != nil {
-				return nil, 0, false, lerr
+			mp, err := load(m)
+			if err != nil {
+				return nil, 0, "", err
 			}
-			return mp, uint32(idx), true, nil
-		})
-		return bp
+			return mp, uint32(idx), "", nil
+		},
+		served: func(kind abi.VPodEntryKind) []string {
+			if reg == nil {
+				return nil
+			}
+			var out []string
+			for _, name := range reg.PluginNames() {
+				m := reg.PluginModule(name)
+				if idx := m.Manifest.Plugin(name); idx >= 0 && m.Manifest.Plugins[idx].Points.Has(entryPoint(kind)) {
+					out = append(out, name)
+				}
+			}
+			return out
+		},
+		unavailable: func() string {
+			if reg == nil {
+				return ""
+			}
+			var names []string
+			for _, u := range reg.UnavailableIn("") {
+				names = append(names, u.Module)
+			}
+			return strings.Join(names, ", ")
+		},
 	}
-	p.sched = bind("scheduler", sched)
-	p.desched = bind("descheduler", desched)
-	if err == nil {
-		err = p.register(ctx)
-	}
-	if err != nil {
+	if err := p.bind(ctx, sched, desched, r); err != nil {
 		p.Close(ctx)
 		return nil, err
 	}
 	return p, nil
 }
 
-// resolver finds the module serving a plugin as a predicate or priority:
-// ok false means no module does (skipped).
-type resolver func(name string, kind abi.VPodEntryKind) (pool modulePool, plugin uint32, ok bool, err error)
+// bind binds and registers both policies; refusals of strict policies
+// come back together as a config.Errors.
+func (p *Policies) bind(ctx context.Context, sched, desched *Policy, r resolver) error {
+	var refused config.Errors
+	for _, x := range []struct {
+		which string
+		pol   *Policy
+		dst   **boundPolicy
+	}{{"scheduler", sched, &p.sched}, {"descheduler", desched, &p.desched}} {
+		if x.pol == nil {
+			continue
+		}
+		bp, errs, err := bindPolicy(x.which, x.pol, p.log, r)
+		if err != nil {
+			return err
+		}
+		refused = append(refused, errs...)
+		*x.dst = bp
+	}
+	errs, err := p.register(ctx)
+	if err != nil {
+		return err
+	}
+	if refused = append(refused, errs...); len(refused) > 0 {
+		return refused
+	}
+	return nil
+}
+
+// entryPoint is the extension point of an entry kind.
+func entryPoint(kind abi.VPodEntryKind) abi.Point {
+	if kind == abi.VPodPriority {
+		return abi.PointVPodPriority
+	}
+	return abi.PointVPodPredicate
+}
+
+// kindPlural is "predicates" or "priorities".
+func kindPlural(kind abi.VPodEntryKind) string {
+	if kind == abi.VPodPriority {
+		return "priorities"
+	}
+	return "predicates"
+}
+
+func otherKind(kind abi.VPodEntryKind) abi.VPodEntryKind {
+	if kind == abi.VPodPriority {
+		return abi.VPodPredicate
+	}
+	return abi.VPodPriority
+}
+
+// kindName is "predicate" or "priority".
+func kindName(kind abi.VPodEntryKind) string {
+	if kind == abi.VPodPriority {
+		return "priority"
+	}
+	return "predicate"
+}
+
+// resolver finds the module serving a plugin as a predicate or priority.
+type resolver struct {
+	// resolve binds a plugin name as kind; miss says why it is not
+	// bound ("" when it is).
+	resolve func(name string, kind abi.VPodEntryKind) (pool modulePool, plugin uint32, miss string, err error)
+	// served lists the plugins the modules serve as kind, sorted.
+	served func(kind abi.VPodEntryKind) []string
+	// unavailable names the FailOpen modules the registry runs without
+	// ("" when none, or nil).
+	unavailable func() string
+}
+
+// missUnserved is resolver.resolve's miss for a plugin no module serves.
+const missUnserved = "no module serves it"
 
 // bindPolicy resolves each entry of pol and groups the served ones per
-// module.
-func bindPolicy(which string, pol *Policy, log hclog.Logger, resolve resolver) (*boundPolicy, error) {
-	bp := &boundPolicy{name: which, src: pol, configuredPrios: len(pol.Priorities) > 0}
+// module. An unserved entry of a strict policy is one of refused; err is
+// a failure that is not the policy's (a module that does not load, a
+// plugin that is no vpod plugin at all).
+func bindPolicy(which string, pol *Policy, log hclog.Logger, r resolver) (bp *boundPolicy, refused config.Errors, err error) {
+	bp = &boundPolicy{name: which, src: pol, configuredPrios: len(pol.Priorities) > 0}
 	byPool := map[modulePool]int{}
 	add := func(e PolicyEntry, kind abi.VPodEntryKind, field string, i int) (boundEntry, bool, error) {
-		pool, plugin, ok, err := resolve(e.Name, kind)
+		pool, plugin, miss, err := r.resolve(e.Name, kind)
+		var pe *bind.PointsError
+		if errors.As(err, &pe) { // refused whatever the compat: no vpod plugin at all
+			refused = append(refused, entryError(which, field, i, e, "%v", err))
+			return boundEntry{}, false, nil
+		}
 		if err != nil {
 			return boundEntry{}, false, fmt.Errorf("%s policy %s[%d]: %w", which, field, i, err)
 		}
-		if !ok {
-			log.Error("vpod policy plugin not found; skipped", "policy", which, "kind", field, "plugin", e.Name)
+		if miss == missUnserved && r.unavailable != nil {
+			if gone := r.unavailable(); gone != "" {
+				// The plugin may be a FailOpen module's that could not be
+				// fetched: run without the entry, loudly, as profiles and
+				// eviction policies do.
+				log.Error("vpod policy entry left out: no module serves its plugin and a FailOpen module is unavailable",
+					"policy", which, "kind", field, "plugin", e.Name, "unavailable", gone)
+				return boundEntry{}, false, nil
+			}
+		}
+		if miss != "" {
+			if !pol.Lenient {
+				served := r.served(kind)
+				list := "none"
+				if len(served) > 0 {
+					list = strings.Join(served, ", ")
+				}
+				refused = append(refused, entryError(which, field, i, e, "vpod %s %q: %s%s; the vpod %s that exist: %s (knativeCompat: lenient skips it, as Knative does)",
+					kindName(kind), e.Name, miss, yamlcheck.Suggest(e.Name, served), kindPlural(kind), list))
+				return boundEntry{}, false, nil
+			}
+			log.Error("vpod policy plugin not found; skipped", "policy", which, "kind", field, "plugin", e.Name, "reason", miss)
 			return boundEntry{}, false, nil
 		}
 		mi, seen := byPool[pool]
@@ -227,12 +345,12 @@ func bindPolicy(which string, pol *Policy, log hclog.Logger, resolve resolver) (
 		}
 		ms.policy.Entries = append(ms.policy.Entries, abi.VPodEntry{Plugin: plugin, Kind: kind, Args: args})
 		ms.kinds = append(ms.kinds, kind)
-		return boundEntry{name: e.Name, weight: e.Weight, mod: mi, local: len(ms.policy.Entries) - 1}, true, nil
+		return boundEntry{name: e.Name, weight: e.Weight, mod: mi, local: len(ms.policy.Entries) - 1, src: e, list: field, index: i}, true, nil
 	}
 	for i, e := range pol.Predicates {
 		be, ok, err := add(e, abi.VPodPredicate, "predicates", i)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			bp.mods[be.mod].global = append(bp.mods[be.mod].global, len(bp.preds))
@@ -242,7 +360,7 @@ func bindPolicy(which string, pol *Policy, log hclog.Logger, resolve resolver) (
 	for i, e := range pol.Priorities {
 		be, ok, err := add(e, abi.VPodPriority, "priorities", i)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			bp.mods[be.mod].global = append(bp.mods[be.mod].global, len(bp.prios))
@@ -259,7 +377,18 @@ func bindPolicy(which string, pol *Policy, log hclog.Logger, resolve resolver) (
 			}
 		}
 	}
-	return bp, nil
+	return bp, refused, nil
+}
+
+// entryError is the refusal of entry i of a policy's list ("predicates"
+// or "priorities"), at the place the entry was written or, for a policy
+// built in code, named by its policy and index.
+func entryError(which, list string, i int, e PolicyEntry, format string, a ...any) *config.Error {
+	field := e.Field
+	if field == "" {
+		field = fmt.Sprintf("%s policy %s[%d]", which, list, i)
+	}
+	return &config.Error{File: e.File, Line: e.Line, Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
 func policyID(which string) uint32 {
@@ -269,11 +398,12 @@ func policyID(which string) uint32 {
 	return schedPolicyID
 }
 
-// register registers every policy share with an instance of its module,
-// logging the entries whose args the module refuses (they stay: their
-// predicate refuses every pod and their priority fails scoring, as
+// register registers every policy share with an instance of its module.
+// An entry whose args the module refuses is one of refused when its
+// policy is strict; in a lenient one it is logged and stays (its
+// predicate refuses every pod and its priority fails scoring, as
 // Knative's plugins do when they cannot decode their args).
-func (p *Policies) register(ctx context.Context) error {
+func (p *Policies) register(ctx context.Context) (refused config.Errors, err error) {
 	for _, bp := range []*boundPolicy{p.sched, p.desched} {
 		if bp == nil {
 			continue
@@ -281,35 +411,54 @@ func (p *Policies) register(ctx context.Context) error {
 		for _, ms := range bp.mods {
 			c, err := ms.pool.get(ctx)
 			if err != nil {
-				return fmt.Errorf("%s policy: module %q: %w", bp.name, ms.pool.name(), err)
+				return nil, fmt.Errorf("%s policy: module %q: %w", bp.name, ms.pool.name(), err)
 			}
 			reply, err := c.EnsureVPodPolicy(ctx, ms.policy)
 			ms.pool.put(ctx, c)
 			if err != nil {
-				return fmt.Errorf("%s policy: register with module %q: %w", bp.name, ms.pool.name(), err)
+				return nil, fmt.Errorf("%s policy: register with module %q: %w", bp.name, ms.pool.name(), err)
 			}
-			bp.noteInvalid(ms, reply, p.log)
+			refused = append(refused, bp.noteInvalid(ms, reply, p.log)...)
 		}
 	}
-	return nil
+	return refused, nil
 }
 
-// noteInvalid records (and logs, the first time) the entries whose args
-// the module refused.
-func (bp *boundPolicy) noteInvalid(ms *moduleShare, reply *abi.VPodPolicyReply, log hclog.Logger) {
+// noteInvalid records the entries whose args the module refused: in a
+// strict policy as refusals, in a lenient one logged (the first time).
+func (bp *boundPolicy) noteInvalid(ms *moduleShare, reply *abi.VPodPolicyReply, log hclog.Logger) config.Errors {
 	if reply == nil {
-		return
+		return nil
 	}
+	var refused config.Errors
 	for local, msg := range reply.Invalid {
 		if msg == "" || local >= len(ms.global) {
 			continue
 		}
 		e := bp.entry(ms, local)
+		if !bp.src.Lenient {
+			refused = append(refused, entryError(bp.name, e.list, e.index, e.src, "vpod %s %q: module %q refuses its args %s: %s (knativeCompat: lenient keeps it, as Knative does)",
+				kindName(ms.kinds[local]), e.name, ms.pool.name(), argsText(e.src.Args), guest.Text(msg)))
+			continue
+		}
 		if e.invalid == "" {
 			log.Warn("vpod policy entry has invalid arguments", "policy", bp.name, "plugin", e.name, "module", ms.pool.name(), "reason", guest.Text(msg))
 		}
 		e.invalid = msg
 	}
+	return refused
+}
+
+// argsText shows args as written, bounded, or "(none)".
+func argsText(args []byte) string {
+	if len(args) == 0 {
+		return "(none)"
+	}
+	const most = 200
+	if len(args) > most {
+		return guest.Text(string(args[:most])) + "…"
+	}
+	return guest.Text(string(args))
 }
 
 // entry is the bound entry of a module-local index.

@@ -188,23 +188,25 @@ func TestPolicyScheduling(t *testing.T) {
 		sched: lowestOrdinal, vpod: vp("v", 5),
 		want: nil, left: 1, reserved: map[string]int32{},
 	}, {
-		// An unknown plugin is skipped; the rest still applies.
+		// Lenient (Knative's way): an unknown plugin is skipped; the
+		// rest still applies.
 		name: "unknown plugin skipped", capacity: 2, cluster: func() *StaticCluster { return zonedCluster(2, 2, 1, vp("v", 3)) },
 		sched: &Policy{Predicates: []PolicyEntry{pred("NoSuchPredicate"), pred("PodFitsResources")},
-			Priorities: []PolicyEntry{prio("NoSuchPriority", 5), prio("LowestOrdinalPriority", 1)}},
+			Priorities: []PolicyEntry{prio("NoSuchPriority", 5), prio("LowestOrdinalPriority", 1)}, Lenient: true},
 		vpod: vp("v", 3),
 		want: []Placement{pl(0, 2), pl(1, 1)}, reserved: map[string]int32{pn(0): 2, pn(1): 1},
 	}, {
-		// EvenPodSpread without args refuses every pod ("invalid
-		// arguments"): nothing is placed.
+		// Lenient: EvenPodSpread without args refuses every pod
+		// ("invalid arguments"): nothing is placed.
 		name: "predicate with invalid args", cluster: func() *StaticCluster { return zonedCluster(2, 2, 1, vp("v", 1)) },
-		sched: &Policy{Predicates: []PolicyEntry{pred("EvenPodSpread")}},
+		sched: &Policy{Predicates: []PolicyEntry{pred("EvenPodSpread")}, Lenient: true},
 		vpod:  vp("v", 1),
 		want:  nil, left: 1, reserved: map[string]int32{},
 	}, {
-		// A priority with bad args fails scoring: nothing is placed.
+		// Lenient: a priority with bad args fails scoring: nothing is
+		// placed.
 		name: "priority with invalid args", cluster: func() *StaticCluster { return zonedCluster(2, 2, 1, vp("v", 1)) },
-		sched: &Policy{Priorities: []PolicyEntry{prio("AvailabilityZonePriority", 1, `{"MaxSkew": 1, "Extra": 1}`)}},
+		sched: &Policy{Priorities: []PolicyEntry{prio("AvailabilityZonePriority", 1, `{"MaxSkew": 1, "Extra": 1}`)}, Lenient: true},
 		vpod:  vp("v", 1),
 		want:  nil, left: 1, reserved: map[string]int32{},
 	}}
@@ -300,7 +302,7 @@ func TestPolicyDescheduling(t *testing.T) {
 		// not stop the removal.
 		name: "single candidate", cluster: func() *StaticCluster { return zonedCluster(3, 3, 3, vp("v", 3, pl(1, 3))) },
 		sched:   lowestOrdinal,
-		desched: &Policy{Priorities: []PolicyEntry{prio("RemoveWithEvenPodSpreadPriority", 1)}},
+		desched: &Policy{Priorities: []PolicyEntry{prio("RemoveWithEvenPodSpreadPriority", 1)}, Lenient: true}, // no args: fails
 		vpod:    vp("v", 1, pl(1, 3)),
 		want:    []Placement{pl(1, 1)}, reserved: map[string]int32{pn(1): 1},
 	}, {
@@ -308,7 +310,7 @@ func TestPolicyDescheduling(t *testing.T) {
 		// nothing more is removed (no error: v1.16.0 reports success).
 		name: "scoring error stops removals", cluster: func() *StaticCluster { return zonedCluster(3, 3, 3, vp("v", 2, pl(0, 1), pl(1, 1))) },
 		sched:   lowestOrdinal,
-		desched: &Policy{Priorities: []PolicyEntry{prio("RemoveWithEvenPodSpreadPriority", 1)}},
+		desched: &Policy{Priorities: []PolicyEntry{prio("RemoveWithEvenPodSpreadPriority", 1)}, Lenient: true}, // no args: fails
 		vpod:    vp("v", 0, pl(0, 1), pl(1, 1)),
 		want:    []Placement{pl(0, 1), pl(1, 1)}, reserved: map[string]int32{pn(0): 1, pn(1): 1},
 	}})
@@ -333,4 +335,35 @@ func TestPolicyQuirks(t *testing.T) {
 		vpod: vp("v", 2, pl(1, 1)),
 		want: []Placement{pl(1, 2)}, reserved: map[string]int32{pn(1): 2},
 	}})
+}
+
+// TestRevertReturnsACopy: when a Policy rebalance leaves vreplicas over,
+// Schedule reverts to the vpod's committed placements. Knative v1.16.0
+// returns the caller's own slice there and then sorts it by ordinal in
+// place; the engine returns a sorted copy and leaves the caller's
+// placements as they were.
+func TestRevertReturnsACopy(t *testing.T) {
+	committed := []Placement{pl(1, 1), pl(0, 1)} // not in ordinal order
+	c := zonedCluster(2, 2, 1, vp("v", 9, committed...))
+	p, err := fakePolicies(&Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}, Priorities: []PolicyEntry{prio("LowestOrdinalPriority", 1)}}, nil, newFakeModule("knative"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSched(t, Settings{Capacity: 2, Strategy: StrategyPolicy, SchedPolicy: p.Sched()}, c, p, Options{Rand: lastRand})
+	v := vp("v", 9, committed...)
+	got, err := s.Schedule(bg, v)
+	var rq *RequeueError
+	if !asRequeue(err, &rq) {
+		t.Fatalf("error %v, want a requeue (9 vreplicas, room for 4)", err)
+	}
+	if want := []Placement{pl(0, 1), pl(1, 1)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("placements %v, want the committed ones sorted %v", got, want)
+	}
+	if want := []Placement{pl(1, 1), pl(0, 1)}; !reflect.DeepEqual(v.Placements, want) || !reflect.DeepEqual(committed, want) {
+		t.Fatalf("the caller's placements became %v (%v), want them untouched %v", v.Placements, committed, want)
+	}
+	got[0].VReplicas = 99
+	if committed[1].VReplicas != 1 {
+		t.Fatal("the returned placements share the caller's array")
+	}
 }

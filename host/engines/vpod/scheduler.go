@@ -49,8 +49,9 @@ type Scheduler struct {
 	lastCompact time.Time
 	// lastCapped is the uncapped target of the last pass that hit
 	// MaxReplicas (0: the last pass did not), so the cap is logged once
-	// per change rather than on every pass.
-	lastCapped int32
+	// per change rather than on every pass; lastBounded the same for
+	// the scale-up bound.
+	lastCapped, lastBounded int32
 
 	trigger chan struct{}
 	leader  atomic.Bool
@@ -86,6 +87,10 @@ func New(s Settings, c Cluster, p *Policies, o Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("vpod scheduler %q: maxReplicas %d exceeds the limit %d", s.Name, s.MaxReplicas, MaxMaxReplicas)
 	case s.MinReplicas > s.MaxReplicas:
 		return nil, fmt.Errorf("vpod scheduler %q: minReplicas %d is above maxReplicas %d", s.Name, s.MinReplicas, s.MaxReplicas)
+	case s.MaxScaleUpStep < 0:
+		return nil, fmt.Errorf("vpod scheduler %q: maxScaleUpStep %d is negative", s.Name, s.MaxScaleUpStep)
+	case s.MaxScaleUpStep > MaxMaxReplicas:
+		return nil, fmt.Errorf("vpod scheduler %q: maxScaleUpStep %d exceeds the limit %d", s.Name, s.MaxScaleUpStep, MaxMaxReplicas)
 	}
 	switch s.Strategy {
 	case StrategyPolicy:

@@ -28,6 +28,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/cache"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/queue"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/scheduler"
+	"github.com/wasmsched/wasmsched/host/engines/vpod"
 	"github.com/wasmsched/wasmsched/host/internal/convert"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
@@ -194,6 +195,10 @@ type Env struct {
 	eviction *evictionEnv
 	// seed is Options.Seed, for the vpod engines' tie-breaking.
 	seed uint64
+	// vpodPolicies are the vpod schedulers' policies by scheduler name,
+	// bound at Start (so that a policy the modules refuse fails the
+	// simulation before anything runs) until ScheduleVPods takes them.
+	vpodPolicies map[string]*vpod.Policies
 }
 
 // Start builds the host for objs and feeds it the cluster, without
@@ -276,6 +281,10 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		env.maxCycles = 100 * (len(pods) + 1)
 	}
 	if err := env.startEviction(ctx); err != nil {
+		env.Close(ctx)
+		return nil, err
+	}
+	if err := env.bindVPodPolicies(ctx); err != nil {
 		env.Close(ctx)
 		return nil, err
 	}
@@ -426,6 +435,10 @@ func (e *Env) report(cycles int) *Report {
 func (e *Env) Close(ctx context.Context) {
 	if e.eviction != nil {
 		e.eviction.close(ctx)
+	}
+	for name, p := range e.vpodPolicies {
+		p.Close(ctx)
+		delete(e.vpodPolicies, name)
 	}
 	if e.parts != nil {
 		e.parts.Close(ctx)

@@ -149,8 +149,14 @@ type AutoscalePass struct {
 	Scaled   bool   `json:"scaled"`
 	// Capped: the pass wanted Wanted replicas, more than the scheduler's
 	// maxReplicas, and asked for maxReplicas.
-	Capped    bool            `json:"capped,omitempty"`
-	Wanted    int32           `json:"wanted,omitempty"`
+	Capped bool  `json:"capped,omitempty"`
+	Wanted int32 `json:"wanted,omitempty"`
+	// Bounded: the pass wanted Wanted replicas, more than the scale-up
+	// bound (Bound: the vpods' Need plus maxScaleUpStep, and the
+	// replicas plus the step) allows, and asked for the bound.
+	Bounded   bool            `json:"bounded,omitempty"`
+	Bound     int32           `json:"bound,omitempty"`
+	Need      int32           `json:"need,omitempty"`
 	Compacted bool            `json:"compacted"`
 	Evictions []vpod.Eviction `json:"evictions,omitempty"`
 	Error     string          `json:"error,omitempty"`
@@ -210,6 +216,32 @@ func (e *Env) ScheduleVPods(ctx context.Context) (*VPodReport, error) {
 	return rep, nil
 }
 
+// bindVPodPolicies binds every vpod scheduler's policies to the modules,
+// as serve does when it starts: a policy naming a plugin no module serves
+// or args its plugin refuses (unless the scheduler is lenient) fails the
+// simulation here, with the entry's file, line and field.
+func (e *Env) bindVPodPolicies(ctx context.Context) error {
+	if !e.cfg.HasVPod() {
+		return nil
+	}
+	sets, err := e.cfg.VPod.Defaulted()
+	if err != nil {
+		return err
+	}
+	e.vpodPolicies = map[string]*vpod.Policies{}
+	for _, set := range sets {
+		if set.SchedPolicy == nil && set.DeschedPolicy == nil {
+			continue
+		}
+		pols, err := vpod.NewPolicies(ctx, e.registry, vpod.PolicyFrom(set.SchedPolicy), vpod.PolicyFrom(set.DeschedPolicy), e.log.With("vpodScheduler", set.Name))
+		if err != nil {
+			return fmt.Errorf("vpod scheduler %q: policies: %w", set.Name, err)
+		}
+		e.vpodPolicies[set.Name] = pols
+	}
+	return nil
+}
+
 func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, all []config.VPodSettings, r *VPodSchedulerReport) (*vpodRun, error) {
 	run := &vpodRun{e: e, set: set, rep: r, errs: map[vpod.Key]error{}}
 	for _, s := range e.objs.StatefulSets {
@@ -232,12 +264,17 @@ func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, all []con
 	replicas := *replicasOf(run.sts.Spec.Replicas)
 	r.ReplicasBefore, r.ReplicasAfter = replicas, replicas
 	run.cluster = vpod.NewStaticCluster(set.Namespace, set.StatefulSet, replicas, run.adapterPods(), e.objs.Nodes, vps)
-	pols, err := vpod.NewPolicies(ctx, e.registry, vpod.PolicyFrom(set.SchedPolicy), vpod.PolicyFrom(set.DeschedPolicy), e.log.With("vpodScheduler", set.Name))
-	if err != nil {
-		return nil, err
+	pols, ok := e.vpodPolicies[set.Name]
+	delete(e.vpodPolicies, set.Name)
+	if !ok {
+		var err error
+		if pols, err = vpod.NewPolicies(ctx, e.registry, vpod.PolicyFrom(set.SchedPolicy), vpod.PolicyFrom(set.DeschedPolicy), e.log.With("vpodScheduler", set.Name)); err != nil {
+			return nil, err
+		}
 	}
 	run.policies = pols
 	rng := rand.New(rand.NewPCG(e.seed, e.seed^0x5bd1e995))
+	var err error
 	run.sched, err = vpod.New(vpod.SettingsFrom(set), run.cluster, pols, vpod.Options{
 		Log:     e.log.With("vpodScheduler", set.Name),
 		Evictor: run.evict,
@@ -405,6 +442,7 @@ func (run *vpodRun) scheduleAll(ctx context.Context) (left bool) {
 
 func (run *vpodRun) record(kind string, res vpod.AutoscaleResult, err error) {
 	p := AutoscalePass{Kind: kind, Replicas: res.Replicas, Target: res.Target, Scaled: res.Scaled, Capped: res.Capped, Wanted: res.Wanted,
+		Bounded: res.Bounded, Bound: res.Bound, Need: res.Need,
 		Compacted: res.Compacted, Evictions: res.Evictions}
 	if err != nil {
 		p.Error = err.Error()
