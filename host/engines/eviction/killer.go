@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -129,7 +130,10 @@ type Killer struct {
 	clock    clock.WithTicker
 	log      hclog.Logger
 	metrics  *metrics.Eviction
-	deleting bool // ModeDelete
+	// deleting (ModeDelete) and floor (TimeoutFloor) may change while
+	// the killer runs (Reconfigure): each kill reads them when it starts.
+	deleting atomic.Bool
+	floor    atomic.Int64
 
 	mu      sync.Mutex
 	pods    map[killPodKey]*killPod
@@ -196,14 +200,29 @@ func NewKiller(api API, opts KillerOptions) *Killer {
 		pods:    map[killPodKey]*killPod{},
 		uids:    map[string]int{},
 	}
+	k.Reconfigure(opts)
+	return k
+}
+
+// Reconfigure applies opts' Mode and TimeoutFloor (zero: the default) to
+// the kills that start from now on, so a reload changes them without a
+// restart; a kill in progress finishes as it began. The other options
+// are fixed when the killer is made.
+func (k *Killer) Reconfigure(opts KillerOptions) {
 	switch opts.Mode {
 	case ModeDelete:
-		k.deleting = true
+		k.deleting.Store(true)
 	case ModeEviction, "":
+		k.deleting.Store(false)
 	default:
 		k.log.Warn("unknown kill mode, using the Eviction API", "mode", opts.Mode)
+		k.deleting.Store(false)
 	}
-	return k
+	floor := opts.TimeoutFloor
+	if floor <= 0 {
+		floor = DefaultKillTimeoutFloor
+	}
+	k.floor.Store(int64(floor))
 }
 
 // Submit queues kill requests; it never blocks on a kill. A request for a
@@ -435,9 +454,9 @@ func (k *Killer) kill(ctx context.Context, req *KillRequest, grace int64, stop <
 		return killDone
 	}
 
-	timeout := killTimeout(grace, k.opts.TimeoutFloor)
+	timeout := killTimeout(grace, time.Duration(k.floor.Load()))
 	call, what := k.api.EvictPod, "eviction"
-	if k.deleting {
+	if k.deleting.Load() {
 		call, what = k.api.DeletePod, "deletion"
 	}
 	g := grace
