@@ -124,12 +124,12 @@ type KillerOptions struct {
 // then wait for it to be gone. Requests for one pod are deduplicated, and
 // one pod is never killed by two workers at once.
 type Killer struct {
-	api      API
-	opts     KillerOptions
-	queue    workqueue.TypedRateLimitingInterface[KillItem]
-	clock    clock.WithTicker
-	log      hclog.Logger
-	metrics  *metrics.Eviction
+	api     API
+	opts    KillerOptions
+	queue   workqueue.TypedRateLimitingInterface[KillItem]
+	clock   clock.WithTicker
+	log     hclog.Logger
+	metrics *metrics.Eviction
 	// deleting (ModeDelete) and floor (TimeoutFloor) may change while
 	// the killer runs (Reconfigure): each kill reads them when it starts.
 	deleting atomic.Bool
