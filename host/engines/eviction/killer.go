@@ -225,6 +225,17 @@ func (k *Killer) Reconfigure(opts KillerOptions) {
 	k.floor.Store(int64(floor))
 }
 
+// Mode is the kill mode the next kill uses (ModeEviction or ModeDelete).
+func (k *Killer) Mode() string {
+	if k.deleting.Load() {
+		return ModeDelete
+	}
+	return ModeEviction
+}
+
+// TimeoutFloor is the timeout floor the next kill uses.
+func (k *Killer) TimeoutFloor() time.Duration { return time.Duration(k.floor.Load()) }
+
 // Submit queues kill requests; it never blocks on a kill. A request for a
 // pod the killer already holds with a grace period no longer than the
 // request's is skipped; a shorter grace period is queued as its own item
