@@ -88,9 +88,12 @@ func (s *Scheduler) Canary(ctx context.Context, p *Policies) error {
 type Group struct {
 	log hclog.Logger
 
-	mu      sync.Mutex // guards members and reg
+	mu      sync.Mutex // guards members, reg and closed
 	members []member
 	reg     *modules.Registry
+	// closed: Close ran; a reload finishing after it closes what it
+	// built instead of committing it.
+	closed bool
 }
 
 type member struct {
@@ -137,7 +140,7 @@ func (g *Group) Close(ctx context.Context) {
 	for _, m := range g.members {
 		m.pols.Close(ctx)
 	}
-	g.members = nil
+	g.members, g.closed = nil, true
 	if g.reg != nil {
 		g.reg.Close(ctx)
 		g.reg = nil
@@ -166,6 +169,9 @@ func (g *Group) Stage(ctx context.Context, cfg *config.Configuration, opts modul
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errors.New("vpod: the schedulers are shut down")
+	}
 	if err := g.checkLive(settings); err != nil {
 		return nil, err
 	}
@@ -245,7 +251,7 @@ func (st *Staged) Canary(ctx context.Context) error {
 
 // Commit swaps the staged policies into every scheduler (each between
 // two of its Schedule calls) and closes the replaced policies and
-// registry. It cannot fail.
+// registry. It cannot fail; after Close it only closes what Stage built.
 func (st *Staged) Commit(ctx context.Context) {
 	if st == nil {
 		return
@@ -253,6 +259,10 @@ func (st *Staged) Commit(ctx context.Context) {
 	g := st.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.closed {
+		st.Discard(ctx)
+		return
+	}
 	for i := range g.members {
 		m := &g.members[i]
 		if st.pols[i] != nil || m.pols != nil {
