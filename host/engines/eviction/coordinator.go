@@ -115,6 +115,14 @@ type UsageSource interface {
 	Usage(ctx context.Context) (Usage, error)
 }
 
+// CachedUsageSource is a UsageSource that reuses a reading for a while:
+// when the sync period changes (SetSettings), the coordinator makes that
+// half the new period, so each round still gets a fresh reading.
+type CachedUsageSource interface {
+	UsageSource
+	SetTTL(time.Duration)
+}
+
 // PodKiller is the killer as the coordinator uses it.
 type PodKiller interface {
 	Submit(reqs []KillRequest)
@@ -258,6 +266,9 @@ func (c *Coordinator) applySettings() (periodChanged bool) {
 	now := c.clock.Now()
 	c.limiter.SetLimitAt(now, rate.Limit(s.Rate))
 	c.limiter.SetBurstAt(now, s.RateBurst)
+	if cu, ok := c.usage.(CachedUsageSource); ok && periodChanged {
+		cu.SetTTL(s.SyncPeriod / 2)
+	}
 	c.settings = s
 	return periodChanged
 }

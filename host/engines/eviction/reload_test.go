@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/wasmsched/wasmsched/host/engines/scheduling/cache"
+
 	"github.com/wasmsched/wasmsched/abi"
 )
 
@@ -86,5 +88,26 @@ func TestCanaryCommitsNothing(t *testing.T) {
 	err := e.coord.Canary(ctx, e.coord.PolicySet(), 1)
 	if err == nil || !strings.Contains(err.Error(), "eviction policy T") || !strings.Contains(err.Error(), "threshold_met") {
 		t.Fatalf("a trapping policy: %v", err)
+	}
+}
+
+// cachedUsage is a usage source that caches, recording the TTLs set.
+type cachedUsage struct{ ttls []time.Duration }
+
+func (u *cachedUsage) Usage(context.Context) (Usage, error) { return nil, nil }
+func (u *cachedUsage) SetTTL(d time.Duration)               { u.ttls = append(u.ttls, d) }
+
+// A new sync period makes a caching usage source keep a reading for half
+// of it, so every round still gets a fresh one; other changes leave it.
+func TestNewSyncPeriodSetsTheUsageTTL(t *testing.T) {
+	u := &cachedUsage{}
+	c := New(Options{Settings: Settings{SyncPeriod: time.Hour}, Cluster: &fakeCluster{cache: cache.New(0, nil)},
+		Killer: &fakeKiller{}, Usage: u}, nil)
+	c.SetSettings(Settings{SyncPeriod: time.Hour, Burst: 2})
+	c.RunRound(context.Background())
+	c.SetSettings(Settings{SyncPeriod: 10 * time.Second})
+	c.RunRound(context.Background())
+	if len(u.ttls) != 1 || u.ttls[0] != 5*time.Second {
+		t.Fatalf("TTLs set: %v, want [5s]", u.ttls)
 	}
 }
