@@ -208,11 +208,12 @@ func changedFiles(before, after map[string][sha256.Size]byte) string {
 	return strings.Join(changed, ", ")
 }
 
-// setConfigModules records the module files cfg names and watches them.
-// It runs before the modules are read (watch.SetPaths' rule), so a module
-// rebuilt while this run reads it still triggers the next one.
+// setConfigModules records the module files and vpod policy files cfg
+// names and watches them. It runs before the modules are read
+// (watch.SetPaths' rule), so a module rebuilt while this run reads it
+// still triggers the next one.
 func (s *watchSession) setConfigModules(shadow bool, cfg *config.Configuration) {
-	ps := cfg.ModulePaths()
+	ps := append(cfg.ModulePaths(), cfg.VPodPolicyPaths()...)
 	if shadow {
 		s.shadowModules = ps
 	} else {

@@ -83,3 +83,23 @@ func readPolicyFile(dir, name, field string) (*policyFile, *Error) {
 	}
 	return &policyFile{name: name, path: path, policy: p}, nil
 }
+
+// VPodPolicyPaths lists the vpod policy files the configuration read
+// (resolved against its directory): a change to one changes the
+// configuration, so a reload and `simulate --watch` watch them with the
+// module files.
+func (c *Configuration) VPodPolicyPaths() []string {
+	if c == nil || c.VPod == nil {
+		return nil
+	}
+	var ps []string
+	for i := range c.VPod.Schedulers {
+		s := &c.VPod.Schedulers[i]
+		for _, f := range []*policyFile{s.schedFile, s.deschedFile} {
+			if f != nil {
+				ps = append(ps, f.path)
+			}
+		}
+	}
+	return ps
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -114,6 +115,14 @@ type UsageSource interface {
 	Usage(ctx context.Context) (Usage, error)
 }
 
+// CachedUsageSource is a UsageSource that reuses a reading for a while:
+// when the sync period changes (SetSettings), the coordinator makes that
+// half the new period, so each round still gets a fresh reading.
+type CachedUsageSource interface {
+	UsageSource
+	SetTTL(time.Duration)
+}
+
 // PodKiller is the killer as the coordinator uses it.
 type PodKiller interface {
 	Submit(reqs []KillRequest)
@@ -166,6 +175,11 @@ type Coordinator struct {
 	mu      sync.Mutex
 	blocked map[string]time.Time // from the killer's goroutines
 	retired []*PolicySet         // replaced sets, closed at the next round
+	// pending are settings SetSettings handed over, applied by the round
+	// goroutine before its next round; resched tells Run to restart its
+	// ticker on the new sync period.
+	pending *Settings
+	resched chan struct{}
 }
 
 // New returns a coordinator running the policies of set (which may be
@@ -177,7 +191,7 @@ func New(opts Options, set *PolicySet) *Coordinator {
 		skip:    newSkipKeys(s.SkipAnnotations, s.SkipLabels),
 		metrics: opts.Metrics, log: opts.Log, clock: opts.Clock,
 		state: newState(), snap: snapshot.New(), live: map[uint32]bool{}, stamps: map[uint32]obsStamp{},
-		gauges: map[thresholdKey]bool{}, blocked: map[string]time.Time{},
+		gauges: map[thresholdKey]bool{}, blocked: map[string]time.Time{}, resched: make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()
@@ -204,8 +218,60 @@ func (c *Coordinator) Policies() []*Policy { return c.policies.Load().Policies()
 // replaces it.
 func (c *Coordinator) PolicySet() *PolicySet { return c.policies.Load() }
 
-// Settings are the coordinator's settings, defaults applied.
-func (c *Coordinator) Settings() Settings { return c.settings }
+// Settings are the coordinator's settings, defaults applied: those a
+// SetSettings not yet applied by a round handed over, else those running.
+func (c *Coordinator) Settings() Settings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending != nil {
+		return *c.pending
+	}
+	return c.settings
+}
+
+// SetSettings changes the settings of a running coordinator (a reload):
+// the next round runs with them, and Run's next round comes one new sync
+// period after the change. A round in progress finishes on the settings
+// it started with. The cluster-wide rate limiter keeps its tokens; its
+// rate and burst change.
+func (c *Coordinator) SetSettings(s Settings) {
+	b, notes := s.bounded()
+	for _, n := range notes {
+		c.log.Warn("eviction setting out of bounds; using the bound", "setting", n)
+	}
+	c.mu.Lock()
+	c.pending = &b
+	c.mu.Unlock()
+	select {
+	case c.resched <- struct{}{}:
+	default:
+	}
+}
+
+// applySettings applies settings SetSettings handed over, if any, and
+// reports whether the sync period changed. Only the round goroutine
+// calls it (it alone reads c.settings without the lock).
+func (c *Coordinator) applySettings() (periodChanged bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		return false
+	}
+	s := *c.pending
+	c.pending = nil
+	periodChanged = s.SyncPeriod != c.settings.SyncPeriod
+	if !slices.Equal(s.SkipAnnotations, c.settings.SkipAnnotations) || !slices.Equal(s.SkipLabels, c.settings.SkipLabels) {
+		c.skip = newSkipKeys(s.SkipAnnotations, s.SkipLabels)
+	}
+	now := c.clock.Now()
+	c.limiter.SetLimitAt(now, rate.Limit(s.Rate))
+	c.limiter.SetBurstAt(now, s.RateBurst)
+	if cu, ok := c.usage.(CachedUsageSource); ok && periodChanged {
+		cu.SetTTL(s.SyncPeriod / 2)
+	}
+	c.settings = s
+	return periodChanged
+}
 
 // SetPolicies swaps in a new policy set (a reload): the next round uses
 // it. A round in progress finishes on the set it started with; the
@@ -255,14 +321,22 @@ func (c *Coordinator) isBlocked(uid string, now time.Time) bool {
 	return ok
 }
 
-// Run runs a round every sync period until ctx is done.
+// Run runs a round every sync period until ctx is done. A SetSettings
+// with another sync period restarts the period from the change.
 func (c *Coordinator) Run(ctx context.Context) {
+	c.applySettings()
 	t := c.clock.NewTicker(c.settings.SyncPeriod)
-	defer t.Stop()
+	defer func() { t.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.resched:
+			if c.applySettings() {
+				t.Stop()
+				t = c.clock.NewTicker(c.settings.SyncPeriod)
+				c.log.Info("eviction sync period changed", "sync_period", c.settings.SyncPeriod)
+			}
 		case <-t.C():
 			c.RunRound(ctx)
 		}
@@ -318,6 +392,7 @@ func (nr *nodeRound) candidateAt(idx uint32) (*candidate, bool) {
 // RunRound runs one eviction round and reports what it did.
 func (c *Coordinator) RunRound(ctx context.Context) *Round {
 	c.closeRetired(ctx) // rounds never overlap: nothing uses them now
+	c.applySettings()
 	start := c.clock.Now()
 	now := start
 	set := c.policies.Load()

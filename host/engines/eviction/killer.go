@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -123,13 +124,16 @@ type KillerOptions struct {
 // then wait for it to be gone. Requests for one pod are deduplicated, and
 // one pod is never killed by two workers at once.
 type Killer struct {
-	api      API
-	opts     KillerOptions
-	queue    workqueue.TypedRateLimitingInterface[KillItem]
-	clock    clock.WithTicker
-	log      hclog.Logger
-	metrics  *metrics.Eviction
-	deleting bool // ModeDelete
+	api     API
+	opts    KillerOptions
+	queue   workqueue.TypedRateLimitingInterface[KillItem]
+	clock   clock.WithTicker
+	log     hclog.Logger
+	metrics *metrics.Eviction
+	// deleting (ModeDelete) and floor (TimeoutFloor) may change while
+	// the killer runs (Reconfigure): each kill reads them when it starts.
+	deleting atomic.Bool
+	floor    atomic.Int64
 
 	mu      sync.Mutex
 	pods    map[killPodKey]*killPod
@@ -196,15 +200,41 @@ func NewKiller(api API, opts KillerOptions) *Killer {
 		pods:    map[killPodKey]*killPod{},
 		uids:    map[string]int{},
 	}
-	switch opts.Mode {
-	case ModeDelete:
-		k.deleting = true
-	case ModeEviction, "":
-	default:
-		k.log.Warn("unknown kill mode, using the Eviction API", "mode", opts.Mode)
-	}
+	k.Reconfigure(opts)
 	return k
 }
+
+// Reconfigure applies opts' Mode and TimeoutFloor (zero: the default) to
+// the kills that start from now on, so a reload changes them without a
+// restart; a kill in progress finishes as it began. The other options
+// are fixed when the killer is made.
+func (k *Killer) Reconfigure(opts KillerOptions) {
+	switch opts.Mode {
+	case ModeDelete:
+		k.deleting.Store(true)
+	case ModeEviction, "":
+		k.deleting.Store(false)
+	default:
+		k.log.Warn("unknown kill mode, using the Eviction API", "mode", opts.Mode)
+		k.deleting.Store(false)
+	}
+	floor := opts.TimeoutFloor
+	if floor <= 0 {
+		floor = DefaultKillTimeoutFloor
+	}
+	k.floor.Store(int64(floor))
+}
+
+// Mode is the kill mode the next kill uses (ModeEviction or ModeDelete).
+func (k *Killer) Mode() string {
+	if k.deleting.Load() {
+		return ModeDelete
+	}
+	return ModeEviction
+}
+
+// TimeoutFloor is the timeout floor the next kill uses.
+func (k *Killer) TimeoutFloor() time.Duration { return time.Duration(k.floor.Load()) }
 
 // Submit queues kill requests; it never blocks on a kill. A request for a
 // pod the killer already holds with a grace period no longer than the
@@ -435,9 +465,9 @@ func (k *Killer) kill(ctx context.Context, req *KillRequest, grace int64, stop <
 		return killDone
 	}
 
-	timeout := killTimeout(grace, k.opts.TimeoutFloor)
+	timeout := killTimeout(grace, time.Duration(k.floor.Load()))
 	call, what := k.api.EvictPod, "eviction"
-	if k.deleting {
+	if k.deleting.Load() {
 		call, what = k.api.DeletePod, "deletion"
 	}
 	g := grace

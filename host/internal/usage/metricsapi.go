@@ -3,6 +3,7 @@ package usage
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,9 +38,10 @@ type MetricsAPIOptions struct {
 // and again when the API comes back.
 type MetricsAPI struct {
 	client metricsclient.Interface
-	ttl    time.Duration
-	log    hclog.Logger
-	now    func() time.Time
+	// ttl is a time.Duration; SetTTL changes it while rounds read.
+	ttl atomic.Int64
+	log hclog.Logger
+	now func() time.Time
 
 	// lock is a one-slot semaphore rather than a mutex so that a caller
 	// waiting for another's List calls still honours its context.
@@ -51,10 +53,8 @@ type MetricsAPI struct {
 
 // NewMetricsAPI reads usage through client.
 func NewMetricsAPI(client metricsclient.Interface, opts MetricsAPIOptions) *MetricsAPI {
-	m := &MetricsAPI{client: client, ttl: opts.TTL, log: opts.Log, now: opts.Now, lock: make(chan struct{}, 1)}
-	if m.ttl == 0 {
-		m.ttl = DefaultTTL
-	}
+	m := &MetricsAPI{client: client, log: opts.Log, now: opts.Now, lock: make(chan struct{}, 1)}
+	m.SetTTL(opts.TTL)
 	if m.log == nil {
 		m.log = hclog.NewNullLogger()
 	}
@@ -62,6 +62,16 @@ func NewMetricsAPI(client metricsclient.Interface, opts MetricsAPIOptions) *Metr
 		m.now = time.Now
 	}
 	return m
+}
+
+// SetTTL changes how long a snapshot is reused, as
+// MetricsAPIOptions.TTL (0: DefaultTTL): a reload that changes the
+// eviction sync period keeps one fresh reading per round.
+func (m *MetricsAPI) SetTTL(ttl time.Duration) {
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	m.ttl.Store(int64(ttl))
 }
 
 // NewMetricsAPIForConfig builds the metrics clientset from the same
@@ -85,7 +95,7 @@ func (m *MetricsAPI) Usage(ctx context.Context) (*Snapshot, error) {
 		return nil, fmt.Errorf("usage: waiting for metrics.k8s.io: %w", ctx.Err())
 	}
 	defer func() { <-m.lock }()
-	if m.cached != nil && m.ttl > 0 && m.now().Sub(m.fetched) < m.ttl {
+	if ttl := time.Duration(m.ttl.Load()); m.cached != nil && ttl > 0 && m.now().Sub(m.fetched) < ttl {
 		return m.cached, nil
 	}
 	snap, err := m.fetch(ctx)

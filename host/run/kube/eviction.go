@@ -214,6 +214,14 @@ type usageSource struct{ src usage.Source }
 // usage: a round without data gets a nil Usage.
 func EvictionUsage(src usage.Source) eviction.UsageSource { return usageSource{src} }
 
+// SetTTL implements eviction.CachedUsageSource when the source caches
+// (usage.MetricsAPI).
+func (u usageSource) SetTTL(ttl time.Duration) {
+	if c, ok := u.src.(interface{ SetTTL(time.Duration) }); ok {
+		c.SetTTL(ttl)
+	}
+}
+
 func (u usageSource) Usage(ctx context.Context) (eviction.Usage, error) {
 	s, err := u.src.Usage(ctx)
 	if err != nil || s == nil {

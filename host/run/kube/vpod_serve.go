@@ -26,19 +26,24 @@ import (
 // on every replica (so a standby takes over warm), their reconcilers and
 // autoscalers only on the leader (run). Made at start, so a bad vpod
 // section or a source resource the API server does not serve stops serve
-// there. A reload does not change them (the vpod section is read at
-// start).
+// there. A reload changes their policies through group (vpod.Group);
+// the schedulers themselves, their informers and controllers, are made
+// at start.
 type vpodParts struct {
-	ctrls    []*vpodController
-	policies []*vpod.Policies
-	registry *modules.Registry
-	log      hclog.Logger
+	ctrls []*vpodController
+	// group holds the schedulers with their policies and the registry
+	// those run on; never nil.
+	group *vpod.Group
+	log   hclog.Logger
 }
 
 // vpodSpec is one scheduler as vpodParts builds it.
 type vpodSpec struct {
 	Settings vpod.Settings
 	Sources  []VPodSource
+	// Config is the scheduler as configured (defaults applied), which a
+	// reload compares the next configuration's with.
+	Config config.VPodSettings
 }
 
 // newVPodParts builds the configuration's vpod schedulers for Serve: a
@@ -48,7 +53,7 @@ type vpodSpec struct {
 func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, reg *modules.Registry, rec *Recorder, log hclog.Logger) (*vpodParts, error) {
 	log = log.Named("vpod")
 	if !o.Config.HasVPod() {
-		return &vpodParts{log: log}, nil
+		return &vpodParts{log: log, group: vpod.NewGroup(nil, log)}, nil
 	}
 	specs, err := vpodSpecsFrom(o.Config)
 	if err != nil {
@@ -70,14 +75,8 @@ func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, 
 	if rec != nil {
 		events = rec.recorderFor(VPodComponent)
 	}
-	p, err := newVPodPartsWith(ctx, vpodPartsOptions{Client: o.Client, Dynamic: dyn, Specs: specs, Registry: own, Log: log,
+	return newVPodPartsWith(ctx, vpodPartsOptions{Client: o.Client, Dynamic: dyn, Specs: specs, Registry: own, Log: log,
 		Events: events, Metrics: o.Metrics.VPod()})
-	if err != nil {
-		own.Close(context.Background())
-		return nil, err
-	}
-	p.registry = own
-	return p, nil
 }
 
 // vpodSpecsFrom converts the configuration's vpod section (defaults
@@ -89,7 +88,7 @@ func vpodSpecsFrom(cfg *config.Configuration) ([]vpodSpec, error) {
 	}
 	out := make([]vpodSpec, 0, len(settings))
 	for i, s := range settings {
-		spec := vpodSpec{Settings: vpod.SettingsFrom(s)}
+		spec := vpodSpec{Settings: vpod.SettingsFrom(s), Config: s}
 		for j, src := range s.Sources {
 			if src.Kind == config.VPodSourceKind {
 				spec.Sources = append(spec.Sources, CRDVPodSource())
@@ -109,9 +108,11 @@ func vpodSpecsFrom(cfg *config.Configuration) ([]vpodSpec, error) {
 
 // vpodPartsOptions are newVPodPartsWith's inputs.
 type vpodPartsOptions struct {
-	Client   kubernetes.Interface
-	Dynamic  dynamic.Interface
-	Specs    []vpodSpec
+	Client  kubernetes.Interface
+	Dynamic dynamic.Interface
+	Specs   []vpodSpec
+	// Registry serves the policies; the parts own it (closed with them,
+	// or at once when newVPodPartsWith fails).
 	Registry *modules.Registry
 	Log      hclog.Logger
 	// Events records Events on vpods (nil: none); Metrics counts the
@@ -135,7 +136,7 @@ type vpodPartsOptions struct {
 // controller, registers the informer handlers, starts the informers
 // (until ctx ends) and waits for them to sync.
 func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, err error) {
-	p = &vpodParts{log: o.Log}
+	p = &vpodParts{log: o.Log, group: vpod.NewGroup(o.Registry, o.Log)}
 	defer func() {
 		if err != nil {
 			p.close(context.Background())
@@ -179,7 +180,7 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 		if o.newEngine != nil {
 			c.engine, err = o.newEngine(s, c.cluster, c.evict)
 		} else {
-			c.engine, err = p.newEngine(ctx, o.Registry, s, c.cluster, c.evict, o.Metrics, log)
+			c.engine, err = p.newEngine(ctx, o.Registry, spec, c.cluster, c.evict, o.Metrics, log)
 		}
 		if err != nil {
 			return nil, err
@@ -230,17 +231,20 @@ func newVPodPartsWith(ctx context.Context, o vpodPartsOptions) (p *vpodParts, er
 }
 
 // newEngine binds a scheduler's policies to the registry and makes its
-// engine; p keeps the policies to close them.
-func (p *vpodParts) newEngine(ctx context.Context, reg *modules.Registry, s vpod.Settings, c vpod.Cluster, ev vpod.Evictor, m *metrics.VPod, log hclog.Logger) (vpodEngine, error) {
+// engine; p's group keeps both, to close the policies and to reload
+// them.
+func (p *vpodParts) newEngine(ctx context.Context, reg *modules.Registry, spec vpodSpec, c vpod.Cluster, ev vpod.Evictor, m *metrics.VPod, log hclog.Logger) (vpodEngine, error) {
+	s := spec.Settings
 	pol, err := vpod.NewPolicies(ctx, reg, s.SchedPolicy, s.DeschedPolicy, log)
 	if err != nil {
 		return nil, fmt.Errorf("vpod scheduler %s: policies: %w", s.Name, err)
 	}
-	p.policies = append(p.policies, pol)
 	e, err := vpod.New(s, c, pol, vpod.Options{Log: log, Evictor: ev, Metrics: m})
 	if err != nil {
+		pol.Close(ctx)
 		return nil, fmt.Errorf("vpod scheduler %s: %w", s.Name, err)
 	}
+	p.group.Add(spec.Config, e, pol)
 	return e, nil
 }
 
@@ -340,10 +344,5 @@ func (p *vpodParts) close(ctx context.Context) {
 	for _, c := range p.ctrls {
 		c.queue.ShutDown()
 	}
-	for _, pol := range p.policies {
-		pol.Close(ctx)
-	}
-	if p.registry != nil {
-		p.registry.Close(ctx)
-	}
+	p.group.Close(ctx)
 }

@@ -1,11 +1,14 @@
-// Package reload changes the policy of a running scheduler: it reads a
-// candidate configuration (the config file and every module it names),
-// builds it completely off the scheduling goroutine — parse, read,
-// sha256 check, compile (through the compile cache; unchanged modules are
-// not compiled again), manifest and ABI checks, instances initialised
-// with their args — exercises every new plugin once on a real pod and real
-// nodes (the canary), and only then swaps the new profiles in between two
-// scheduling cycles. A candidate that fails any step never replaces the
+// Package reload changes the policy of a running scheduler — its
+// scheduling profiles, eviction policies and settings, and vpod
+// policies: it reads a candidate configuration (the config file, every
+// module and every vpod policy file it names), builds it completely off
+// the hot path — parse, read, sha256 check, compile (through the compile
+// cache; unchanged modules are not compiled again), manifest and ABI
+// checks, instances initialised with their args — exercises it on the
+// current state with nothing committed (the canary: every new plugin on
+// a real pod and real nodes, a vpod placement step per vpod scheduler,
+// an eviction round), and only then swaps every engine's part in, or
+// none. A candidate that fails any step never replaces the
 // running configuration: the error names the file, field or plugin, is
 // logged and counted, and scheduling goes on as before.
 //
@@ -18,6 +21,7 @@ package reload
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +38,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/engines/eviction"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/scheduler"
+	"github.com/wasmsched/wasmsched/host/engines/vpod"
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
@@ -74,9 +79,19 @@ type Options struct {
 	Log     hclog.Logger
 	// Eviction, if set, is the running eviction coordinator: a reload
 	// builds the new configuration's eviction policies (a failure refuses
-	// the reload) and hands them over with the profiles. Its other
-	// settings (sync period, burst, rate, killer) take effect at restart.
+	// the reload), runs them once on the current state (Canary) and hands
+	// them over with the profiles, with the section's settings (sync
+	// period, burst, rate, skip keys, condition transition period).
 	Eviction *eviction.Coordinator
+	// Killer, if set, is the eviction coordinator's killer: a reload
+	// hands it the killer mode and killTimeoutMin.
+	Killer *eviction.Killer
+	// VPod, if set, is the running vpod schedulers: a reload rebinds
+	// their policies (inline or from policy files, which Run watches),
+	// runs a placement step of each on the current state, and swaps them
+	// in with the profiles. A change to anything else of the vpod
+	// section is refused, naming the field.
+	VPod *vpod.Group
 	// OnSwap, if set, is called after each configuration that went live,
 	// with it.
 	OnSwap func(*config.Configuration)
@@ -103,11 +118,15 @@ type Timings struct {
 	// Load: reading and parsing the config, reading, checking and
 	// compiling (or reusing) the modules, and loading them.
 	Load time.Duration
-	// Build: the profiles, with their instance pools initialised.
+	// Build: the profiles, eviction policies and vpod policies, with
+	// their instance pools initialised.
 	Build time.Duration
-	// Canary: every new plugin run once on a real pod and nodes.
+	// Canary: every new plugin run once on a real pod and nodes, a vpod
+	// placement step per vpod scheduler and an eviction round on the
+	// current state, nothing committed.
 	Canary time.Duration
-	// Swap: handing the new profiles to the scheduler.
+	// Swap: handing the new profiles, policies and settings to the
+	// engines.
 	Swap time.Duration
 }
 
@@ -155,7 +174,7 @@ func New(o Options) (*Reloader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.digest = fingerprint(raw, o.Registry)
+	r.digest = fingerprint(raw, o.Config, o.Registry)
 	o.Metrics.SetServingModules(servingModules(o.Registry))
 	o.Metrics.SetUnavailableModules(unavailable(o.Registry))
 	if u := o.Registry.Unavailable(); len(u) > 0 && o.OnUnavailable != nil {
@@ -181,7 +200,7 @@ func CheckPinned(cfg *config.Configuration) error {
 }
 
 // Paths are the files a change of which may change the configuration:
-// the config file and every module file it names.
+// the config file and every module file and vpod policy file it names.
 func (r *Reloader) Paths() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -193,7 +212,8 @@ func (r *Reloader) paths() []string {
 	if r.o.ConfigPath != "" {
 		ps = append(ps, r.o.ConfigPath)
 	}
-	return append(ps, r.cfg.ModulePaths()...)
+	ps = append(ps, r.cfg.ModulePaths()...)
+	return append(ps, r.cfg.VPodPolicyPaths()...)
 }
 
 // LastTimings are the phase durations of the last reload that got past
@@ -215,11 +235,19 @@ func (r *Reloader) readConfig() ([]byte, error) {
 	return b, nil
 }
 
-// fingerprint identifies a configuration: its bytes and the digests of
-// the modules it loaded.
-func fingerprint(raw []byte, reg *modules.Registry) [sha256.Size]byte {
+// fingerprint identifies a configuration: its bytes, the vpod policies
+// it read from files, and the digests of the modules it loaded.
+func fingerprint(raw []byte, cfg *config.Configuration, reg *modules.Registry) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write(raw)
+	if settings, err := cfg.VPod.Defaulted(); err != nil {
+		fmt.Fprintf(h, "\x00vpod error %v", err)
+	} else {
+		for _, s := range settings {
+			b, _ := json.Marshal([]*config.VPodPolicy{s.SchedPolicy, s.DeschedPolicy})
+			fmt.Fprintf(h, "\x00vpod %s=%s", s.Name, b)
+		}
+	}
 	for _, m := range reg.Modules() {
 		fmt.Fprintf(h, "\x00%s=%s", m.Config.Name, m.SHA256)
 	}
@@ -296,14 +324,14 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		return Refused, err
 	}
 	phase(&r.last.Load)
-	fp := fingerprint(raw, reg)
+	fp := fingerprint(raw, cfg, reg)
 	if fp == r.digest {
 		reg.Close(ctx)
 		return Unchanged, nil
 	}
 	built, err := r.o.Parts.BuildProfiles(ctx, cfg, reg)
-	phase(&r.last.Build)
 	if err != nil {
+		phase(&r.last.Build)
 		reg.Close(ctx)
 		return Refused, err
 	}
@@ -320,6 +348,7 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		reg.Close(context.Background())
 	}
 	var evictionSet *eviction.PolicySet
+	evictionSettings := cfg.Eviction.Defaulted()
 	if r.o.Eviction != nil {
 		eo := r.o.Modules
 		eo.Previous = reg
@@ -328,12 +357,29 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 			discard()
 			return Refused, err
 		}
+		prior := discard
 		discard = func() {
 			evictionSet.Close(context.Background())
-			built.Close(context.Background())
-			reg.Close(context.Background())
+			prior()
 		}
 	}
+	var vpods *vpod.Staged
+	if r.o.VPod != nil {
+		vo := r.o.Modules
+		vo.Previous = reg
+		// Each scheduler's unchanged modules keep their pools; a change
+		// only a restart applies is refused here, naming the field.
+		if vpods, err = r.o.VPod.Stage(ctx, cfg, vo); err != nil {
+			discard()
+			return Refused, err
+		}
+		prior := discard
+		discard = func() {
+			vpods.Discard(context.Background())
+			prior()
+		}
+	}
+	phase(&r.last.Build)
 	pod := r.canaryPod()
 	r.o.Parts.Cache.UpdateSnapshot(r.snap)
 	for _, p := range built.All() {
@@ -342,15 +388,33 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 			return Refused, err
 		}
 	}
+	if err := vpods.Canary(ctx); err != nil {
+		discard()
+		return Refused, err
+	}
+	if r.o.Eviction != nil {
+		if err := r.o.Eviction.Canary(ctx, evictionSet, evictionSettings.Burst); err != nil {
+			discard()
+			return Refused, err
+		}
+	}
 	phase(&r.last.Canary)
 	r.warnRestartOnly(cfg)
+	// Only this step can still fail; what follows it cannot, so every
+	// engine swaps or none does.
 	if err := r.o.Parts.Scheduler.SwapProfiles(built.Profiles, built.Shadows, release); err != nil {
 		discard()
 		return Refused, err
 	}
 	if r.o.Eviction != nil {
 		r.o.Eviction.SetPolicies(evictionSet)
+		r.o.Eviction.SetSettings(eviction.SettingsFrom(evictionSettings))
+		if r.o.Killer != nil {
+			r.o.Killer.Reconfigure(eviction.KillerOptionsFrom(evictionSettings))
+		}
+		r.logEvictionSettings(evictionSettings)
 	}
+	vpods.Commit(context.Background())
 	phase(&r.last.Swap)
 	r.cfg, r.reg, r.digest = cfg, reg, fp
 	r.o.Metrics.SetServingModules(servingModules(reg))
@@ -376,6 +440,18 @@ func (r *Reloader) canaryPod() *abi.Pod {
 	}
 	return &abi.Pod{Name: "wasmsched-canary", Namespace: "default", UID: "wasmsched-canary", SchedulerName: name,
 		Containers: []abi.Container{{Name: "c", Requests: abi.Resources{MilliCPU: 100, Memory: 64 << 20}}}}
+}
+
+// logEvictionSettings logs the eviction settings a reload changed (they
+// apply from the coordinator's next round and the killer's next kill).
+func (r *Reloader) logEvictionSettings(next config.EvictionSettings) {
+	prev := r.cfg.Eviction.Defaulted()
+	prev.Policies, next.Policies = nil, nil
+	if reflect.DeepEqual(prev, next) {
+		return
+	}
+	r.log.Info("eviction settings changed; they apply from the next round", "sync_period", next.SyncPeriod, "burst", next.Burst,
+		"rate", next.Rate, "rate_burst", next.RateBurst, "killer", next.Killer, "kill_timeout_min", next.KillTimeoutMin)
 }
 
 // warnRestartOnly logs the settings a reload does not apply.
