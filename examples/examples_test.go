@@ -120,7 +120,7 @@ func TestPreemptionExample(t *testing.T) {
 	want := map[string]string{
 		"jobs/batch-1": sim.StatusBound, "jobs/batch-2": sim.StatusPreempted, "shop/db-0": sim.StatusPreempted,
 		"shop/db-1": sim.StatusBound, "jobs/report": sim.StatusScheduled, "jobs/rebuild": sim.StatusScheduled,
-		"jobs/rebuild-2": sim.StatusUnschedulable,
+		"jobs/rebuild-2": sim.StatusUnschedulable, "bank/ledger-0": sim.StatusPreempted, "bank/failover": sim.StatusScheduled,
 	}
 	for key, status := range want {
 		ns, name, _ := strings.Cut(key, "/")
@@ -128,9 +128,21 @@ func TestPreemptionExample(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", key, got, status)
 		}
 	}
-	if len(rep.Preemptions) != 2 || rep.Preemptions[0] != (sim.Preemption{Preemptor: "jobs/report", Victim: "jobs/batch-2", Node: "node-1", How: "delete"}) ||
-		rep.Preemptions[1] != (sim.Preemption{Preemptor: "jobs/rebuild", Victim: "shop/db-0", Node: "node-2", How: "evict"}) {
+	if len(rep.Preemptions) != 3 || rep.Preemptions[0] != (sim.Preemption{Preemptor: "bank/failover", Victim: "bank/ledger-0", Node: "node-3", How: "delete"}) ||
+		rep.Preemptions[1] != (sim.Preemption{Preemptor: "jobs/report", Victim: "jobs/batch-2", Node: "node-1", How: "delete"}) ||
+		rep.Preemptions[2] != (sim.Preemption{Preemptor: "jobs/rebuild", Victim: "shop/db-0", Node: "node-2", How: "evict"}) {
 		t.Errorf("preemptions %+v", rep.Preemptions)
+	}
+	// The critical pod asked the Eviction API first, was refused by the
+	// ledger's budget in words a user reads, and deleted instead.
+	var ledger []string
+	for _, e := range rep.Timeline {
+		if e.Pod == "bank/ledger-0" {
+			ledger = append(ledger, string(e.Op)+" "+e.Err)
+		}
+	}
+	if want := []string{"mark-victim ", "evict blocked by PodDisruptionBudget ledger: 0 disruptions allowed", "event ", "delete ", "event "}; strings.Join(ledger, "|") != strings.Join(want, "|") {
+		t.Errorf("ledger-0's timeline %q, want %q", ledger, want)
 	}
 	if m := rep.Pod("jobs", "rebuild-2").Message; !strings.Contains(m, "preemption would violate a PodDisruptionBudget its PriorityClass guards against this priority") {
 		t.Errorf("rebuild-2 message %q does not say why", m)
