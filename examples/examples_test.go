@@ -4,6 +4,7 @@ package examples_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -296,4 +297,67 @@ func TestExampleVPods(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The eviction and vpod examples without their profiles: a configuration
+// with only an eviction or a vpod section is valid, and the simulation
+// stands in for the cluster's kube-scheduler with the default profile,
+// so evicted pods' replacements and the adapter pods a vpod autoscaler
+// adds are placed, and every vreplica with them.
+func TestExamplesWithoutProfiles(t *testing.T) {
+	withoutProfiles := func(t *testing.T, file string) *config.Configuration {
+		t.Helper()
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stripped := strings.Replace(string(raw), "profiles:\n- schedulerName: default-scheduler\n", "", 1)
+		if stripped == string(raw) {
+			t.Fatalf("%s: no profiles section to leave out", file)
+		}
+		cfg, err := config.Parse([]byte(stripped))
+		if err != nil {
+			t.Fatalf("%s without profiles: %v", file, err)
+		}
+		if len(cfg.Profiles) != 0 {
+			t.Fatalf("%s: profiles %+v left", file, cfg.Profiles)
+		}
+		return cfg
+	}
+	run := func(t *testing.T, cfg *config.Configuration, cluster string) *sim.Report {
+		t.Helper()
+		objs, err := sim.LoadFiles(cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := sim.Run(context.Background(), objs, sim.Options{Config: cfg, Seed: 1, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rep.Pods {
+			if p.Status == sim.StatusNotOurs {
+				t.Errorf("%s/%s: %s: %s", p.Namespace, p.Name, p.Status, p.Message)
+			}
+		}
+		return rep
+	}
+	t.Run("eviction", func(t *testing.T) {
+		rep := run(t, withoutProfiles(t, "eviction.yaml"), "eviction-cluster.yaml")
+		if rep.Eviction == nil || len(rep.Eviction.Evictions) == 0 {
+			t.Fatalf("eviction report %+v", rep.Eviction)
+		}
+	})
+	t.Run("vpods", func(t *testing.T) {
+		rep := run(t, withoutProfiles(t, "vpods.yaml"), "vpods-cluster.yaml")
+		if rep.VPods == nil || len(rep.VPods.Schedulers) != 2 {
+			t.Fatalf("vpod report %+v", rep.VPods)
+		}
+		for _, s := range rep.VPods.Schedulers {
+			for _, v := range s.VPods {
+				if v.Pending != 0 {
+					t.Errorf("%s: %s: %d pending (%s)", s.Name, v.VPod, v.Pending, v.Error)
+				}
+			}
+		}
+	})
 }

@@ -176,6 +176,9 @@ func loadConfig(path string) (*config.Configuration, error) {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(os.Stderr, "warning: %s: %s\n", path, w)
 	}
+	if len(cfg.Profiles) == 0 {
+		fmt.Fprintf(os.Stderr, "note: %s has no profiles: the simulation places pods with the default profile, standing in for the cluster's kube-scheduler\n", path)
+	}
 	return cfg, nil
 }
 

@@ -128,3 +128,23 @@ func TestModulePathsAreRelativeToTheConfigFile(t *testing.T) {
 		t.Fatalf("paths = %q, %q", c.Modules[0].Path, c.Modules[1].Path)
 	}
 }
+
+// Profiles are optional in a configuration that runs the eviction or vpod
+// engines: those need no scheduling profile of their own. One with
+// neither still needs a profile, and says what would do instead.
+func TestProfilesOptionalWithEvictionOrVPod(t *testing.T) {
+	for name, body := range map[string]string{
+		"eviction only": "eviction:\n  policies:\n  - {plugin: ResourceOvercommit}\n",
+		"vpod only":     "vpod:\n  schedulers:\n  - {name: adapter, statefulSet: {namespace: eventing, name: adapter}, podCapacity: 10}\n",
+	} {
+		c, err := Parse([]byte(header + body))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if len(c.Profiles) != 0 {
+			t.Errorf("%s: profiles %+v", name, c.Profiles)
+		}
+	}
+	if _, err := Parse([]byte(header)); err == nil || !strings.Contains(err.Error(), "profiles: at least one profile is required (a configuration with an eviction or vpod section may have none)") {
+		t.Errorf("neither: %v", err)
+	}
+}
