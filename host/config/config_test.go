@@ -148,3 +148,18 @@ func TestProfilesOptionalWithEvictionOrVPod(t *testing.T) {
 		t.Errorf("neither: %v", err)
 	}
 }
+
+// An unquoted all-digit sha256 is a number to YAML: the error says so and
+// what it would become, not that it is not hex; quoted, it is a pin.
+func TestAllDigitSHA256SaysQuoteIt(t *testing.T) {
+	for _, digits := range []string{strings.Repeat("0", 64), strings.Repeat("1", 64), strings.Repeat("0", 60) + "1234"} {
+		_, err := Parse([]byte(header + "modules: [{name: m, path: m.wasm, sha256: " + digits + "}]\nprofiles: [{schedulerName: a}]\n"))
+		if err == nil || !strings.Contains(err.Error(), "modules[0].sha256: "+digits+" reads as a number") || !strings.Contains(err.Error(), `quote it: "`+digits+`"`) {
+			t.Errorf("%s: %v", digits, err)
+		}
+		c, err := Parse([]byte(header + "modules: [{name: m, path: m.wasm, sha256: \"" + digits + "\"}]\nprofiles: [{schedulerName: a}]\n"))
+		if err != nil || c.Modules[0].SHA256 != digits {
+			t.Errorf("quoted %s: %v", digits, err)
+		}
+	}
+}
