@@ -17,8 +17,15 @@ COPY guest-sdk/go.mod guest-sdk/
 COPY plugins-wasm/go.mod plugins-wasm/
 RUN go mod download
 COPY . .
+# What `wasmsched version` reports: .git is not in the build context, so
+# pass the checkout's (docker build --build-arg REVISION=$(git rev-parse HEAD) ...;
+# the Makefile's VERSION, REVISION, REVISION_TIME and MODIFIED say how).
+ARG VERSION=
+ARG REVISION=
+ARG REVISION_TIME=
+ARG MODIFIED=
 # wazero is pure Go: no cgo, so the binary runs on a static base.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/wasmsched ./cmd/wasmsched
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.revision=${REVISION} -X main.revisionTime=${REVISION_TIME} -X main.modified=${MODIFIED}" -o /out/wasmsched ./cmd/wasmsched
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/wasmsched /usr/local/bin/wasmsched

@@ -4,6 +4,7 @@ package examples_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -120,7 +121,7 @@ func TestPreemptionExample(t *testing.T) {
 	want := map[string]string{
 		"jobs/batch-1": sim.StatusBound, "jobs/batch-2": sim.StatusPreempted, "shop/db-0": sim.StatusPreempted,
 		"shop/db-1": sim.StatusBound, "jobs/report": sim.StatusScheduled, "jobs/rebuild": sim.StatusScheduled,
-		"jobs/rebuild-2": sim.StatusUnschedulable,
+		"jobs/rebuild-2": sim.StatusUnschedulable, "bank/ledger-0": sim.StatusPreempted, "bank/failover": sim.StatusScheduled,
 	}
 	for key, status := range want {
 		ns, name, _ := strings.Cut(key, "/")
@@ -128,9 +129,21 @@ func TestPreemptionExample(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", key, got, status)
 		}
 	}
-	if len(rep.Preemptions) != 2 || rep.Preemptions[0] != (sim.Preemption{Preemptor: "jobs/report", Victim: "jobs/batch-2", Node: "node-1", How: "delete"}) ||
-		rep.Preemptions[1] != (sim.Preemption{Preemptor: "jobs/rebuild", Victim: "shop/db-0", Node: "node-2", How: "evict"}) {
+	if len(rep.Preemptions) != 3 || rep.Preemptions[0] != (sim.Preemption{Preemptor: "bank/failover", Victim: "bank/ledger-0", Node: "node-3", How: "delete"}) ||
+		rep.Preemptions[1] != (sim.Preemption{Preemptor: "jobs/report", Victim: "jobs/batch-2", Node: "node-1", How: "delete"}) ||
+		rep.Preemptions[2] != (sim.Preemption{Preemptor: "jobs/rebuild", Victim: "shop/db-0", Node: "node-2", How: "evict"}) {
 		t.Errorf("preemptions %+v", rep.Preemptions)
+	}
+	// The critical pod asked the Eviction API first, was refused by the
+	// ledger's budget in words a user reads, and deleted instead.
+	var ledger []string
+	for _, e := range rep.Timeline {
+		if e.Pod == "bank/ledger-0" {
+			ledger = append(ledger, string(e.Op)+" "+e.Err)
+		}
+	}
+	if want := []string{"mark-victim ", "evict blocked by PodDisruptionBudget ledger: 0 disruptions allowed", "event ", "delete ", "event "}; strings.Join(ledger, "|") != strings.Join(want, "|") {
+		t.Errorf("ledger-0's timeline %q, want %q", ledger, want)
 	}
 	if m := rep.Pod("jobs", "rebuild-2").Message; !strings.Contains(m, "preemption would violate a PodDisruptionBudget its PriorityClass guards against this priority") {
 		t.Errorf("rebuild-2 message %q does not say why", m)
@@ -284,4 +297,67 @@ func TestExampleVPods(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The eviction and vpod examples without their profiles: a configuration
+// with only an eviction or a vpod section is valid, and the simulation
+// stands in for the cluster's kube-scheduler with the default profile,
+// so evicted pods' replacements and the adapter pods a vpod autoscaler
+// adds are placed, and every vreplica with them.
+func TestExamplesWithoutProfiles(t *testing.T) {
+	withoutProfiles := func(t *testing.T, file string) *config.Configuration {
+		t.Helper()
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stripped := strings.Replace(string(raw), "profiles:\n- schedulerName: default-scheduler\n", "", 1)
+		if stripped == string(raw) {
+			t.Fatalf("%s: no profiles section to leave out", file)
+		}
+		cfg, err := config.Parse([]byte(stripped))
+		if err != nil {
+			t.Fatalf("%s without profiles: %v", file, err)
+		}
+		if len(cfg.Profiles) != 0 {
+			t.Fatalf("%s: profiles %+v left", file, cfg.Profiles)
+		}
+		return cfg
+	}
+	run := func(t *testing.T, cfg *config.Configuration, cluster string) *sim.Report {
+		t.Helper()
+		objs, err := sim.LoadFiles(cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := sim.Run(context.Background(), objs, sim.Options{Config: cfg, Seed: 1, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rep.Pods {
+			if p.Status == sim.StatusNotOurs {
+				t.Errorf("%s/%s: %s: %s", p.Namespace, p.Name, p.Status, p.Message)
+			}
+		}
+		return rep
+	}
+	t.Run("eviction", func(t *testing.T) {
+		rep := run(t, withoutProfiles(t, "eviction.yaml"), "eviction-cluster.yaml")
+		if rep.Eviction == nil || len(rep.Eviction.Evictions) == 0 {
+			t.Fatalf("eviction report %+v", rep.Eviction)
+		}
+	})
+	t.Run("vpods", func(t *testing.T) {
+		rep := run(t, withoutProfiles(t, "vpods.yaml"), "vpods-cluster.yaml")
+		if rep.VPods == nil || len(rep.VPods.Schedulers) != 2 {
+			t.Fatalf("vpod report %+v", rep.VPods)
+		}
+		for _, s := range rep.VPods.Schedulers {
+			for _, v := range s.VPods {
+				if v.Pending != 0 {
+					t.Errorf("%s: %s: %d pending (%s)", s.Name, v.VPod, v.Pending, v.Error)
+				}
+			}
+		}
+	})
 }

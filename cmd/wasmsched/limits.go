@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -33,6 +34,30 @@ func (b *byteSize) Set(s string) error {
 		return fmt.Errorf("%s: want a positive byte count that fits in 63 bits", s)
 	}
 	*b = byteSize(n)
+	return nil
+}
+
+// optionalInt is an int flag whose unset value, -1, means "the
+// configuration's": it prints as empty, so the help shows only the
+// default its usage text names, never "(default -1)" beside it.
+type optionalInt struct{ n *int }
+
+var _ pflag.Value = optionalInt{}
+
+func (o optionalInt) String() string {
+	if o.n == nil || *o.n == -1 {
+		return ""
+	}
+	return strconv.Itoa(*o.n)
+}
+func (o optionalInt) Type() string { return "int" }
+
+func (o optionalInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a whole number: %w", err)
+	}
+	*o.n = n
 	return nil
 }
 

@@ -55,12 +55,7 @@ the end, also after a failure or an interrupt.`,
 			}
 			o.Log = logger()
 			rep, err := perfdriver.Run(ctx, client, o)
-			if rep != nil {
-				if perr := printPerf(cmd.OutOrStdout(), output, rep); perr != nil && err == nil {
-					err = perr
-				}
-			}
-			return err
+			return perfOutcome(cmd.OutOrStdout(), output, rep, err)
 		},
 	}
 	f := cmd.Flags()
@@ -81,7 +76,24 @@ the end, also after a failure or an interrupt.`,
 	return cmd
 }
 
-// printPerf writes a run's report as a table or as JSON.
+// perfOutcome prints what a run measured, even when it failed, and
+// returns its error: a run that did not complete (a failed create, a
+// timeout, an interrupt) exits non-zero whatever its report shows.
+func perfOutcome(w io.Writer, output string, rep *perfdriver.Report, err error) error {
+	if rep == nil {
+		return err
+	}
+	if perr := printPerf(w, output, rep); perr != nil && err == nil {
+		err = perr
+	}
+	if err == nil && !rep.Complete {
+		err = fmt.Errorf("run %s incomplete: %d of %d measured pods bound", rep.Run, rep.Bound, rep.Pods)
+	}
+	return err
+}
+
+// printPerf writes a run's report as a table or as JSON; the table of a
+// run that did not complete starts by saying so, and why.
 func printPerf(w io.Writer, output string, rep *perfdriver.Report) error {
 	if output == "json" {
 		enc := json.NewEncoder(w)
@@ -99,6 +111,13 @@ func printPerf(w io.Writer, output string, rep *perfdriver.Report) error {
 	overall := 0.0
 	if rep.WallSeconds > 0 {
 		overall = float64(rep.Bound) / rep.WallSeconds
+	}
+	if !rep.Complete {
+		why := rep.Incomplete
+		if why == "" {
+			why = "the run did not finish"
+		}
+		fmt.Fprintf(w, "INCOMPLETE RUN: %s\nThe numbers below cover only what was measured before it ended; they are not a throughput result.\n\n", why)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s (scheduler %s)\n", rep.Run, rep.Scheduler)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 func TestPerfReportTableAndJSON(t *testing.T) {
 	rep := &perfdriver.Report{Run: "perf-abcde", Scheduler: "default-scheduler", Nodes: 1000, InitPods: 1000, Pods: 5000,
 		Bound: 5000, InitSeconds: 3.2, CreateSeconds: 6.04, WallSeconds: 10,
-		Throughput: perfdriver.Summarize([]float64{400, 500, 600}), Samples: []float64{400, 500, 600}}
+		Throughput: perfdriver.Summarize([]float64{400, 500, 600}), Samples: []float64{400, 500, 600}, Complete: true}
 	var b bytes.Buffer
 	if err := printPerf(&b, "table", rep); err != nil {
 		t.Fatal(err)
@@ -51,5 +52,30 @@ func TestPerfRejectsUnknownOutput(t *testing.T) {
 	root.SetOut(&bytes.Buffer{})
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "want table or json") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A run that did not complete prints what it measured under a banner
+// saying so and why, and fails (exit 1), whether the driver returned an
+// error or only an incomplete report.
+func TestPerfIncompleteRunFails(t *testing.T) {
+	why := "create pod perf-abcde/pod-1336: write: connection reset by peer"
+	rep := &perfdriver.Report{Run: "perf-abcde", Scheduler: "default-scheduler", Nodes: 1000, Pods: 4000, Bound: 1336,
+		WallSeconds: 10, Incomplete: why}
+	var b bytes.Buffer
+	err := perfOutcome(&b, "table", rep, errors.New("run perf-abcde incomplete (1336 of 4000 measured pods bound): "+why))
+	if err == nil || !strings.Contains(err.Error(), "connection reset by peer") {
+		t.Errorf("err = %v", err)
+	}
+	if !strings.HasPrefix(b.String(), "INCOMPLETE RUN: "+why+"\n") || !strings.Contains(b.String(), "1336 bound") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := perfOutcome(&b, "json", rep, nil); err == nil || !strings.Contains(err.Error(), "1336 of 4000 measured pods bound") {
+		t.Errorf("an incomplete report without an error: err = %v", err)
+	}
+	var back perfdriver.Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Complete || back.Incomplete != why {
+		t.Errorf("json: %+v, %v", back, err)
 	}
 }

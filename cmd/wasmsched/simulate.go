@@ -154,7 +154,8 @@ StatefulSets create.`,
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "start from a live cluster's objects (read-only: list, never write), plus any MANIFEST given")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --from-cluster: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	cmd.Flags().IntVar(&evictRounds, "eviction-rounds", -1, fmt.Sprintf("eviction rounds to run after scheduling settles, when the configuration has eviction policies, at most %d (default: the configuration's eviction.simulateRounds)", config.MaxEvictionSimulateRounds))
+	evictRounds = -1
+	cmd.Flags().Var(optionalInt{&evictRounds}, "eviction-rounds", fmt.Sprintf("eviction rounds to run after scheduling settles, when the configuration has eviction policies, at most %d (default: the configuration's eviction.simulateRounds)", config.MaxEvictionSimulateRounds))
 	fromLimits.register(cmd.Flags())
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
@@ -174,6 +175,9 @@ func loadConfig(path string) (*config.Configuration, error) {
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(os.Stderr, "warning: %s: %s\n", path, w)
+	}
+	if len(cfg.Profiles) == 0 {
+		fmt.Fprintf(os.Stderr, "note: %s has no profiles: the simulation places pods with the default profile, standing in for the cluster's kube-scheduler\n", path)
 	}
 	return cfg, nil
 }

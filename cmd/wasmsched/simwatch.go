@@ -358,16 +358,29 @@ func (s *watchSession) printChanges(before, now *watchRun) {
 // printRunChanges prints `ns/name: old -> new` for each pod whose node or
 // status differs between two runs of the same kind, then the summary. A
 // side is the pod's node when it runs on one, else its status: the
-// reasons are in the result printed next.
+// reasons are in the result printed next. Compare counts two not-placed
+// outcomes as the same (Unschedulable -> SchedulerError, a pod new to the
+// files and pending); a pod listed here is never counted "same": the
+// summary counts it as having changed status instead.
 func printRunChanges(w io.Writer, before, now *sim.Report) {
 	c := sim.Compare(before, now)
+	statusChanged := 0
 	for _, p := range c.Pods {
 		if p.Live != nil && p.Shadow != nil && p.Live.Node == p.Shadow.Node && p.Live.Status == p.Shadow.Status {
 			continue
 		}
+		if p.Change == sim.ChangeSame {
+			statusChanged++
+		}
 		fmt.Fprintf(w, "%s/%s: %s -> %s\n", p.Namespace, p.Name, placement(p.Live), placement(p.Shadow))
 	}
-	fmt.Fprintln(w, summaryLine(c.Summary))
+	sum := c.Summary
+	sum.Same -= statusChanged
+	line := summaryLine(sum)
+	if statusChanged > 0 {
+		line += fmt.Sprintf(", %d changed status (placed in neither run)", statusChanged)
+	}
+	fmt.Fprintln(w, line)
 }
 
 // placement is where a run left a pod, in one word.

@@ -366,3 +366,26 @@ func TestSimulateWatchRefusesStdin(t *testing.T) {
 		t.Errorf("simulate --watch -: err = %v", err)
 	}
 }
+
+// Every pod the change list names is counted as changed, never "same":
+// one that stays unplaced with another status (Unschedulable ->
+// SchedulerError), and one new to the files that stays pending.
+func TestWatchChangesCountWhatTheyList(t *testing.T) {
+	before := &sim.Report{Pods: []sim.PodResult{
+		{Namespace: "ns", Name: "stays", Node: "n1", Status: sim.StatusScheduled},
+		{Namespace: "ns", Name: "broke", Status: sim.StatusUnschedulable},
+	}}
+	now := &sim.Report{Pods: []sim.PodResult{
+		{Namespace: "ns", Name: "stays", Node: "n1", Status: sim.StatusScheduled},
+		{Namespace: "ns", Name: "broke", Status: sim.StatusSchedulerError},
+		{Namespace: "ns", Name: "new", Status: sim.StatusUnschedulable},
+	}}
+	var out strings.Builder
+	printRunChanges(&out, before, now)
+	want := "ns/broke: Unschedulable -> SchedulerError\n" +
+		"ns/new: (absent) -> Unschedulable\n" +
+		"3 pods: 1 same, 0 moved, 0 newly unschedulable, 0 newly placed, 2 changed status (placed in neither run)\n"
+	if out.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,27 +14,47 @@ import (
 	"github.com/wasmsched/wasmsched/host/platform/modules"
 )
 
+// Version stamps the link step sets (-ldflags "-X main.version=..."), as
+// the Makefile's build target and the Dockerfile do: go run, a build in a
+// git worktree or with -buildvcs=false, and a Docker build without .git
+// carry no VCS stamp in their build information. A stamp set here wins
+// over the build information's.
+var (
+	version      string
+	revision     string
+	revisionTime string
+	modified     string // "true" or "false"
+)
+
 // versionInfo is what `wasmsched version` reports: enough to tell which
 // scheduler, runtime and ABI a bug report is about, and the digests of the
 // embedded modules so they can be audited or pinned.
 type versionInfo struct {
-	Version  string            `json:"version"`
-	Revision string            `json:"revision,omitempty"`
-	Modified bool              `json:"modified,omitempty"`
-	Go       string            `json:"go"`
-	Platform string            `json:"platform"`
-	Wazero   string            `json:"wazero"`
-	ABI      string            `json:"abi"`
-	Builtins []modules.Builtin `json:"builtinModules"`
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	// RevisionTime is the commit's time (RFC 3339).
+	RevisionTime string            `json:"revisionTime,omitempty"`
+	Modified     bool              `json:"modified,omitempty"`
+	Go           string            `json:"go"`
+	Platform     string            `json:"platform"`
+	Wazero       string            `json:"wazero"`
+	ABI          string            `json:"abi"`
+	Builtins     []modules.Builtin `json:"builtinModules"`
 }
 
 func currentVersion() versionInfo {
 	v := versionInfo{Version: "(devel)", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Wazero: "unknown", ABI: fmt.Sprintf("v%d.%d", abi.VersionMajor, abi.VersionMinor), Builtins: modules.Builtins()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v.fromBuildInfo(bi)
 	}
+	v.fromStamps(version, revision, revisionTime, modified)
+	return v
+}
+
+// fromBuildInfo takes the module's version, wazero's, and the VCS stamp
+// (vcs.revision, vcs.time, vcs.modified) go build records in a checkout.
+func (v *versionInfo) fromBuildInfo(bi *debug.BuildInfo) {
 	if bi.Main.Version != "" {
 		v.Version = bi.Main.Version
 	}
@@ -45,11 +67,51 @@ func currentVersion() versionInfo {
 		switch s.Key {
 		case "vcs.revision":
 			v.Revision = s.Value
+		case "vcs.time":
+			v.RevisionTime = s.Value
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
 		}
 	}
-	return v
+}
+
+// fromStamps overrides what the link step set (empty: not set).
+func (v *versionInfo) fromStamps(version, revision, revisionTime, modified string) {
+	if version != "" {
+		v.Version = version
+	}
+	if revision != "" {
+		v.Revision = revision
+	}
+	if revisionTime != "" {
+		v.RevisionTime = revisionTime
+	}
+	if modified != "" {
+		v.Modified = modified == "true"
+	}
+}
+
+// text is the version as `wasmsched version` and --version print it.
+func (v versionInfo) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wasmsched %s", v.Version)
+	switch {
+	case v.Revision != "":
+		fmt.Fprintf(&b, " revision %s", v.Revision)
+		if v.RevisionTime != "" {
+			fmt.Fprintf(&b, " (%s)", v.RevisionTime)
+		}
+		if v.Modified {
+			b.WriteString(" modified")
+		}
+	case v.Version == "(devel)":
+		b.WriteString(", revision unknown: built without a VCS stamp (go run, -buildvcs=false, a git worktree); make build stamps one")
+	}
+	fmt.Fprintf(&b, "\ngo         %s %s\nwazero     %s\nabi        %s\n", v.Go, v.Platform, v.Wazero, v.ABI)
+	for _, m := range v.Builtins {
+		fmt.Fprintf(&b, "module     %s  sha256:%s  %d bytes (builtin)\n", m.Name, m.SHA256, m.Size)
+	}
+	return b.String()
 }
 
 func newVersionCommand() *cobra.Command {
@@ -70,19 +132,8 @@ func newVersionCommand() *cobra.Command {
 			default:
 				return fmt.Errorf("-o: want text or json, not %q", output)
 			}
-			rev := v.Revision
-			if rev != "" && v.Modified {
-				rev += " (modified)"
-			}
-			fmt.Fprintf(w, "wasmsched %s", v.Version)
-			if rev != "" {
-				fmt.Fprintf(w, " revision %s", rev)
-			}
-			fmt.Fprintf(w, "\ngo         %s %s\nwazero     %s\nabi        %s\n", v.Go, v.Platform, v.Wazero, v.ABI)
-			for _, b := range v.Builtins {
-				fmt.Fprintf(w, "module     %s  sha256:%s  %d bytes (builtin)\n", b.Name, b.SHA256, b.Size)
-			}
-			return nil
+			_, err := io.WriteString(w, v.text())
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")

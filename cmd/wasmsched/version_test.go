@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
 	"github.com/wasmsched/wasmsched/host/platform/modules"
 )
@@ -97,4 +99,79 @@ func TestPluginInitAndBuildRefusals(t *testing.T) {
 	if _, err := run(t, "plugin", "build", dir, "--tinygo-root", t.TempDir()); err == nil || !strings.Contains(err.Error(), "TinyGo not found") {
 		t.Errorf("plugin build with no TinyGo: %v", err)
 	}
+}
+
+// The version names the commit when the build has a VCS stamp (go build in
+// a checkout) or the link step set one (make build); without either it
+// says the revision is unknown and how to get one, not a bare "(devel)".
+func TestVersionNamesTheCommit(t *testing.T) {
+	var v versionInfo
+	v.Version = "(devel)"
+	v.fromBuildInfo(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-11-28T09:00:00Z"}, {Key: "vcs.modified", Value: "true"}}})
+	if first := strings.SplitN(v.text(), "\n", 2)[0]; first != "wasmsched (devel) revision abc123 (2026-11-28T09:00:00Z) modified" {
+		t.Errorf("from build info: %q", first)
+	}
+	v.fromStamps("v0.3.0", "def456", "2026-11-28T10:00:00Z", "false")
+	if first := strings.SplitN(v.text(), "\n", 2)[0]; first != "wasmsched v0.3.0 revision def456 (2026-11-28T10:00:00Z)" {
+		t.Errorf("from link stamps: %q", first)
+	}
+	bare := versionInfo{Version: "(devel)"}
+	if first := strings.SplitN(bare.text(), "\n", 2)[0]; !strings.Contains(first, "revision unknown") || !strings.Contains(first, "make build") {
+		t.Errorf("without a stamp: %q", first)
+	}
+}
+
+// --version prints what version does; -v is kube-scheduler's verbosity,
+// and a -v without a number says so and where the version is.
+func TestVersionFlagAndBareV(t *testing.T) {
+	want, err := run(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run(t, "--version"); err != nil || got != want {
+		t.Errorf("--version: %v\n%s\nwant\n%s", err, got, want)
+	}
+	for _, args := range [][]string{{"-v"}, {"simulate", "-v"}, {"--v"}} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "log verbosity") || !strings.Contains(err.Error(), "--version") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// A word that is no command fails (exit 1) at every level that groups
+// commands, with the closest commands and where the list is.
+func TestUnknownSubcommandsFailWithAHint(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulte"}, `unknown command "simulte" for "wasmsched"; did you mean simulate? ("wasmsched --help" lists the commands)`},
+		{[]string{"foo"}, `unknown command "foo" for "wasmsched" ("wasmsched --help" lists the commands)`},
+		{[]string{"plugin", "biuld"}, `unknown command "biuld" for "wasmsched plugin"; did you mean build? ("wasmsched plugin --help" lists the commands)`},
+	} {
+		if _, err := run(t, c.args...); err == nil || err.Error() != c.want {
+			t.Errorf("%v: %v, want %s", c.args, err, c.want)
+		}
+	}
+	if out, err := run(t, "plugin"); err != nil || !strings.Contains(out, "Available Commands") {
+		t.Errorf("plugin alone: %v\n%s", err, out)
+	}
+}
+
+// No flag's help shows two defaults: a flag whose usage names its default
+// in words does not also print pflag's "(default ...)".
+func TestNoFlagShowsTwoDefaults(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, line := range strings.Split(c.LocalFlags().FlagUsages(), "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("%s: %s", c.CommandPath(), strings.TrimSpace(line))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
 }

@@ -487,8 +487,8 @@ func (c *Configuration) Validate() error {
 		checkModule(m, f, add)
 	}
 
-	if len(c.Profiles) == 0 {
-		add("profiles", "at least one profile is required")
+	if len(c.Profiles) == 0 && c.Eviction == nil && c.VPod == nil {
+		add("profiles", "at least one profile is required (a configuration with an eviction or vpod section may have none)")
 	}
 	names := map[string]int{}
 	for i, p := range c.Profiles {

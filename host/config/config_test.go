@@ -128,3 +128,38 @@ func TestModulePathsAreRelativeToTheConfigFile(t *testing.T) {
 		t.Fatalf("paths = %q, %q", c.Modules[0].Path, c.Modules[1].Path)
 	}
 }
+
+// Profiles are optional in a configuration that runs the eviction or vpod
+// engines: those need no scheduling profile of their own. One with
+// neither still needs a profile, and says what would do instead.
+func TestProfilesOptionalWithEvictionOrVPod(t *testing.T) {
+	for name, body := range map[string]string{
+		"eviction only": "eviction:\n  policies:\n  - {plugin: ResourceOvercommit}\n",
+		"vpod only":     "vpod:\n  schedulers:\n  - {name: adapter, statefulSet: {namespace: eventing, name: adapter}, podCapacity: 10}\n",
+	} {
+		c, err := Parse([]byte(header + body))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if len(c.Profiles) != 0 {
+			t.Errorf("%s: profiles %+v", name, c.Profiles)
+		}
+	}
+	if _, err := Parse([]byte(header)); err == nil || !strings.Contains(err.Error(), "profiles: at least one profile is required (a configuration with an eviction or vpod section may have none)") {
+		t.Errorf("neither: %v", err)
+	}
+}
+
+// An unquoted all-digit sha256 is a number to YAML: the error says so and
+// what it would become, not that it is not hex; quoted, it is a pin.
+func TestAllDigitSHA256SaysQuoteIt(t *testing.T) {
+	for _, digits := range []string{strings.Repeat("0", 64), strings.Repeat("1", 64), strings.Repeat("0", 60) + "1234"} {
+		_, err := Parse([]byte(header + "modules: [{name: m, path: m.wasm, sha256: " + digits + "}]\nprofiles: [{schedulerName: a}]\n"))
+		if err == nil || !strings.Contains(err.Error(), "modules[0].sha256: "+digits+" reads as a number") || !strings.Contains(err.Error(), `quote it: "`+digits+`"`) {
+			t.Errorf("%s: %v", digits, err)
+		}
+		c, err := Parse([]byte(header + "modules: [{name: m, path: m.wasm, sha256: \"" + digits + "\"}]\nprofiles: [{schedulerName: a}]\n"))
+		if err != nil || c.Modules[0].SHA256 != digits {
+			t.Errorf("quoted %s: %v", digits, err)
+		}
+	}
+}

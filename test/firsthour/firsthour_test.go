@@ -9,10 +9,12 @@ package firsthour
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -113,6 +115,18 @@ func TestREADMEFirstHour(t *testing.T) {
 	}
 	if mod.Size >= 64_000 {
 		t.Errorf("a one-plugin Filter+Score module is %d bytes; the budget is under 64 KB (docs/ABI.md, What a module pays for)", mod.Size)
+	}
+	// The size the README states is the size it builds to (within 2%).
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated := regexp.MustCompile(`(?s)The module ` + "`plugin init`" + ` writes.{0,200}?\(([0-9,]+)\s+bytes\)`).FindSubmatch(readme)
+	if stated == nil {
+		t.Fatal("README.md no longer states the size of the module plugin init writes, as \"(N bytes)\"")
+	}
+	if n, err := strconv.Atoi(strings.ReplaceAll(string(stated[1]), ",", "")); err != nil || math.Abs(float64(mod.Size)-float64(n)) > 0.02*float64(n) {
+		t.Errorf("README.md says the module plugin init writes is %s bytes; it built to %d", stated[1], mod.Size)
 	}
 	rep := wasmtest.Simulate(t, filepath.Join(project, "wasmsched.yaml"), filepath.Join(project, "cluster.yaml"))
 	for pod, node := range map[string]string{"web-b": "pool-b-1", "web-a": "pool-a-1"} {

@@ -72,11 +72,14 @@ type RefusedError struct {
 }
 
 // Error says the eviction was refused, by which budget, and when the
-// server suggests coming back.
+// server suggests coming back, in the words a user reads in an Event or a
+// simulation's timeline: "blocked by PodDisruptionBudget db: 0
+// disruptions allowed". A refusal naming no budget (API Priority and
+// Fairness, an older server) is the bare 429.
 func (e *RefusedError) Error() string {
 	msg := ErrTooManyRequests.Error()
 	if e.PDB != "" {
-		msg += ": PodDisruptionBudget " + e.PDB
+		msg = "blocked by PodDisruptionBudget " + e.PDB
 	}
 	if e.RetryAfter > 0 {
 		msg += fmt.Sprintf(", retry after %s", e.RetryAfter)

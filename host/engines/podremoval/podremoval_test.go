@@ -25,7 +25,7 @@ func TestRefusedErrorIsTooManyRequests(t *testing.T) {
 	if !errors.As(err, &refused) || refused.PDB != "db" || refused.RetryAfter != 10*time.Second {
 		t.Fatalf("%v: details lost", err)
 	}
-	want := "evict victim: too many requests (429): PodDisruptionBudget db, retry after 10s: " + cause.Error()
+	want := "evict victim: blocked by PodDisruptionBudget db, retry after 10s: " + cause.Error()
 	if err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
 	}

@@ -128,7 +128,7 @@ func TestKEP3280RefusalLeavesEveryPodOfTheAbandonedNodeRunning(t *testing.T) {
 		if !dry {
 			t.Errorf("%s: the refusal was not learned by a dry run", mode)
 		}
-		if !blockedEvent(rep, "db-n1", "The dry-run eviction for preemptor default/mid on node n1 was refused by a PodDisruptionBudget: "+
+		if !blockedEvent(rep, "db-n1", "The dry-run eviction for preemptor default/mid on node n1 was refused by PodDisruptionBudget pdb-n1: "+
 			"the pod stays, and preemption tries the next candidate node") {
 			t.Errorf("%s: no EvictBlocked event on db-n1", mode)
 		}

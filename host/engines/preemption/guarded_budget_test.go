@@ -1,6 +1,7 @@
 package preemption_test
 
 import (
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func evictions(rep *sim.Report) (ok, refused []string) {
 		}
 		if e.Err == "" {
 			ok = append(ok, e.Pod)
-		} else if strings.Contains(e.Err, "429") {
+		} else if e.Code == http.StatusTooManyRequests {
 			refused = append(refused, e.Pod)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/resource"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // Problem is one thing wrong at a field.
@@ -219,7 +220,8 @@ func (c *checker) wantScalar(n *yaml.Node, path, what string) bool {
 
 // plainString refuses unquoted text that the decoder (sigs.k8s.io/yaml,
 // YAML 1.1) would silently rewrite before it reached a string field: "n",
-// "yes" or "off" become "false", "true", "false"; 1.10 becomes "1.1".
+// "yes" or "off" become "false", "true", "false"; 1.10 becomes "1.1"; an
+// all-digit sha256 of zeros becomes "0", one of other digits a float.
 func (c *checker) plainString(n *yaml.Node, path string) {
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return
@@ -227,11 +229,25 @@ func (c *checker) plainString(n *yaml.Node, path string) {
 	switch {
 	case n.Tag == "!!str" && isBool(n.Value):
 		c.add(n, path, "%s reads as a boolean in YAML 1.1 (it would become %q); quote it: %q", n.Value, strconv.FormatBool(isTrue(n.Value)), n.Value)
-	case n.Tag == "!!float":
-		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err == nil && strconv.FormatFloat(f, 'g', -1, 64) != n.Value {
-			c.add(n, path, "%s reads as a number (it would become %q); quote it: %q", n.Value, strconv.FormatFloat(f, 'g', -1, 64), n.Value)
+	case n.Tag == "!!int" || n.Tag == "!!float":
+		if got, ok := decodedString(n.Value); ok && got != n.Value {
+			c.add(n, path, "%s reads as a number (it would become %q); quote it: %q", n.Value, got, n.Value)
 		}
 	}
+}
+
+// decodedString is what the decoder puts in a string field for the plain
+// scalar v (a number to YAML), asked of the decoder itself: its YAML 1.1
+// rules (octal 010, sexagesimal 1:30, overflow to float) are its own.
+// ok is false when it would refuse v, which it then reports itself.
+func decodedString(v string) (got string, ok bool) {
+	var out struct {
+		V string `json:"v"`
+	}
+	if err := sigsyaml.Unmarshal([]byte("v: "+v), &out); err != nil {
+		return "", false
+	}
+	return out.V, true
 }
 
 func isTrue(s string) bool {

@@ -102,3 +102,28 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 		t.Fatalf("%d problems: %v", len(ps), ps)
 	}
 }
+
+// A plain scalar YAML reads as a number is refused in a string field
+// when the decoder would rewrite it, saying into what, and kept when the
+// decoder keeps its text: an all-digit sha256 of zeros would become "0".
+func TestNumbersInStringFieldsSayWhatTheyBecome(t *testing.T) {
+	zeros := strings.Repeat("0", 64)
+	for _, tc := range []struct{ value, becomes string }{
+		{zeros, "0"},
+		{strings.Repeat("1", 64), "+Inf"}, // the decoder formats floats at 32 bits
+		{"1.10", "1.1"},
+		{"010", "8"},
+		{"0x1F", "31"},
+		{"123", ""},
+		{"1e5", "100000"},
+		{`"` + zeros + `"`, ""},
+	} {
+		_, ps := check(t, "name: "+tc.value+"\n")
+		switch {
+		case tc.becomes == "" && len(ps) != 0:
+			t.Errorf("%s: %v, want it kept", tc.value, ps)
+		case tc.becomes != "" && (len(ps) != 1 || ps[0].Error() != "name: "+tc.value+" reads as a number (it would become "+strconv.Quote(tc.becomes)+"); quote it: "+strconv.Quote(tc.value)):
+			t.Errorf("%s: %v, want it to say it would become %q", tc.value, ps, tc.becomes)
+		}
+	}
+}

@@ -53,17 +53,18 @@ const (
 	OpScaleDown Op = "scale-down"
 )
 
-// Injectable failures, wrapping the errors preemption and the eviction
-// killer tell apart. A budget's refusal is ErrTooManyRequests too: it
-// names neither the budget nor a Retry-After, which a
-// podremoval.RefusedError would carry.
+// Injectable failures: the errors preemption and the eviction killer
+// tell apart. Their text is what a user of simulate reads in its
+// timeline, so it says what the API answered and never names this
+// package. A budget's refusal is a *podremoval.RefusedError naming the
+// budget (it is ErrTooManyRequests for errors.Is).
 var (
-	ErrTooManyRequests = fmt.Errorf("memapi: %w", podremoval.ErrTooManyRequests)
-	ErrNotFound        = fmt.Errorf("memapi: %w", podremoval.ErrNotFound)
+	ErrTooManyRequests = podremoval.ErrTooManyRequests
+	ErrNotFound        = podremoval.ErrNotFound
 	// ErrConflict is a 409: for a removal, its UID precondition failing
 	// because another pod has the name now.
-	ErrConflict = fmt.Errorf("memapi: %w", podremoval.ErrConflict)
-	ErrInternal = errors.New("memapi: internal error (500)")
+	ErrConflict = podremoval.ErrConflict
+	ErrInternal = errors.New("internal error (500)")
 )
 
 // Entry is one line of the timeline.
@@ -77,6 +78,10 @@ type Entry struct {
 	// Detail: the nominated node, the event reason and message, ...
 	Detail string `json:"detail,omitempty"`
 	Err    string `json:"error,omitempty"`
+	// Code is the HTTP status a real API server would have answered a
+	// failed call with (404, 409, 429, 500; 0: none known), so readers
+	// tell a budget's refusal from a failure without parsing Err.
+	Code int `json:"code,omitempty"`
 }
 
 // Cluster is the in-memory API. Safe for concurrent use.
@@ -192,9 +197,24 @@ func (c *Cluster) call(ctx context.Context, op Op, pod *abi.Pod, slow bool) erro
 func (c *Cluster) logLocked(op Op, pod *abi.Pod, node, detail string, err error) {
 	e := Entry{Seq: len(c.timeline) + 1, At: time.Since(c.start), Op: op, Pod: pod.Namespace + "/" + pod.Name, Node: node, Detail: detail}
 	if err != nil {
-		e.Err = err.Error()
+		e.Err, e.Code = err.Error(), codeOf(err)
 	}
 	c.timeline = append(c.timeline, e)
+}
+
+// codeOf is the HTTP status of a failed call's error (0: not known).
+func codeOf(err error) int {
+	switch {
+	case errors.Is(err, podremoval.ErrNotFound):
+		return 404
+	case errors.Is(err, podremoval.ErrConflict):
+		return 409
+	case errors.Is(err, podremoval.ErrTooManyRequests):
+		return 429
+	case errors.Is(err, ErrInternal):
+		return 500
+	}
+	return 0
 }
 
 func (c *Cluster) fail(op Op, pod *abi.Pod, node string, err error) error {
@@ -260,9 +280,10 @@ func (c *Cluster) lockVictim(op Op, victim *abi.Pod) (*abi.Pod, error) {
 	c.mu.Lock()
 	old := c.pods[victim.UID]
 	if old == nil {
-		c.logLocked(op, victim, victim.NodeName, "", ErrNotFound)
+		err := fmt.Errorf("pod %s/%s: %w", victim.Namespace, victim.Name, ErrNotFound)
+		c.logLocked(op, victim, victim.NodeName, "", err)
 		c.mu.Unlock()
-		return nil, ErrNotFound
+		return nil, err
 	}
 	return old, nil
 }
@@ -341,7 +362,7 @@ func (c *Cluster) evict(ctx context.Context, victim *abi.Pod, op Op, dry bool) e
 			continue
 		}
 		if p.DisruptionsAllowed <= 0 {
-			err := fmt.Errorf("cannot evict %s/%s: PodDisruptionBudget %s needs %w", old.Namespace, old.Name, p.Name, ErrTooManyRequests)
+			err := &podremoval.RefusedError{PDB: p.Name, Err: fmt.Errorf("%d disruptions allowed", max(p.DisruptionsAllowed, 0))}
 			c.logLocked(op, victim, old.NodeName, "", err)
 			c.mu.Unlock()
 			return err
@@ -392,7 +413,7 @@ func (c *Cluster) SetNomination(ctx context.Context, pod *abi.Pod, node string) 
 	old := c.pods[pod.UID]
 	if old == nil || old.NodeName != "" {
 		c.mu.Unlock()
-		return ErrNotFound
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, ErrNotFound)
 	}
 	c.logLocked(OpNominate, pod, node, "", nil)
 	if old.NominatedNodeName == node {

@@ -58,6 +58,44 @@ func TestEvictionHonoursBudgets(t *testing.T) {
 	}
 }
 
+// What a refusal or a failure says is what simulate's timeline shows a
+// user: the budget and what it allows, the pod that is gone, never the
+// in-memory API's own name; each failed call records its HTTP status.
+func TestFailuresSayWhatAUserNeeds(t *testing.T) {
+	c := New(nil)
+	app := abi.Labels{{Key: "app", Value: "db"}}
+	a := &abi.Pod{UID: "a", Namespace: "shop", Name: "db-0", NodeName: "n1", Labels: app}
+	c.AddPod(a)
+	c.SetPDB(&abi.PDB{Namespace: "shop", Name: "db", DisruptionsAllowed: 0, Selector: &abi.LabelSelector{MatchLabels: app}})
+	ctx := context.Background()
+	err := c.EvictPod(ctx, a, nil)
+	var refused *podremoval.RefusedError
+	if !errors.As(err, &refused) || refused.PDB != "db" {
+		t.Fatalf("eviction: %v, want a RefusedError naming db", err)
+	}
+	if want := "blocked by PodDisruptionBudget db: 0 disruptions allowed"; err.Error() != want {
+		t.Errorf("refusal says %q, want %q", err, want)
+	}
+	gone := &abi.Pod{UID: "g", Namespace: "shop", Name: "gone", NodeName: "n1"}
+	if err := c.EvictPod(ctx, gone, nil); !errors.Is(err, podremoval.ErrNotFound) || err.Error() != "pod shop/gone: not found (404)" {
+		t.Errorf("eviction of a gone pod: %v", err)
+	}
+	tl := c.Timeline()
+	if len(tl) != 2 || tl[0].Code != 429 || tl[1].Code != 404 {
+		t.Fatalf("timeline %+v, want a 429 and a 404", tl)
+	}
+	for _, e := range tl {
+		if strings.Contains(e.Err, "memapi") {
+			t.Errorf("timeline error %q names the in-memory API", e.Err)
+		}
+	}
+	for _, err := range []error{ErrTooManyRequests, ErrNotFound, ErrConflict, ErrInternal} {
+		if strings.Contains(err.Error(), "memapi") {
+			t.Errorf("injectable failure %q names the in-memory API", err)
+		}
+	}
+}
+
 func TestLatencyAndInjectedFailures(t *testing.T) {
 	c := New(nil)
 	p := &abi.Pod{UID: "p", Namespace: "ns", Name: "p", NodeName: "n1"}

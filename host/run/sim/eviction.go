@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -232,7 +232,7 @@ func (e *Env) killOutcomes() map[string]string {
 		switch {
 		case t.Err == "":
 			out[t.Pod] = "evicted"
-		case strings.Contains(t.Err, podremoval.ErrTooManyRequests.Error()):
+		case t.Code == http.StatusTooManyRequests:
 			out[t.Pod] = "blocked"
 		default:
 			out[t.Pod] = "failed: " + t.Err

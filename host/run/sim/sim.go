@@ -208,6 +208,17 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	if cfg == nil {
 		cfg = config.Default()
 	}
+	if len(cfg.Profiles) == 0 {
+		// An eviction- or vpod-only configuration schedules nothing
+		// itself: in a cluster, the cluster's kube-scheduler places the
+		// replacements of evicted pods and the adapter pods a vpod
+		// autoscaler adds. The simulation stands in for it with the
+		// default profile, which places pods as kube-scheduler's
+		// defaults do (test/parity).
+		standIn := *cfg
+		standIn.Profiles = config.Default().Profiles
+		cfg = &standIn
+	}
 	log := opts.Log
 	if log == nil {
 		log = hclog.NewNullLogger()

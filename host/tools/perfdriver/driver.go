@@ -102,6 +102,12 @@ type Report struct {
 	// its raw samples in the order taken, pods/s.
 	Throughput Throughput `json:"throughput"`
 	Samples    []float64  `json:"samples"`
+	// Complete says every node, init pod and measured pod was created
+	// and every measured pod seen bound. When false, Incomplete says what
+	// ended the run (a failed create, a timeout, an interrupt) and the
+	// numbers cover only what was measured before it.
+	Complete   bool   `json:"complete"`
+	Incomplete string `json:"incomplete,omitempty"`
 }
 
 // Run creates the nodes, the init pods and the measured pods of o through
@@ -146,7 +152,12 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Repo
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("run took longer than --timeout %s", o.Timeout))
 		defer cancel()
 	}
-	return rep, d.execute(ctx, rep)
+	if err := d.execute(ctx, rep); err != nil {
+		rep.Incomplete = err.Error()
+		return rep, fmt.Errorf("run %s incomplete (%d of %d measured pods bound): %w", d.run, rep.Bound, o.Pods, err)
+	}
+	rep.Complete = true
+	return rep, nil
 }
 
 func (o *Options) validate() error {
