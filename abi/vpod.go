@@ -62,9 +62,17 @@ type VPodPolicy struct {
 // registered: its predicate refuses every pod and its priority fails
 // every step (Knative's "invalid arguments" status), as the reference
 // scheduler does when it decodes args at each call.
+//
+// A message that begins with ArgsIgnored is not a refusal: the plugin
+// takes no args and runs as if the entry had none (Knative ignores such
+// args); the host reports it, and a strict policy refuses the entry.
 type VPodPolicyReply struct {
 	Invalid []string
 }
+
+// ArgsIgnored begins a VPodPolicyReply message for an entry whose plugin
+// takes no args but was given some: the entry stays valid.
+const ArgsIgnored = "args ignored: "
 
 // VPodPod is a schedulable adapter pod of the topology.
 type VPodPod struct {

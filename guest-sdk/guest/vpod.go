@@ -128,6 +128,10 @@ func (g *Guest) vpodPolicy(in []byte) error {
 			en.scorer, err = pp.NewVPodScorer(e.Args)
 		}
 		g.cycle.current = ""
+		if ie, ok := err.(*plugin.ArgsIgnoredError); ok && (en.filter != nil || en.scorer != nil) {
+			// A plugin that takes no args runs as if the entry had none.
+			invalid[i], err = ie.Error(), nil
+		}
 		if err == nil && en.filter == nil && en.scorer == nil {
 			err = newError(pl.Name() + " returned neither an error nor a filter or scorer")
 		}

@@ -33,6 +33,37 @@ type VPodPredicatePlugin interface {
 	NewVPodFilter(args []byte) (VPodFilter, error)
 }
 
+// ArgsIgnoredError is what a vpod plugin that takes no args returns,
+// together with its filter or scorer, when a policy entry gives it some
+// (see IgnoredArgs): Knative ignores such args and so does the entry,
+// which stays valid, but the host is told (abi.ArgsIgnored), so a strict
+// policy can refuse what would otherwise be silently dropped.
+type ArgsIgnoredError struct {
+	// Plugin is the plugin's name.
+	Plugin string
+}
+
+func (e *ArgsIgnoredError) Error() string {
+	return abi.ArgsIgnored + e.Plugin + " takes no args"
+}
+
+// IgnoredArgs is the error a plugin that takes no args returns for args:
+// nil when there are none (absent, blank or JSON null), else an
+// *ArgsIgnoredError naming plugin.
+func IgnoredArgs(plugin string, args []byte) error {
+	i, j := 0, len(args)
+	for i < j && isSpace(args[i]) {
+		i++
+	}
+	for j > i && isSpace(args[j-1]) {
+		j--
+	}
+	if b := args[i:j]; len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	return &ArgsIgnoredError{Plugin: plugin}
+}
+
 // VPodPriorityPlugin is a vpod priority (abi.PointVPodPriority).
 type VPodPriorityPlugin interface {
 	Plugin

@@ -5,12 +5,13 @@ import "github.com/wasmsched/wasmsched/guest-sdk/plugin"
 // PodFitsResources passes a pod with free capacity left (Free > 0), or
 // every pod when the host's free-capacity table is empty (no schedulable
 // pod and no placement anywhere: Knative's "vpods with no placements").
-// It takes no args and ignores whatever it is given.
+// It takes no args: given some, it runs as if it had none and says so
+// (plugin.IgnoredArgs), as Knative ignores them.
 type PodFitsResources struct{ named }
 
 // NewVPodFilter implements plugin.VPodPredicatePlugin.
-func (PodFitsResources) NewVPodFilter([]byte) (plugin.VPodFilter, error) {
-	return podFitsResources, nil
+func (p PodFitsResources) NewVPodFilter(args []byte) (plugin.VPodFilter, error) {
+	return podFitsResources, plugin.IgnoredArgs(p.Name(), args)
 }
 
 func podFitsResources(s *plugin.VPodState, pods []int, verdicts []*plugin.Status) {

@@ -188,29 +188,31 @@ func removeScorer(args []byte, l level) (plugin.VPodScorer, error) {
 }
 
 // LowestOrdinalPriority favours low ordinals: −ordinal (Knative's
-// MaxUint64 − ordinal). It takes no args and ignores whatever it is given.
+// MaxUint64 − ordinal). It takes no args: given some, it runs as if it
+// had none and says so (plugin.IgnoredArgs), as Knative ignores them.
 type LowestOrdinalPriority struct{ named }
 
 // NewVPodScorer implements plugin.VPodPriorityPlugin.
-func (LowestOrdinalPriority) NewVPodScorer([]byte) (plugin.VPodScorer, error) {
+func (lp LowestOrdinalPriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
 	return func(s *plugin.VPodState, pods []int, scores []int64) error {
 		for i, p := range pods {
 			scores[i] = -int64(s.Ordinal(p))
 		}
 		return nil
-	}, nil
+	}, plugin.IgnoredArgs(lp.Name(), args)
 }
 
 // RemoveWithHighestOrdinalPriority takes vreplicas off high ordinals
-// first: +ordinal. It takes no args and ignores whatever it is given.
+// first: +ordinal. It takes no args: given some, it runs as if it had
+// none and says so (plugin.IgnoredArgs), as Knative ignores them.
 type RemoveWithHighestOrdinalPriority struct{ named }
 
 // NewVPodScorer implements plugin.VPodPriorityPlugin.
-func (RemoveWithHighestOrdinalPriority) NewVPodScorer([]byte) (plugin.VPodScorer, error) {
+func (rp RemoveWithHighestOrdinalPriority) NewVPodScorer(args []byte) (plugin.VPodScorer, error) {
 	return func(s *plugin.VPodState, pods []int, scores []int64) error {
 		for i, p := range pods {
 			scores[i] = int64(s.Ordinal(p))
 		}
 		return nil
-	}, nil
+	}, plugin.IgnoredArgs(rp.Name(), args)
 }

@@ -244,7 +244,7 @@ func TestNewPoliciesStrict(t *testing.T) {
 		},
 		Priorities: []PolicyEntry{
 			at(prio("AvailabilityZonePriority", 1, `{"MaxSkw": 2}`), "sched.json", 3, "data.priorities[0]"),
-			prio("LowestOrdinalPriority", 1, `{"MaxSkew": "2"}`), // ignores args, as Knative
+			prio("LowestOrdinalPriority", 1, `{"MaxSkew": "2"}`), // takes no args: Knative ignores them
 		},
 	}
 	prev, err := NewPolicies(ctx, reg, &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}}, nil, nil)
@@ -254,13 +254,14 @@ func TestNewPoliciesStrict(t *testing.T) {
 	defer prev.Close(ctx)
 	_, err = RebindPolicies(ctx, reg, sched, nil, nil, prev)
 	var es config.Errors
-	if !errors.As(err, &es) || len(es) != 3 {
-		t.Fatalf("error %v, want 3 refusals", err)
+	if !errors.As(err, &es) || len(es) != 4 {
+		t.Fatalf("error %v, want 4 refusals", err)
 	}
 	for i, want := range []string{
 		`c.yaml:14: vpod.schedulers[0].schedulerPolicy.predicates[1]: vpod predicate "PodFitsResource": no module serves it (did you mean "PodFitsResources"?); the vpod predicates that exist: EvenPodSpread, NoMaxResourceCount, PodFitsResources`,
 		`scheduler policy predicates[2]: vpod predicate "LowestOrdinalPriority": module "knative-bundle" serves it as a vpod priority only; the vpod predicates that exist: EvenPodSpread, NoMaxResourceCount, PodFitsResources`,
 		`sched.json:3: data.priorities[0]: vpod priority "AvailabilityZonePriority": module "knative-bundle" refuses its args "{\"MaxSkw\": 2}": invalid arguments: unknown field "MaxSkw"`,
+		`scheduler policy priorities[1]: vpod priority "LowestOrdinalPriority": args "{\"MaxSkew\": \"2\"}" given to a plugin that takes none: LowestOrdinalPriority takes no args (knativeCompat: lenient ignores them, as Knative does)`,
 	} {
 		if !strings.HasPrefix(es[i].Error(), want) {
 			t.Errorf("refusal %d:\n got %s\nwant %s…", i, es[i], want)
@@ -270,5 +271,44 @@ func TestNewPoliciesStrict(t *testing.T) {
 	s := newSched(t, Settings{Capacity: 2, Strategy: StrategyPolicy, SchedPolicy: prev.Sched()}, zonedCluster(2, 2, 1, vp("v", 1)), prev, Options{Rand: lastRand})
 	if _, err := s.Schedule(ctx, vp("v", 1)); err != nil {
 		t.Fatalf("previous policies: %v", err)
+	}
+}
+
+// Args given to a plugin that takes none are refused by a strict policy;
+// a lenient one runs the plugin as if it had none, as Knative does: it
+// places exactly as the same policy without the args.
+func TestArgsForAPluginWithoutArgs(t *testing.T) {
+	for _, backend := range []string{"native", "wasm"} {
+		t.Run(backend, func(t *testing.T) {
+			reg := knativeRegistry(t, backend)
+			ctx := context.Background()
+			withArgs := func(lenient bool) *Policy {
+				return &Policy{Predicates: []PolicyEntry{pred("PodFitsResources", `{"Max": 1}`)},
+					Priorities: []PolicyEntry{prio("LowestOrdinalPriority", 1, `{"x": 1}`)}, Lenient: lenient}
+			}
+			_, err := NewPolicies(ctx, reg, withArgs(false), nil, nil)
+			var es config.Errors
+			if !errors.As(err, &es) || len(es) != 2 || !strings.Contains(es[0].Error(), `"PodFitsResources": args "{\"Max\": 1}" given to a plugin that takes none`) {
+				t.Fatalf("strict: %v, want both entries refused", err)
+			}
+			place := func(pol *Policy) []Placement {
+				t.Helper()
+				ps, err := NewPolicies(ctx, reg, pol, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ps.Close(ctx)
+				s := newSched(t, Settings{Capacity: 2, Strategy: StrategyPolicy, SchedPolicy: ps.Sched()}, zonedCluster(4, 4, 2, vp("v", 3)), ps, Options{Rand: lastRand})
+				got, err := s.Schedule(ctx, vp("v", 3))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			plain := &Policy{Predicates: []PolicyEntry{pred("PodFitsResources")}, Priorities: []PolicyEntry{prio("LowestOrdinalPriority", 1)}}
+			if got, want := place(withArgs(true)), place(plain); !reflect.DeepEqual(got, want) {
+				t.Fatalf("lenient with ignored args placed %v, without args %v", got, want)
+			}
+		})
 	}
 }

@@ -436,6 +436,16 @@ func (bp *boundPolicy) noteInvalid(ms *moduleShare, reply *abi.VPodPolicyReply, 
 			continue
 		}
 		e := bp.entry(ms, local)
+		if ignored, ok := strings.CutPrefix(msg, abi.ArgsIgnored); ok {
+			// The plugin takes no args and runs as if it had none.
+			if !bp.src.Lenient {
+				refused = append(refused, entryError(bp.name, e.list, e.index, e.src, "vpod %s %q: args %s given to a plugin that takes none: %s (knativeCompat: lenient ignores them, as Knative does)",
+					kindName(ms.kinds[local]), e.name, argsText(e.src.Args), guest.Text(ignored)))
+			} else {
+				log.Warn("vpod policy entry's args ignored: the plugin takes none", "policy", bp.name, "plugin", e.name, "module", ms.pool.name())
+			}
+			continue
+		}
 		if !bp.src.Lenient {
 			refused = append(refused, entryError(bp.name, e.list, e.index, e.src, "vpod %s %q: module %q refuses its args %s: %s (knativeCompat: lenient keeps it, as Knative does)",
 				kindName(ms.kinds[local]), e.name, ms.pool.name(), argsText(e.src.Args), guest.Text(msg)))
