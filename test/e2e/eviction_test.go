@@ -407,3 +407,38 @@ func TestServeEvictionDryRunEvictsNothing(t *testing.T) {
 		t.Errorf("kills_total = %v, want 0", v)
 	}
 }
+
+// A configuration with an eviction section and no profiles runs the
+// eviction coordinator alone against the real API server: an overcommitted
+// node's pod is evicted through the Eviction API, and a pending pod for
+// the default scheduler stays pending (no scheduling profile binds it).
+func TestServeEvictionWithoutProfiles(t *testing.T) {
+	admin, kubeconfig := controlPlaneWithKubeconfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createNode(t, ctx, admin, node("n1", "4"))
+	createNode(t, ctx, admin, node("n2", "4"))
+	addClass(t, ctx, admin, "low", 10, "")
+	for _, name := range []string{"a", "b"} {
+		createPod(t, ctx, admin, boundPod(name, "low", "1", "n1", nil))
+	}
+	updateNodeStatus(t, ctx, admin, "n1", setAllocatableCPU("1"))
+	cfg, err := config.Parse([]byte("apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\n" +
+		"eviction:\n  syncPeriod: 1s\n  policies:\n  - plugin: ResourceOvercommit\n"))
+	if err != nil {
+		t.Fatalf("an eviction-only configuration: %v", err)
+	}
+	reg := serveForEviction(t, ctx, admin, kubeconfig, cfg)
+	createPod(t, ctx, admin, pod("pending", "default-scheduler", "1"))
+	waitFor(t, ctx, "a victim evicted", func() bool {
+		return testmetrics.Value(t, reg, "wasmsched_eviction_victims_total", nil) >= 1 &&
+			(podState(ctx, admin, "a") == "gone" || podState(ctx, admin, "b") == "gone")
+	})
+	p, err := admin.CoreV1().Pods("default").Get(ctx, "pending", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.NodeName != "" {
+		t.Errorf("serve with no profiles bound the default scheduler's pod to %s", p.Spec.NodeName)
+	}
+}
