@@ -218,6 +218,7 @@ func (g *Group) checkLive(next []config.VPodSettings) error {
 			{"strategy", a.Strategy == b.Strategy},
 			{"minReplicas", a.MinReplicas == b.MinReplicas},
 			{"maxReplicas", a.MaxReplicas == b.MaxReplicas},
+			{"maxScaleUpStep", a.MaxScaleUpStep == b.MaxScaleUpStep},
 			{"refreshPeriod", a.RefreshPeriod == b.RefreshPeriod},
 			{"retryPeriod", a.RetryPeriod == b.RetryPeriod},
 			{"sources", reflect.DeepEqual(a.Sources, b.Sources)},

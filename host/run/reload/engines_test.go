@@ -202,6 +202,8 @@ func TestReloadRefusesVPodChanges(t *testing.T) {
 	}{
 		{"capacity", policyConfig("LeastAllocated", vpodSection("20")), lowestOrdinal,
 			[]string{"vpod.schedulers[0].podCapacity", "restart"}},
+		{"autoscaler step", policyConfig("LeastAllocated", vpodSection("10")+"    maxScaleUpStep: 3\n"), lowestOrdinal,
+			[]string{"vpod.schedulers[0].maxScaleUpStep", "restart"}},
 		{"scheduler added", policyConfig("LeastAllocated", vpodSection("10")+
 			"  - {name: other, statefulSet: {namespace: eventing, name: other}, podCapacity: 1, strategy: MAXFILLUP}\n"), lowestOrdinal,
 			[]string{"vpod.schedulers", "2 schedulers configured, 1 running"}},
