@@ -2,15 +2,12 @@ package eviction
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
-	"oras.land/oras-go/v2"
-
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
-	"github.com/wasmsched/wasmsched/host/platform/oci"
+	"github.com/wasmsched/wasmsched/internal/testoci"
 )
 
 // An eviction policy whose plugin no module serves is left out, not
@@ -36,10 +33,7 @@ eviction:
 	if err != nil {
 		t.Fatal(err)
 	}
-	unreachable := oci.NewFetcher(oci.FetcherOptions{MaxBytes: modules.MaxModuleBytes,
-		Target: func(*config.ModuleSpec, config.ImageSource) (oras.ReadOnlyTarget, error) {
-			return nil, errors.New("dial tcp: connection refused")
-		}})
+	unreachable := testoci.Unreachable()
 	opts := modules.Options{NativeBuiltin: true, CacheDir: t.TempDir(), Fetcher: unreachable}
 	set, err := LoadPolicies(ctx, cfg, opts)
 	if err != nil {

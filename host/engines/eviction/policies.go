@@ -129,14 +129,10 @@ func RebuildPolicies(ctx context.Context, specs []PolicySpec, reg *modules.Regis
 // error, or every module available).
 func unavailable(reg *modules.Registry, err error) string {
 	var unserved *bind.UnservedError
-	if reg == nil || !errors.As(err, &unserved) {
+	if !errors.As(err, &unserved) {
 		return ""
 	}
-	var names []string
-	for _, u := range reg.UnavailableIn("") {
-		names = append(names, u.Module)
-	}
-	return strings.Join(names, ", ")
+	return reg.UnavailableNames("")
 }
 
 // table returns the index of the observation table for these annotation

@@ -2,15 +2,12 @@ package vpod
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
-	"oras.land/oras-go/v2"
-
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
-	"github.com/wasmsched/wasmsched/host/platform/oci"
+	"github.com/wasmsched/wasmsched/internal/testoci"
 )
 
 // A strict policy entry whose plugin no module serves is left out, not
@@ -38,10 +35,7 @@ vpod:
 	if err != nil {
 		t.Fatal(err)
 	}
-	unreachable := oci.NewFetcher(oci.FetcherOptions{MaxBytes: modules.MaxModuleBytes,
-		Target: func(*config.ModuleSpec, config.ImageSource) (oras.ReadOnlyTarget, error) {
-			return nil, errors.New("dial tcp: connection refused")
-		}})
+	unreachable := testoci.Unreachable()
 	reg, err := modules.Load(ctx, cfg, modules.Options{NativeBuiltin: true, CacheDir: t.TempDir(), Fetcher: unreachable})
 	if err != nil {
 		t.Fatalf("FailOpen: %v", err)

@@ -198,16 +198,7 @@ func RebindPolicies(ctx context.Context, reg *modules.Registry, sched, desched *
 			}
 			return out
 		},
-		unavailable: func() string {
-			if reg == nil {
-				return ""
-			}
-			var names []string
-			for _, u := range reg.UnavailableIn("") {
-				names = append(names, u.Module)
-			}
-			return strings.Join(names, ", ")
-		},
+		unavailable: func() string { return reg.UnavailableNames("") },
 	}
 	if err := p.bind(ctx, sched, desched, r); err != nil {
 		p.Close(ctx)

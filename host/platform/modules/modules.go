@@ -381,6 +381,21 @@ func (r *Registry) UnavailableIn(profile string) []Unavailable {
 	return out
 }
 
+// UnavailableNames lists, comma-separated, the FailOpen modules scope
+// would see that are unavailable (UnavailableIn), for the log line of a
+// plugin left out because no module serves it; "" when there are none or
+// r is nil.
+func (r *Registry) UnavailableNames(scope string) string {
+	if r == nil {
+		return ""
+	}
+	var names []string
+	for _, u := range r.UnavailableIn(scope) {
+		names = append(names, u.Module)
+	}
+	return strings.Join(names, ", ")
+}
+
 // checkPluginNames refuses a module that declares a host plugin's name,
 // and per-plugin options for plugins the module does not declare.
 func checkPluginNames(m *Compiled) error {

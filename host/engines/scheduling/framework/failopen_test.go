@@ -2,17 +2,14 @@ package framework_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 
-	"oras.land/oras-go/v2"
-
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
-	"github.com/wasmsched/wasmsched/host/platform/oci"
+	"github.com/wasmsched/wasmsched/internal/testoci"
 )
 
 // A profile that enables plugins of a FailOpen module the registry could
@@ -39,10 +36,7 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := oci.NewFetcher(oci.FetcherOptions{MaxBytes: modules.MaxModuleBytes,
-		Target: func(*config.ModuleSpec, config.ImageSource) (oras.ReadOnlyTarget, error) {
-			return nil, errors.New("dial tcp: connection refused")
-		}})
+	f := testoci.Unreachable()
 	reg, err := modules.Load(context.Background(), cfg, modules.Options{NativeBuiltin: true, CacheDir: t.TempDir(), Fetcher: f})
 	if err != nil {
 		t.Fatal(err)

@@ -200,7 +200,7 @@ func buildProfile(ctx context.Context, cfg *config.Configuration, pc *config.Pro
 	unknown := func(f, name string) error {
 		return fmt.Errorf("%s: unknown plugin %q (known: %s)", f, name, strings.Join(knownNames(reg, field, host), ", "))
 	}
-	if gone := reg.UnavailableIn(field); len(gone) > 0 {
+	if gone := reg.UnavailableNames(field); gone != "" {
 		pc = withoutUnserved(pc, known, field, gone, reg.Log())
 	}
 
@@ -598,18 +598,15 @@ func (prof *Profile) Close(ctx context.Context) {
 // withoutUnserved is pc without the plugins no module serves, when a
 // module with failStrategy FailOpen the profile would see could not be
 // fetched: those plugins may be that module's, and the profile runs
-// without them instead of being refused. Each one left out is logged.
-func withoutUnserved(pc *config.Profile, known func(string) bool, field string, gone []modules.Unavailable, log hclog.Logger) *config.Profile {
-	names := make([]string, len(gone))
-	for i, u := range gone {
-		names[i] = u.Module
-	}
+// without them instead of being refused. Each one left out is logged,
+// with gone, the unavailable modules (modules.Registry.UnavailableNames).
+func withoutUnserved(pc *config.Profile, known func(string) bool, field, gone string, log hclog.Logger) *config.Profile {
 	out := *pc
 	drop := func(name, f string) bool {
 		if known(name) {
 			return false
 		}
-		log.Error("plugin left out: no module serves it and a FailOpen module is unavailable", "profile", field, "field", f, "plugin", name, "unavailable", strings.Join(names, ", "))
+		log.Error("plugin left out: no module serves it and a FailOpen module is unavailable", "profile", field, "field", f, "plugin", name, "unavailable", gone)
 		return true
 	}
 	if pc.Plugins != nil {
