@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -158,22 +156,8 @@ func TestHelmChartInstallsAndServes(t *testing.T) {
 // httpsGet fetches path from serve's secure port, with a bearer token
 // unless it is empty; serve's certificate is its self-signed one.
 func httpsGet(addr, path, token string) (int, string) {
-	client := &http.Client{Timeout: 5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // serve's self-signed certificate
-	req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, body, _ := fetch(httpsClient(), "https://"+addr+path, token)
+	return code, body
 }
 
 // applyAll creates every rendered object through the dynamic client, in

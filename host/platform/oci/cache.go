@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wasmsched/wasmsched/host/internal/boundedread"
+	"github.com/wasmsched/wasmsched/host/internal/compcache"
 )
 
 // DefaultCacheDir is where pulled modules are kept unless told otherwise:
@@ -75,21 +76,8 @@ func (c *Cache) Put(b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("module cache: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
+	if err := compcache.WriteFile(filepath.Dir(p), filepath.Base(p), b); err != nil {
 		return fmt.Errorf("module cache: %w", err)
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), p)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("module cache: %w", werr)
 	}
 	return nil
 }
