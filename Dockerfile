@@ -9,7 +9,7 @@
 # into the cluster's nodes (kind load docker-image wasmsched:dev, or
 # docker save wasmsched:dev | ctr -n k8s.io images import - on each node),
 # no registry needed. README "Running in a cluster".
-FROM golang:1.25 AS build
+FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY abi/go.mod abi/
