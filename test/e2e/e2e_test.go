@@ -69,11 +69,14 @@ func createNode(t *testing.T, ctx context.Context, client kubernetes.Interface, 
 }
 
 // startServe runs kube.Serve in the background until the test ends and
-// waits until its informers have synced.
+// waits until its informers have synced. It checks the API server first,
+// as the serve command does, so every test that starts serve this way
+// shows the release under test passes that check.
 func startServe(t *testing.T, ctx context.Context, o kube.ServeOptions) {
 	t.Helper()
 	ready := make(chan struct{})
 	o.Ready = ready
+	o.CheckAPIServer = true
 	if o.CacheDir == "" {
 		o.CacheDir = t.TempDir()
 	}
