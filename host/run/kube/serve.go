@@ -137,7 +137,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer vpods.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
-		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, Killer: evict.killer, VPod: vpods.group, PollInterval: o.ModulePollInterval,
+		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, Killer: evict.killer, VPod: vpods, PollInterval: o.ModulePollInterval,
 		OnUnavailable: rec.ModuleUnavailable, OnSwap: o.OnSwap})
 	if err != nil {
 		return err
