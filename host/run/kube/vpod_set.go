@@ -54,6 +54,10 @@ type vpodParts struct {
 // sources, cluster view, engine), the informers feeding them (stopped
 // with the unit) and its policies.
 type vpodUnit struct {
+	// name is the scheduler's; spec is as configured (replaced by the
+	// commit of a reload that rebinds its policies, read by the reloads,
+	// which are serialised).
+	name string
 	spec vpodSpec
 	ctrl *vpodController
 	// sched is ctrl.engine when it is the real engine (nil with a test
@@ -147,7 +151,7 @@ func newVPodRouter(specs []vpodSpec, log hclog.Logger) *vpodRouter {
 func (p *vpodParts) buildUnit(ctx context.Context, spec vpodSpec, reg *modules.Registry, route *vpodRouter) (_ *vpodUnit, err error) {
 	s := spec.Settings
 	log := p.log.With("scheduler", s.Name)
-	u := &vpodUnit{spec: spec, log: log, route: &atomic.Pointer[vpodRouter]{}, crdSource: -1, stopInformers: make(chan struct{})}
+	u := &vpodUnit{name: s.Name, spec: spec, log: log, route: &atomic.Pointer[vpodRouter]{}, crdSource: -1, stopInformers: make(chan struct{})}
 	u.route.Store(route)
 	c := &vpodController{name: s.Name, queue: newVPodQueue(s.Name), log: log, events: p.o.Events}
 	if p.o.wrapQueue != nil {
@@ -228,7 +232,7 @@ func (p *vpodParts) buildUnit(ctx context.Context, spec vpodSpec, reg *modules.R
 // sends it here).
 func (u *vpodUnit) owns(obj *unstructured.Unstructured) bool {
 	s, err := u.route.Load().route(obj)
-	return err == nil && s == u.spec.Settings.Name
+	return err == nil && s == u.name
 }
 
 // logIgnored logs the VPod versions no scheduler takes, once: only the
@@ -236,7 +240,7 @@ func (u *vpodUnit) owns(obj *unstructured.Unstructured) bool {
 func (u *vpodUnit) logIgnored() cache.ResourceEventHandler {
 	check := func(obj any) {
 		r := u.route.Load()
-		if x, ok := obj.(*unstructured.Unstructured); ok && r.first() == u.spec.Settings.Name {
+		if x, ok := obj.(*unstructured.Unstructured); ok && r.first() == u.name {
 			r.logIgnored(x)
 		}
 	}
@@ -438,7 +442,7 @@ func (p *vpodParts) Stage(ctx context.Context, cfg *config.Configuration, opts m
 	}
 	byName := map[string]*vpodUnit{}
 	for _, u := range running {
-		byName[u.spec.Settings.Name] = u
+		byName[u.name] = u
 	}
 	timeout := p.o.SyncTimeout
 	if timeout <= 0 {
@@ -480,7 +484,7 @@ func (p *vpodParts) Stage(ctx context.Context, cfg *config.Configuration, opts m
 		st.next[i] = stagedUnit{unit: u, built: true, replaces: old, spec: spec}
 	}
 	for _, u := range running {
-		if _, gone := byName[u.spec.Settings.Name]; gone {
+		if _, gone := byName[u.name]; gone {
 			st.removed = append(st.removed, u)
 		}
 	}
