@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,9 +67,20 @@ type liveFixture struct {
 	parts *vpodParts
 	opts  modules.Options
 	logs  *testlog.Buffer
+	// lead runs the parts as the leader until the test ends.
+	lead func()
 }
 
+// startLiveParts makes the parts of cfg and runs them as the leader.
 func startLiveParts(t *testing.T, cfg *config.Configuration) *liveFixture {
+	t.Helper()
+	f := newLiveParts(t, cfg)
+	f.lead()
+	return f
+}
+
+// newLiveParts makes the parts of cfg, standing by (f.lead runs them).
+func newLiveParts(t *testing.T, cfg *config.Configuration) *liveFixture {
 	t.Helper()
 	three := int32(3)
 	objs := []runtime.Object{}
@@ -84,6 +96,7 @@ func startLiveParts(t *testing.T, cfg *config.Configuration) *liveFixture {
 	client := fake.NewClientset(objs...)
 	client.Resources = []*metav1.APIResourceList{
 		{GroupVersion: "wasmsched.io/v1alpha1", APIResources: []metav1.APIResource{{Name: "vpods", Namespaced: true, Kind: "VPod"}}},
+		{GroupVersion: "sources.example.dev/v1", APIResources: []metav1.APIResource{{Name: "slowsources", Namespaced: true, Kind: "SlowSource"}}},
 	}
 	// Three replicas each; the autoscaler's writes are refused, so the
 	// adapter pods stay as they are.
@@ -100,7 +113,12 @@ func startLiveParts(t *testing.T, cfg *config.Configuration) *liveFixture {
 		return true, nil, fmt.Errorf("scaling is off in this test")
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{VPodCRD: "VPodList", kafkaGVR: "KafkaSourceList"})
+		map[schema.GroupVersionResource]string{VPodCRD: "VPodList", kafkaGVR: "KafkaSourceList", slowGVR: "SlowSourceList"})
+	// slowsources are served but cannot be listed: their informer never
+	// syncs.
+	dyn.PrependReactor("list", "slowsources", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, fmt.Errorf("slowsources cannot be listed")
+	})
 	var armed atomic.Bool
 	armed.Store(true)
 	opts := modules.Options{CacheDir: t.TempDir(), NativeBuiltin: true, Backends: map[string]guest.Backend{"faulty": native.New(nil,
@@ -123,23 +141,30 @@ func startLiveParts(t *testing.T, cfg *config.Configuration) *liveFixture {
 		t.Fatal(err)
 	}
 	parts, err := newVPodPartsWith(ctx, vpodPartsOptions{Client: client, Dynamic: dyn, Specs: specs, Registry: reg,
-		Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}), SyncTimeout: 5 * time.Second})
+		Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}), SyncTimeout: 2 * time.Second})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		parts.run(ctx)
-	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 		parts.close(context.Background())
 	})
-	return &liveFixture{t: t, dyn: dyn, parts: parts, opts: opts, logs: logs}
+	lead := func() {
+		go func() {
+			defer close(done)
+			parts.run(ctx)
+		}()
+	}
+	var once sync.Once
+	f := &liveFixture{t: t, dyn: dyn, parts: parts, opts: opts, logs: logs, lead: func() { once.Do(lead) }}
+	t.Cleanup(func() { once.Do(func() { close(done) }) })
+	return f
 }
+
+var slowGVR = schema.GroupVersionResource{Group: "sources.example.dev", Version: "v1", Resource: "slowsources"}
 
 // reload stages cfg, canaries it and commits it, as a reload does.
 func (f *liveFixture) reload(cfg *config.Configuration) error {
@@ -271,7 +296,8 @@ func TestVPodReloadAddsChangesAndRemovesSchedulers(t *testing.T) {
 }
 
 // A reload whose new or changed scheduler fails (its source not served,
-// its canary step trapping) is
+// its informer not syncing within the deadline, its canary step
+// trapping) is
 // refused with the field named, and the running schedulers keep running
 // unchanged.
 func TestVPodReloadRefusalLeavesTheRunningSet(t *testing.T) {
@@ -289,6 +315,9 @@ func TestVPodReloadRefusalLeavesTheRunningSet(t *testing.T) {
 	}{
 		{"unserved source", liveConfig(t, liveScheduler("disp", "disp", 10), kafka),
 			[]string{"vpod.schedulers[1].sources[0]", "kafkasources", "does not serve"}},
+		{"informer does not sync", liveConfig(t, liveScheduler("disp", "disp", 10), liveScheduler("slow", "other", 4)+`    sources:
+    - {group: sources.example.dev, version: v1, resource: slowsources, vreplicasPath: spec.n, placementsPath: status.placements}
+`), []string{"vpod.schedulers[1]", "slowsources", "did not sync within 2s"}},
 		{"canary of a changed scheduler traps", liveConfig(t, liveScheduler("disp", "disp", 5, "{name: Boom}")),
 			[]string{"vpod.schedulers[0]", "canary", "Boom"}},
 		{"canary of a new scheduler traps", liveConfig(t, liveScheduler("disp", "disp", 10), liveScheduler("other", "other", 4, "{name: Boom}")),
@@ -311,4 +340,33 @@ func TestVPodReloadRefusalLeavesTheRunningSet(t *testing.T) {
 	}
 	f.create("b", 2, "disp")
 	f.waitPlaced("b", "disp-0=2")
+}
+
+// A scheduler a reload adds while this replica stands by syncs its
+// informers but schedules nothing; once the replica leads, it runs with
+// the others.
+func TestVPodReloadWhileStandingBy(t *testing.T) {
+	f := newLiveParts(t, liveConfig(t, liveScheduler("disp", "disp", 10)))
+	f.mustReload(liveConfig(t, liveScheduler("disp", "disp", 10), liveScheduler("other", "other", 4)))
+	running := func() (n int) {
+		f.parts.mu.Lock()
+		defer f.parts.mu.Unlock()
+		for _, u := range f.parts.units {
+			if u.cancel != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := running(); n != 0 {
+		t.Fatalf("%d schedulers run on a replica that does not lead", n)
+	}
+	f.create("a", 2, "disp")
+	f.create("c", 5, "other")
+	f.lead()
+	f.waitPlaced("a", "disp-0=2")
+	f.waitPlaced("c", "other-0=4,other-1=1")
+	if n := running(); n != 2 {
+		t.Errorf("%d schedulers run on the leader, want 2", n)
+	}
 }
