@@ -95,11 +95,16 @@ func vpodSpecsFrom(cfg *config.Configuration) ([]vpodSpec, error) {
 
 // vpodPartsOptions are newVPodPartsWith's inputs.
 type vpodPartsOptions struct {
-	Client  kubernetes.Interface
+	Client kubernetes.Interface
+	// Dynamic reads the sources; nil only when no scheduler may ever be
+	// configured (a reload adding one is refused).
 	Dynamic dynamic.Interface
-	Specs   []vpodSpec
-	// Registry serves the policies; the parts own it (closed with them,
-	// or at once when newVPodPartsWith fails).
+	// Specs are the schedulers at start, in configuration order; a
+	// reload brings others (vpodParts.Stage).
+	Specs []vpodSpec
+	// Registry serves the policies of Specs; the parts own it (closed
+	// with them, when a reload replaces it, or at once when
+	// newVPodPartsWith fails).
 	Registry *modules.Registry
 	Log      hclog.Logger
 	// Events records Events on vpods (nil: none); Metrics counts the
