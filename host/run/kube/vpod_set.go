@@ -456,10 +456,16 @@ func (p *vpodParts) Stage(ctx context.Context, cfg *config.Configuration, opts m
 		if old != nil && sameVPodScheduler(old.spec.Config, spec.Config) {
 			su := stagedUnit{unit: old, spec: spec}
 			if old.sched != nil && s.Strategy == vpod.StrategyPolicy {
+				// Under the lock: close must not close the running
+				// policies while their pools are being shared.
 				p.mu.Lock()
-				prev := old.pols
+				if p.closed {
+					err = errors.New("vpod: the schedulers are shut down")
+				} else {
+					su.pols, err = vpod.RebindPolicies(ctx, st.reg, s.SchedPolicy, s.DeschedPolicy, old.log, old.pols)
+				}
 				p.mu.Unlock()
-				if su.pols, err = vpod.RebindPolicies(ctx, st.reg, s.SchedPolicy, s.DeschedPolicy, old.log, prev); err != nil {
+				if err != nil {
 					st.Discard(ctx)
 					return nil, fmt.Errorf("%s (vpod scheduler %s): policies: %w", f, s.Name, err)
 				}
