@@ -46,7 +46,7 @@ Then, in the project:
   go test ./...
   wasmsched plugin build
   wasmsched simulate cluster.yaml --config wasmsched.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: positional([]string{"NAME"}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.Kind = args[0], scaffold.Kind(kind)
 			files, err := scaffold.Init(o)
@@ -86,7 +86,7 @@ with TinyGo, using wasmsched's target and flags (installed by
 scripts/install-tinygo.sh in /opt/tinygo, or $TINYGOROOT), or with standard Go
 for wasip1 (--toolchain go). It prints the module's path, size and sha256,
 ready to paste into a configuration's modules entry.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: positional(nil, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = "."
 			if len(args) == 1 {

@@ -58,7 +58,7 @@ func newPluginPushCommand() *cobra.Command {
 application/vnd.wasm.config.v0+json, one application/wasm layer), tagged TAG
 if given, and prints the lines a modules entry needs: the image by digest,
 and the module's sha256. The same file always gives the same digest.`,
-		Args: cobra.ExactArgs(2),
+		Args: positional([]string{"REGISTRY/REPO[:TAG]", "FILE.wasm"}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := registry.ParseReference(args[0])
 			if err != nil {
@@ -107,7 +107,7 @@ func newPluginPullCommand() *cobra.Command {
 variant; manifest and layer digests verified, and --sha256 if given) and
 writes it to -o. With --module-cache-dir it also fills that cache, so a
 scheduler given the same directory starts without the registry.`,
-		Args: cobra.ExactArgs(1),
+		Args: positional([]string{"IMAGE"}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output == "" {
 				return fmt.Errorf("-o FILE is required")

@@ -175,3 +175,26 @@ func TestNoFlagShowsTwoDefaults(t *testing.T) {
 	}
 	walk(newRootCommand())
 }
+
+// A command given too few or too many arguments names what is missing
+// (or the one too many) and prints its usage line.
+func TestPositionalArgumentsAreNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"plugin", "push"}, []string{"wasmsched plugin push needs REGISTRY/REPO[:TAG] and FILE.wasm: missing REGISTRY/REPO[:TAG] and FILE.wasm", "usage: wasmsched plugin push REGISTRY/REPO[:TAG] FILE.wasm"}},
+		{[]string{"plugin", "push", "localhost:5000/m:v1"}, []string{"missing FILE.wasm ("}},
+		{[]string{"plugin", "pull"}, []string{"wasmsched plugin pull needs IMAGE: missing IMAGE", "usage: wasmsched plugin pull REGISTRY/REPO@sha256:DIGEST|REGISTRY/REPO:TAG -o FILE.wasm"}},
+		{[]string{"plugin", "init"}, []string{"wasmsched plugin init needs NAME: missing NAME"}},
+		{[]string{"plugin", "init", "a", "b"}, []string{`takes at most 1 argument(s), got 2: "b" is one too many`}},
+		{[]string{"plugin", "build", "a", "b"}, []string{`takes at most 1 argument(s), got 2: "b" is one too many`, "usage: wasmsched plugin build [DIR]"}},
+	} {
+		_, err := run(t, c.args...)
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v, want it to contain %q", c.args, err, w)
+			}
+		}
+	}
+}

@@ -433,12 +433,20 @@ func (e *Error) Error() string {
 // Errors is every problem found, so a user fixes them in one go.
 type Errors []*Error
 
+// Error is the one problem as Error reads it, or, for several, a line
+// saying how many followed by one indented line each: a configuration
+// with many mistakes stays readable in a terminal and in a log.
 func (es Errors) Error() string {
-	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = e.Error()
+	if len(es) == 1 {
+		return es[0].Error()
 	}
-	return strings.Join(s, "; ")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(es))
+	for _, e := range es {
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
 }
 
 // Unwrap lets errors.As find each *Error.

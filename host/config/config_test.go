@@ -163,3 +163,23 @@ func TestAllDigitSHA256SaysQuoteIt(t *testing.T) {
 		}
 	}
 }
+
+// TestSeveralErrorsOneLineEach: a configuration with several mistakes
+// reads as a count and one indented line per mistake, each naming its
+// field, rather than one long line.
+func TestSeveralErrorsOneLineEach(t *testing.T) {
+	_, err := Parse([]byte(header + "percentageOfNodesToScore: 101\nprofiles: [{schedulerName: ''}]"))
+	if err == nil {
+		t.Fatal("Parse accepted two mistakes")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 || lines[0] != "2 problems:" ||
+		!strings.HasPrefix(lines[1], "  ") || !strings.Contains(lines[1], "percentageOfNodesToScore: 101 is outside 0..100") ||
+		!strings.HasPrefix(lines[2], "  ") || !strings.Contains(lines[2], "profiles[0].schedulerName: must not be empty") {
+		t.Fatalf("error = %q, want a count line and one indented line per problem", err)
+	}
+	_, err = Parse([]byte(header + "percentageOfNodesToScore: 101\nprofiles: [{schedulerName: a}]"))
+	if err == nil || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "problems") {
+		t.Fatalf("one problem: error = %q, want it on one line without a count", err)
+	}
+}

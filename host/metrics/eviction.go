@@ -84,6 +84,7 @@ func newEvictionMetrics() *Eviction {
 			Subsystem: WasmSubsystem,
 			Name:      "eviction_threshold_met",
 			Help: "State of an eviction policy's threshold on a node at the last round: 0 not met, 1 soft met, 2 hard met. " +
+				"A round in which the policy's threshold_met call failed reads 0, as the coordinator treats it (the grace period restarts). " +
 				"Series of nodes that left the cluster are removed.",
 		}, []string{"policy", "node"}),
 		policyFailures: prometheus.NewCounterVec(prometheus.CounterOpts{

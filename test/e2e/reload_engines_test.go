@@ -25,7 +25,7 @@ import (
 // reloadEnginesConfig has an eviction section and one vpod scheduler
 // whose scheduling policy is in the file sched.json, Knative's
 // config-scheduler as a ConfigMap key; podCapacity and syncPeriod are
-// filled in.
+// filled in, and more vpod schedulers may follow (EXTRA).
 const reloadEnginesConfig = `apiVersion: wasmsched.io/v1alpha1
 kind: WasmSchedulerConfiguration
 profiles: [{schedulerName: wasmsched}]
@@ -40,11 +40,26 @@ vpod:
     strategy: Policy
     refreshPeriod: 1s
     schedulerPolicyFile: sched.json
-`
+EXTRA`
 
-func reloadEnginesYAML(sync, capacity string) []byte {
-	return []byte(strings.NewReplacer("SYNC", sync, "CAPACITY", capacity).Replace(reloadEnginesConfig))
+func reloadEnginesYAML(sync, capacity string, extra ...string) []byte {
+	return []byte(strings.NewReplacer("SYNC", sync, "CAPACITY", capacity, "EXTRA", strings.Join(extra, "")).Replace(reloadEnginesConfig))
 }
+
+// Vpod schedulers a reload adds: second fills StatefulSet second (four
+// vreplicas a pod); kafka reads a duck-typed resource whose CRD is not
+// installed in the reload test.
+const (
+	secondScheduler = `  - {name: second, statefulSet: {namespace: adapters, name: second}, podCapacity: 4, strategy: MAXFILLUP, refreshPeriod: 1s}
+`
+	unservedScheduler = `  - name: kafka
+    statefulSet: {namespace: adapters, name: kafka}
+    podCapacity: 10
+    strategy: MAXFILLUP
+    sources:
+    - {group: sources.example.dev, version: v1, resource: kafkasources, vreplicasPath: spec.consumers, placementsPath: status.placements}
+`
+)
 
 // The policies as Knative's ConfigMap holds them: lowest ordinal first,
 // then spread over zones.
@@ -58,9 +73,11 @@ const (
 // mounted ConfigMap. A changed policy file alone is reloaded: vpods
 // created after it are placed by the new policy. A changed eviction
 // syncPeriod applies without a restart: rounds start that the hour-long
-// period kept from running. A changed podCapacity, which only a restart
-// applies, is refused with the field named, and the running policy keeps
-// placing vpods.
+// period kept from running. A changed podCapacity and a second vpod
+// scheduler on another StatefulSet apply live: the replaced scheduler
+// places by the new capacity, the new one places its vpods. A scheduler
+// whose source is not served is refused with the field named, and the
+// running schedulers keep placing vpods.
 func TestReloadVPodPolicyAndEvictionSettings(t *testing.T) {
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -80,9 +97,10 @@ func TestReloadVPodPolicyAndEvictionSettings(t *testing.T) {
 		createNode(t, ctx, admin, n)
 	}
 	createStatefulSet(t, ctx, admin, "zonal", 3)
+	createStatefulSet(t, ctx, admin, "second", 2)
 	stsCtx, stopSTS := context.WithCancel(ctx)
 	defer stopSTS()
-	go statefulSetController(stsCtx, admin, map[string]int32{"zonal": 3})
+	go statefulSetController(stsCtx, admin, map[string]int32{"zonal": 3, "second": 2})
 
 	cm := &mountedConfigMap{t: t, dir: t.TempDir()}
 	cm.update(map[string][]byte{"config.yaml": reloadEnginesYAML("1h", "10"), "sched.json": []byte(lowestOrdinalPolicy)})
@@ -131,16 +149,37 @@ func TestReloadVPodPolicyAndEvictionSettings(t *testing.T) {
 	v.waitUntil("the reload of the eviction settings", func() bool { return reloads(metrics.ReloadSuccess) >= 3 })
 	v.waitUntil("eviction rounds on the new sync period", func() bool { return rounds() >= 2 })
 
-	// podCapacity needs a restart: refused, and the running policy keeps
-	// serving.
-	cm.update(map[string][]byte{"config.yaml": reloadEnginesYAML("1s", "20"), "sched.json": []byte(lowestOrdinalPolicy)})
-	v.waitUntil("the capacity change refused", func() bool { return reloads(metrics.ReloadRefused) >= 1 })
-	if !strings.Contains(logs.String(), "vpod.schedulers[0].podCapacity") {
-		t.Errorf("the refusal does not name vpod.schedulers[0].podCapacity:\n%s", logs.String())
+	// podCapacity 10 → 20 with the lowest-ordinal policy, and a second
+	// scheduler: zonal-0 (4 vreplicas so far) takes all 15 of bigger,
+	// where at 10 it would have taken 6 and zonal-1 the rest.
+	cm.update(map[string][]byte{"config.yaml": reloadEnginesYAML("1s", "20", secondScheduler), "sched.json": []byte(lowestOrdinalPolicy)})
+	v.waitUntil("the capacity change and the new scheduler applied", func() bool { return reloads(metrics.ReloadSuccess) >= 4 })
+	v.create(vpodsGVR, vpodObj("bigger", 15, "adapters/zonal"))
+	v.waitPlacements(vpodsGVR, "bigger", "placed by the new capacity", func(ps []place) bool { return reflect.DeepEqual(ps, []place{{"zonal-0", 15}}) })
+	v.create(vpodsGVR, vpodObj("second", 6, "adapters/second"))
+	v.waitPlacements(vpodsGVR, "second", "placed by the new scheduler", func(ps []place) bool {
+		return reflect.DeepEqual(ps, []place{{"second-0", 4}, {"second-1", 2}})
+	})
+	for _, line := range []string{"vpod scheduler replaced", "scheduler=zonal", "vpod scheduler started", "scheduler=second"} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("serve's log lacks %q", line)
+		}
 	}
-	v.create(vpodsGVR, vpodObj("refused", 3, "adapters/zonal"))
-	v.waitPlacements(vpodsGVR, "refused", "placed one per zone by the running policy", func(ps []place) bool { return reflect.DeepEqual(ps, spread) })
-	if n := reloads(metrics.ReloadSuccess); n != 3 {
-		t.Errorf("reloads_total{success} = %v, want 3", n)
+
+	// A scheduler whose source is not served: refused, and both running
+	// schedulers keep placing vpods.
+	cm.update(map[string][]byte{"config.yaml": reloadEnginesYAML("1s", "20", secondScheduler, unservedScheduler), "sched.json": []byte(lowestOrdinalPolicy)})
+	v.waitUntil("the unserved source refused", func() bool { return reloads(metrics.ReloadRefused) >= 1 })
+	if !strings.Contains(logs.String(), "vpod.schedulers[2].sources[0]") {
+		t.Errorf("the refusal does not name vpod.schedulers[2].sources[0]:\n%s", logs.String())
+	}
+	v.create(vpodsGVR, vpodObj("refused", 1, "adapters/zonal"))
+	v.waitPlacements(vpodsGVR, "refused", "placed by the running zonal scheduler", func(ps []place) bool { return reflect.DeepEqual(ps, []place{{"zonal-0", 1}}) })
+	v.create(vpodsGVR, vpodObj("second-more", 1, "adapters/second"))
+	v.waitPlacements(vpodsGVR, "second-more", "placed by the running second scheduler", func(ps []place) bool {
+		return reflect.DeepEqual(ps, []place{{"second-1", 1}})
+	})
+	if n := reloads(metrics.ReloadSuccess); n != 4 {
+		t.Errorf("reloads_total{success} = %v, want 4", n)
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
 // The rules of Katalyst's evictionmanager (v0.5.47, manager.go and
@@ -181,5 +185,40 @@ func TestFailedThresholdMetRestartsGracePeriod(t *testing.T) {
 			step(9*time.Second, false)
 			step(time.Second, true) // 10s after 10s
 		})
+	}
+}
+
+// The threshold gauge follows the coordinator: a round whose
+// threshold_met fails reads not met (0), not the last answer, since the
+// failure restarts the grace period; the next answer sets it again.
+func TestFailedThresholdMetResetsGauge(t *testing.T) {
+	p := &fakePolicy{name: "P", points: abi.PointEvictionThreshold, threshold: hard(10, "n1"), top: lowestPriority}
+	e := newEnv(t, Settings{}, nil, p)
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.coord.metrics = m.Eviction()
+	e.node("n1", 1000)
+	e.pod("n1", "x", 1, 100)
+	gauge := func() float64 {
+		return testmetrics.Value(t, reg, "wasmsched_eviction_threshold_met", testmetrics.Labels{"policy": "P", "node": "n1"})
+	}
+	e.round()
+	if got := gauge(); got != float64(abi.HardMet) {
+		t.Fatalf("after a hard answer: gauge = %v, want %d", got, abi.HardMet)
+	}
+	p.trap = map[abi.Func]bool{abi.FuncThresholdMet: true}
+	e.clock.Step(time.Second)
+	e.round()
+	if got := gauge(); got != float64(abi.NotMet) {
+		t.Fatalf("after a failed threshold_met: gauge = %v, want %d (not met)", got, abi.NotMet)
+	}
+	p.trap = nil
+	e.clock.Step(time.Second)
+	e.round()
+	if got := gauge(); got != float64(abi.HardMet) {
+		t.Fatalf("after the policy answers again: gauge = %v, want %d", got, abi.HardMet)
 	}
 }

@@ -127,8 +127,14 @@ func (c *Coordinator) askPolicy(ctx context.Context, p *Policy, nodes []*nodeRou
 		// No answer is not a met threshold: Katalyst leaves the plugin
 		// out of the round's met thresholds, which restarts its grace
 		// period.
+		// The gauge says the same: a series the policy reported goes
+		// back to not met rather than keeping the last answer.
 		for _, nr := range nodes {
-			c.state.unmetThreshold(p.Plugin, nr.ni.Info.Node.Name)
+			name := nr.ni.Info.Node.Name
+			c.state.unmetThreshold(p.Plugin, name)
+			if k := (thresholdKey{p.Plugin, name}); c.gauges[k] {
+				c.metrics.SetThresholdMet(p.Plugin, name, abi.NotMet)
+			}
 		}
 		return nil
 	}

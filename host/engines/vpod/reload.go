@@ -77,14 +77,28 @@ func (s *Scheduler) Canary(ctx context.Context, p *Policies) error {
 	return nil
 }
 
-// Group is the vpod schedulers of one running configuration, with the
-// policies bound for them and the module registry those run on, so that
-// a reload rebinds every scheduler's policies at once (Stage), tries
-// them (Staged.Canary) and swaps them in together (Staged.Commit) or not
-// at all (Staged.Discard). Only policies change live: a change to any
-// other setting of a scheduler, or a scheduler added or removed, is
-// refused with the field named (the informers, controller and autoscaler
-// of a scheduler are made at start).
+// Staging is a reload's candidate vpod schedulers and policies, built
+// and not yet serving: Canary tries them on the current state, Commit
+// swaps them in (it cannot fail), Discard closes them with nothing
+// running changed. Group.Stage makes one for a fixed set of schedulers;
+// serve's vpod schedulers (host/run/kube) make one that also adds,
+// replaces and removes schedulers.
+type Staging interface {
+	Canary(ctx context.Context) error
+	Commit(ctx context.Context)
+	Discard(ctx context.Context)
+}
+
+// Group is a fixed set of vpod schedulers (an embedding, or tests over
+// static clusters), with the policies bound for them and the module
+// registry those run on, so that a reload rebinds every scheduler's
+// policies at once (Stage), tries them (Staged.Canary) and swaps them in
+// together (Staged.Commit) or not at all (Staged.Discard). Only
+// policies change live through a Group: the schedulers' other settings
+// belong to what made them (their cluster views, controllers and
+// autoscalers), so a change to any of them, or a scheduler added or
+// removed, is refused with the field named. Serve rebuilds such
+// schedulers instead (host/run/kube).
 type Group struct {
 	log hclog.Logger
 
@@ -147,8 +161,8 @@ func (g *Group) Close(ctx context.Context) {
 	}
 }
 
-// Staged is a candidate configuration's vpod policies, built and not yet
-// serving.
+// Staged is a candidate configuration's vpod policies for a Group,
+// built and not yet serving.
 type Staged struct {
 	g    *Group
 	reg  *modules.Registry
@@ -162,7 +176,7 @@ type Staged struct {
 // unchanged (RebindPolicies). It refuses, naming the field, a change
 // that cannot apply live: a scheduler added, removed or renamed, or any
 // setting of one other than its policies. Nothing running changes.
-func (g *Group) Stage(ctx context.Context, cfg *config.Configuration, opts modules.Options) (*Staged, error) {
+func (g *Group) Stage(ctx context.Context, cfg *config.Configuration, opts modules.Options) (Staging, error) {
 	settings, err := cfg.VPod.Defaulted()
 	if err != nil {
 		return nil, fmt.Errorf("vpod: %w", err)
@@ -201,7 +215,7 @@ func (g *Group) Stage(ctx context.Context, cfg *config.Configuration, opts modul
 // their settings other than the policies.
 func (g *Group) checkLive(next []config.VPodSettings) error {
 	if len(next) != len(g.members) {
-		return fmt.Errorf("vpod.schedulers: %d schedulers configured, %d running: adding or removing a vpod scheduler takes effect at restart (the running configuration keeps serving)",
+		return fmt.Errorf("vpod.schedulers: %d schedulers configured, %d running: this set of vpod schedulers is fixed, only their policies change live (the running configuration keeps serving)",
 			len(next), len(g.members))
 	}
 	for i, m := range g.members {
@@ -224,7 +238,7 @@ func (g *Group) checkLive(next []config.VPodSettings) error {
 			{"sources", reflect.DeepEqual(a.Sources, b.Sources)},
 		} {
 			if !d.same {
-				return fmt.Errorf("%s.%s: changed; only a vpod scheduler's policies change live, this takes effect at restart (the running configuration keeps serving)", f, d.field)
+				return fmt.Errorf("%s.%s: changed; only the policies of this set of vpod schedulers change live (the running configuration keeps serving)", f, d.field)
 			}
 		}
 	}

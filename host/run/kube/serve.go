@@ -80,9 +80,10 @@ type ServeOptions struct {
 // assembles the profiles and the eviction policies, syncs the informers,
 // then runs the queue's flush loops, the cache's expiry, the status
 // patcher and — once this replica leads, when leader election is on —
-// the scheduling loop, the eviction coordinator and its killer. A reload
-// swaps profiles, eviction policies and settings, and vpod policies
-// together, or none of them. It returns
+// the scheduling loop, the eviction coordinator and its killer, and the
+// vpod schedulers' reconcilers and autoscalers. A reload swaps profiles,
+// eviction policies and settings, and vpod schedulers (added, replaced,
+// removed) and policies together, or none of them. It returns
 // ErrLeadershipLost if the Lease is lost while ctx is still live.
 func Serve(ctx context.Context, o ServeOptions) error {
 	log := o.Log
@@ -153,7 +154,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer vpods.close(context.Background())
 	reloader, err := reload.New(reload.Options{ConfigPath: o.ConfigPath, Parts: parts, Config: o.Config, Registry: reg,
-		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, Killer: evict.killer, VPod: vpods.group, PollInterval: o.ModulePollInterval,
+		Modules: modOpts, RequireSHA256: o.RequireSHA256, Metrics: o.Metrics, Log: log, Eviction: evict.coord, Killer: evict.killer, VPod: vpods, PollInterval: o.ModulePollInterval,
 		OnUnavailable: rec.ModuleUnavailable, OnSwap: o.OnSwap})
 	if err != nil {
 		return err

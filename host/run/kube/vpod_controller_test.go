@@ -249,7 +249,7 @@ func TestVPodControllerPlacesEveryWellFormedVPodOfItsSources(t *testing.T) {
 			t.Errorf("%s was scheduled %d times", name, n)
 		}
 	}
-	vs, _ := f.parts.ctrls[0].VPods()
+	vs, _ := f.parts.ctrls()[0].VPods()
 	var keys []string
 	for _, v := range vs {
 		keys = append(keys, v.Key.String())
@@ -423,7 +423,7 @@ func TestVPodEvictorRemovesThePlacementAndRequeues(t *testing.T) {
 	withStatus.Object["status"] = map[string]any{"placements": []any{
 		map[string]any{"podName": "disp-0", "vreplicas": int64(2)}, map[string]any{"podName": "disp-1", "vreplicas": int64(1)}}}
 	f := startVPodParts(t, e, withStatus)
-	c := f.parts.ctrls[0]
+	c := f.parts.ctrls()[0]
 	// The first reconcile completes the status (sum, generation); the
 	// fake API has no resourceVersion checks, so evict only after it and
 	// its echo, lest that write undo the eviction.
@@ -587,7 +587,7 @@ func TestVPodControllerSkipsVersionsItWroteOnTopOf(t *testing.T) {
 	eventually(t, "a placed", func() bool {
 		return reflect.DeepEqual(f.placements(t, VPodCRD, "a"), []vpod.Placement{pl("disp-0", 2)})
 	})
-	c := f.parts.ctrls[0]
+	c := f.parts.ctrls()[0]
 	item := vpodItem{0, vpod.Key{Namespace: "default", Name: "a"}}
 	// The write's own echo (version 3) is scheduled, and found up to date.
 	eventually(t, "the echo scheduled", func() bool {
@@ -633,7 +633,7 @@ func TestVPodControllerKeepsCountingAVPodThatTurnsMalformed(t *testing.T) {
 	eventually(t, "a placed", func() bool {
 		return reflect.DeepEqual(f.placements(t, VPodCRD, "a"), []vpod.Placement{pl("disp-0", 2)})
 	})
-	c := f.parts.ctrls[0]
+	c := f.parts.ctrls()[0]
 	eventually(t, "a's status echoed", func() bool {
 		vs, _ := c.VPods()
 		return len(vs) == 1 && len(vs[0].Placements) == 1 && len(e.callTimes("a")) >= 2

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 )
 
 // vpodRouter sends each VPod object to the scheduler its spec.statefulSet
@@ -29,7 +28,14 @@ func (r *vpodRouter) add(scheduler, namespace, statefulSet string) func(*unstruc
 	}
 }
 
-func (r *vpodRouter) used() bool { return len(r.schedulers) > 0 }
+// first is the scheduler that logs the VPods no scheduler takes (each
+// scheduler taking VPods has an informer of them), "" for none.
+func (r *vpodRouter) first() string {
+	if len(r.schedulers) == 0 {
+		return ""
+	}
+	return r.schedulers[0].scheduler
+}
 
 // route names the scheduler of a VPod, or says why there is none.
 func (r *vpodRouter) route(u *unstructured.Unstructured) (string, error) {
@@ -57,16 +63,9 @@ func (r *vpodRouter) route(u *unstructured.Unstructured) (string, error) {
 	return match[0].scheduler, nil
 }
 
-// logIgnored logs every VPod version that no scheduler takes.
-func (r *vpodRouter) logIgnored() cache.ResourceEventHandler {
-	check := func(obj any) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		if _, err := r.route(u); err != nil {
-			r.log.Warn("VPod ignored", "vpod", u.GetNamespace()+"/"+u.GetName(), "resource_version", u.GetResourceVersion(), "reason", err)
-		}
+// logIgnored logs a VPod version that no scheduler takes.
+func (r *vpodRouter) logIgnored(u *unstructured.Unstructured) {
+	if _, err := r.route(u); err != nil {
+		r.log.Warn("VPod ignored", "vpod", u.GetNamespace()+"/"+u.GetName(), "resource_version", u.GetResourceVersion(), "reason", err)
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: check, UpdateFunc: func(_, obj any) { check(obj) }}
 }

@@ -192,18 +192,19 @@ func containsPath(ps []string, p string) bool {
 	return false
 }
 
-// What only a restart can change in the vpod section is refused with the
-// field named, and the running policies keep serving; so is a policy
-// whose module fails the canary's placement step.
+// What a fixed set of vpod schedulers (vpod.Group) cannot change live is
+// refused with the field named, and the running policies keep serving;
+// so is a policy whose module fails the canary's placement step. (Serve
+// rebuilds changed schedulers instead: host/run/kube.)
 func TestReloadRefusesVPodChanges(t *testing.T) {
 	cases := []struct {
 		name, cfg, policy string
 		want              []string
 	}{
 		{"capacity", policyConfig("LeastAllocated", vpodSection("20")), lowestOrdinal,
-			[]string{"vpod.schedulers[0].podCapacity", "restart"}},
+			[]string{"vpod.schedulers[0].podCapacity", "change live"}},
 		{"autoscaler step", policyConfig("LeastAllocated", vpodSection("10")+"    maxScaleUpStep: 3\n"), lowestOrdinal,
-			[]string{"vpod.schedulers[0].maxScaleUpStep", "restart"}},
+			[]string{"vpod.schedulers[0].maxScaleUpStep", "change live"}},
 		{"scheduler added", policyConfig("LeastAllocated", vpodSection("10")+
 			"  - {name: other, statefulSet: {namespace: eventing, name: other}, podCapacity: 1, strategy: MAXFILLUP}\n"), lowestOrdinal,
 			[]string{"vpod.schedulers", "2 schedulers configured, 1 running"}},

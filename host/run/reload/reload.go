@@ -1,14 +1,14 @@
 // Package reload changes the policy of a running scheduler — its
 // scheduling profiles, eviction policies and settings, and vpod
-// policies: it reads a candidate configuration (the config file, every
+// schedulers and their policies: it reads a candidate configuration (the config file, every
 // module and every vpod policy file it names), builds it completely off
 // the hot path — parse, read, sha256 check, compile (through the compile
 // cache; unchanged modules are not compiled again), manifest and ABI
-// checks, instances initialised with their args — exercises it on the
-// current state with nothing committed (the canary: every new plugin on
-// a real pod and real nodes, a vpod placement step per vpod scheduler,
-// an eviction round), and only then swaps every engine's part in, or
-// none. A candidate that fails any step never replaces the
+// checks, instances initialised with their args, new or changed vpod
+// schedulers with their informers synced — exercises it on the current
+// state with nothing committed (the canary: every new plugin on a real
+// pod and real nodes, a vpod placement step per vpod scheduler, an
+// eviction round), and only then swaps every engine's part in, or none. A candidate that fails any step never replaces the
 // running configuration: the error names the file, field or plugin, is
 // logged and counted, and scheduling goes on as before.
 //
@@ -86,12 +86,13 @@ type Options struct {
 	// Killer, if set, is the eviction coordinator's killer: a reload
 	// hands it the killer mode and killTimeoutMin.
 	Killer *eviction.Killer
-	// VPod, if set, is the running vpod schedulers: a reload rebinds
-	// their policies (inline or from policy files, which Run watches),
-	// runs a placement step of each on the current state, and swaps them
-	// in with the profiles. A change to anything else of the vpod
-	// section is refused, naming the field.
-	VPod *vpod.Group
+	// VPod, if set, is the running vpod schedulers: a reload stages the
+	// next vpod section on them (policies rebound, inline or from policy
+	// files, which Run watches; in serve also schedulers added, changed
+	// or removed), runs a placement step of each on the current state,
+	// and swaps them in with the profiles. What cannot change live is
+	// refused, naming the field.
+	VPod VPodSchedulers
 	// OnSwap, if set, is called after each configuration that went live,
 	// with it.
 	OnSwap func(*config.Configuration)
@@ -101,6 +102,15 @@ type Options struct {
 	OnUnavailable func([]modules.Unavailable)
 	// Now is the clock for the last-success timestamp (nil: time.Now).
 	Now func() time.Time
+}
+
+// VPodSchedulers are running vpod schedulers a reload changes:
+// *vpod.Group (a fixed set: policies only) or serve's (which also adds,
+// replaces and removes schedulers). Stage builds the next configuration's
+// vpod section off the hot path, changing nothing running, or refuses it
+// with the field named.
+type VPodSchedulers interface {
+	Stage(ctx context.Context, cfg *config.Configuration, opts modules.Options) (vpod.Staging, error)
 }
 
 // Result is what one reload did.
@@ -119,7 +129,8 @@ type Timings struct {
 	// compiling (or reusing) the modules, and loading them.
 	Load time.Duration
 	// Build: the profiles, eviction policies and vpod policies, with
-	// their instance pools initialised.
+	// their instance pools initialised, and new or changed vpod
+	// schedulers with their informers synced.
 	Build time.Duration
 	// Canary: every new plugin run once on a real pod and nodes, a vpod
 	// placement step per vpod scheduler and an eviction round on the
@@ -363,12 +374,13 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 			prior()
 		}
 	}
-	var vpods *vpod.Staged
+	var vpods vpod.Staging
 	if r.o.VPod != nil {
 		vo := r.o.Modules
 		vo.Previous = reg
-		// Each scheduler's unchanged modules keep their pools; a change
-		// only a restart applies is refused here, naming the field.
+		// Each kept scheduler's unchanged modules keep their pools; new
+		// or changed schedulers are built and synced; what cannot
+		// change live is refused here, naming the field.
 		if vpods, err = r.o.VPod.Stage(ctx, cfg, vo); err != nil {
 			discard()
 			return Refused, err
@@ -388,9 +400,11 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 			return Refused, err
 		}
 	}
-	if err := vpods.Canary(ctx); err != nil {
-		discard()
-		return Refused, err
+	if vpods != nil {
+		if err := vpods.Canary(ctx); err != nil {
+			discard()
+			return Refused, err
+		}
 	}
 	if r.o.Eviction != nil {
 		if err := r.o.Eviction.Canary(ctx, evictionSet, evictionSettings.Burst); err != nil {
@@ -414,7 +428,9 @@ func (r *Reloader) reload(ctx context.Context) (Result, error) {
 		}
 		r.logEvictionSettings(evictionSettings)
 	}
-	vpods.Commit(context.Background())
+	if vpods != nil {
+		vpods.Commit(context.Background())
+	}
 	phase(&r.last.Swap)
 	r.cfg, r.reg, r.digest = cfg, reg, fp
 	r.o.Metrics.SetServingModules(servingModules(reg))
