@@ -144,47 +144,79 @@ func (s *Scheduling) Reject(node, plugin, code string, reasons []string) {
 	s.rejects = append(s.rejects, NodeVerdict{Node: node, Plugin: plugin, Code: code, Reasons: reasons})
 }
 
-// SetScores records the Score point: nodes[n] got normalized[p][n] from
-// plugins[p], totals[n] in all, and chosen is the index of the node the
-// cycle chose. It keeps the top MaxScored nodes by total, the chosen one
-// and Pin, and lists the nodes tied with the chosen one.
-func (s *Scheduling) SetScores(nodes []string, plugins []ScorePlugin, normalized [][]int64, totals []int64, chosen int) {
+// SetScores records the Score point over n nodes: node i (named
+// name(i)) got normalized[p][i] from plugins[p], totals[i] in all, and
+// chosen is the index of the node the cycle chose. It keeps the top
+// MaxScored nodes by total (equal totals: the earlier in the walk), the
+// chosen one and Pin, and lists the nodes tied with the chosen one. It
+// selects rather than sorts, and names only the nodes it keeps: it runs
+// on the scheduling loop.
+func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, normalized [][]int64, totals []int64, chosen int) {
 	s.ScorePlugins = plugins
-	order := make([]int, len(nodes))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(totals[b], totals[a]); c != 0 {
-			return c
+	k := s.Limits.MaxScored
+	top := make([]int, 0, k+2)
+	for i := 0; i < n; i++ {
+		if len(top) == k && totals[i] <= totals[top[k-1]] {
+			continue
 		}
-		return cmp.Compare(nodes[a], nodes[b])
-	})
-	if chosen >= 0 && chosen < len(nodes) {
+		// Insert i after every kept node with a total at least its own.
+		at := len(top)
+		for at > 0 && totals[top[at-1]] < totals[i] {
+			at--
+		}
+		if len(top) < k {
+			top = append(top, 0)
+		} else if at == k {
+			continue
+		}
+		copy(top[at+1:], top[at:len(top)-1])
+		top[at] = i
+	}
+	extra := func(i int) {
+		if i >= 0 && i < n && !slices.Contains(top, i) {
+			top = append(top, i)
+		}
+	}
+	if chosen >= 0 && chosen < n {
+		extra(chosen)
 		s.Score = totals[chosen]
 		for i, t := range totals {
 			if i != chosen && t == totals[chosen] {
 				s.TiedCount++
 				if len(s.Tied) < s.Limits.MaxNodes {
-					s.Tied = append(s.Tied, nodes[i])
+					s.Tied = append(s.Tied, name(i))
 				}
 			}
 		}
 		slices.Sort(s.Tied)
 	}
-	for rank, i := range order {
-		keep := rank < s.Limits.MaxScored || i == chosen || (s.Pin != "" && nodes[i] == s.Pin)
-		if !keep {
-			s.ScoredDropped++
-			continue
+	if s.Pin != "" {
+		for i := 0; i < n; i++ {
+			if name(i) == s.Pin {
+				extra(i)
+				break
+			}
 		}
-		ns := NodeScore{Node: nodes[i], Total: totals[i], Normalized: make([]int64, len(plugins)), Weighted: make([]int64, len(plugins))}
+	}
+	s.ScoredDropped = n - len(top)
+	// One backing array for every kept node's two score rows.
+	rows := make([]int64, 2*len(top)*len(plugins))
+	s.Scores = make([]NodeScore, len(top))
+	for j, i := range top {
+		row := rows[2*j*len(plugins) : 2*(j+1)*len(plugins)]
+		ns := NodeScore{Node: name(i), Total: totals[i], Normalized: row[:len(plugins):len(plugins)], Weighted: row[len(plugins):]}
 		for p := range plugins {
 			ns.Normalized[p] = normalized[p][i]
 			ns.Weighted[p] = normalized[p][i] * plugins[p].Weight
 		}
-		s.Scores = append(s.Scores, ns)
+		s.Scores[j] = ns
 	}
+	slices.SortFunc(s.Scores, func(a, b NodeScore) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Node, b.Node)
+	})
 }
 
 // Finish groups and cuts the rejections gathered during the cycle.

@@ -46,16 +46,13 @@ func (c *cycle) explainFilter(diag *Diagnosis, evaluated, feasible int) {
 // explainScores records the Score point over feasible and the choice
 // of best.
 func (c *cycle) explainScores(feasible []uint32, totals []int64, best int) {
-	nodes := make([]string, len(feasible))
-	for i, slot := range feasible {
-		nodes[i] = c.snap.Slot(slot).Info.Node.Name
-	}
 	plugins := make([]decision.ScorePlugin, len(c.scored))
 	normalized := make([][]int64, len(c.scored))
 	for i, sp := range c.scored {
 		plugins[i], normalized[i] = sp.plugin, sp.scores
 	}
-	c.rec.SetScores(nodes, plugins, normalized, totals, best)
+	name := func(i int) string { return c.snap.Slot(feasible[i]).Info.Node.Name }
+	c.rec.SetScores(len(feasible), name, plugins, normalized, totals, best)
 }
 
 // explainOutcome finishes rec after a cycle of pod on profile begun at
