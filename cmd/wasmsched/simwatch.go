@@ -326,7 +326,9 @@ func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config
 }
 
 // printResult prints a run as simulate without --watch does.
-func (s *watchSession) printResult(r *watchRun) error { return printRun(s.out, s.o.Output, r, &s.o.Explain) }
+func (s *watchSession) printResult(r *watchRun) error {
+	return printRun(s.out, s.o.Output, r, &s.o.Explain)
+}
 
 // printRun prints a run in the output format: the comparison when it has
 // a shadow run, else the live report.

@@ -53,8 +53,9 @@ type Limits struct {
 	// MaxNodes is how many rejected nodes keep their own verdict (the
 	// rest are counted in their reason group only).
 	MaxNodes int `json:"maxNodes"`
-	// MaxScored is how many scored nodes keep their per-plugin scores:
-	// the highest totals, plus the chosen node and any pinned one.
+	// MaxScored is how many scored nodes keep their per-plugin scores
+	// (the highest totals, plus the chosen node and any pinned one), and
+	// how many nodes tied with the chosen one are named.
 	MaxScored int `json:"maxScored"`
 	// MaxReasons is how many distinct (plugin, reason) groups are kept.
 	MaxReasons int `json:"maxReasons"`
@@ -63,7 +64,7 @@ type Limits struct {
 }
 
 // DefaultLimits keep a record of a 5000-node cycle to a few tens of KiB.
-var DefaultLimits = Limits{MaxNodes: 100, MaxScored: 50, MaxReasons: 32, MaxReasonBytes: 256}
+var DefaultLimits = Limits{MaxNodes: 100, MaxScored: 20, MaxReasons: 32, MaxReasonBytes: 256}
 
 // or returns l with its zero fields taken from DefaultLimits.
 func (l Limits) or() Limits {

@@ -39,7 +39,8 @@ type Scheduling struct {
 	// scored: the only feasible node, or the nominated node that passed).
 	Score int64 `json:"score"`
 	// Tied are the other scored nodes whose total equals the chosen
-	// one's; the choice among them was random. TiedCount counts them all.
+	// one's (at most MaxScored, the first in the walk, sorted); the
+	// choice among them was random. TiedCount counts them all.
 	Tied      []string `json:"tied,omitempty"`
 	TiedCount int      `json:"tiedCount,omitempty"`
 	// Message is the failure message the pod got (Unschedulable, Error).
@@ -183,7 +184,7 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		for i, t := range totals {
 			if i != chosen && t == totals[chosen] {
 				s.TiedCount++
-				if len(s.Tied) < s.Limits.MaxNodes {
+				if len(s.Tied) < s.Limits.MaxScored {
 					s.Tied = append(s.Tied, name(i))
 				}
 			}

@@ -109,7 +109,8 @@ type cycle struct {
 	// the cycle's answers; nil costs nothing else.
 	rec *decision.Scheduling
 	// scored gathers the Score plugins' replies of an explained cycle.
-	scored []scoredPlugin
+	scored   []scoredPlugin
+	scoreBuf *[]int64 // from scoreBufs, while the cycle holds scores
 }
 
 // start returns the start time of a plugin call when this cycle is timed
@@ -361,7 +362,7 @@ func (prof *Profile) schedule(ctx context.Context, state *CycleState, pod *abi.P
 		res.Node = snap.Slot(feasible[0]).Info.Node.Name
 		return res, nil
 	}
-	totals, err := c.score(ctx, feasible, state.breakdown)
+	totals, err := c.score(ctx, feasible)
 	if err != nil {
 		return Result{}, err
 	}
@@ -655,14 +656,8 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, n
 // score runs PreScore and Score and returns each feasible node's weighted
 // total. A plugin that fails under Ignore adds nothing (its Score is
 // skipped after a failed PreScore).
-func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBreakdown) ([]int64, error) {
+func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	totals := make([]int64, len(feasible))
-	if breakdown != nil {
-		breakdown.Nodes = breakdown.Nodes[:0]
-		for _, slot := range feasible {
-			breakdown.Nodes = append(breakdown.Nodes, c.snap.Slot(slot).Info.Node.Name)
-		}
-	}
 	skip := map[string]bool{}
 	at := &pluginPoint{name: metrics.PreScore}
 	for k := range c.prof.preScore {
@@ -701,15 +696,7 @@ func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBr
 			totals[i] += s * p.weight
 		}
 		if c.rec != nil {
-			c.scored = append(c.scored, scoredPlugin{plugin: decision.ScorePlugin{Name: p.name, Weight: p.weight}, scores: slices.Clone(scores)})
-		}
-		if breakdown != nil {
-			weighted := make([]int64, len(scores))
-			for i, s := range scores {
-				weighted[i] = s * p.weight
-			}
-			breakdown.Plugins = append(breakdown.Plugins, p.name)
-			breakdown.Scores = append(breakdown.Scores, weighted)
+			c.keepScores(p, scores)
 		}
 	}
 	return totals, nil

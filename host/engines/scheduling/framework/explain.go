@@ -2,6 +2,7 @@ package framework
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -18,10 +19,26 @@ import (
 // module is down, or it failed under failurePolicy Ignore.
 const notRunCode = "NotRun"
 
-// scoredPlugin is one Score plugin's reply in an explained cycle.
+// scoredPlugin is one Score plugin's reply in an explained cycle: its
+// scores are scoreBuf[at : at+len(feasible)].
 type scoredPlugin struct {
 	plugin decision.ScorePlugin
-	scores []int64
+	at     int
+}
+
+// scoreBufs recycles the buffers explained cycles copy Score replies
+// into (the client reuses its reply buffer from call to call), so that
+// recording allocates only what the record keeps.
+var scoreBufs = sync.Pool{New: func() any { return new([]int64) }}
+
+// keepScores copies plugin p's Score reply for the record.
+func (c *cycle) keepScores(p *wasmPlugin, scores []int64) {
+	if c.scoreBuf == nil {
+		c.scoreBuf = scoreBufs.Get().(*[]int64)
+		*c.scoreBuf = (*c.scoreBuf)[:0]
+	}
+	c.scored = append(c.scored, scoredPlugin{plugin: decision.ScorePlugin{Name: p.name, Weight: p.weight}, at: len(*c.scoreBuf)})
+	*c.scoreBuf = append(*c.scoreBuf, scores...)
 }
 
 // Explain makes the cycle fill rec with why it decided what it did.
@@ -49,8 +66,12 @@ func (c *cycle) explainScores(feasible []uint32, totals []int64, best int) {
 	plugins := make([]decision.ScorePlugin, len(c.scored))
 	normalized := make([][]int64, len(c.scored))
 	for i, sp := range c.scored {
-		plugins[i], normalized[i] = sp.plugin, sp.scores
+		plugins[i], normalized[i] = sp.plugin, (*c.scoreBuf)[sp.at:sp.at+len(feasible)]
 	}
+	defer func() {
+		scoreBufs.Put(c.scoreBuf)
+		c.scoreBuf = nil
+	}()
 	name := func(i int) string { return c.snap.Slot(feasible[i]).Info.Node.Name }
 	c.rec.SetScores(len(feasible), name, plugins, normalized, totals, best)
 }

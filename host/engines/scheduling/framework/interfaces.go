@@ -120,9 +120,6 @@ type CycleState struct {
 	recordPluginMetrics bool
 	// explain, when set, receives why the cycle decided what it did.
 	explain *decision.Scheduling
-	// breakdown, when set, receives every Score plugin's weighted scores
-	// (shadow evaluations explain their decisions with it).
-	breakdown *ScoreBreakdown
 	// bindAnnotations are set on the pod with its binding, when the
 	// Binder can (AnnotatingBinder).
 	bindAnnotations map[string]string
@@ -132,34 +129,6 @@ type CycleState struct {
 // with its binding (DefaultBinder does when its Binder is an
 // AnnotatingBinder; otherwise they are not written).
 func (c *CycleState) SetBindAnnotations(a map[string]string) { c.bindAnnotations = a }
-
-// ScoreBreakdown is what the Score point gave each feasible node, plugin
-// by plugin, weighted. Only cycles that ask for it (CaptureScores) keep
-// it: live cycles do not pay for it.
-type ScoreBreakdown struct {
-	Nodes   []string
-	Plugins []string
-	// Scores[p][n] is plugin p's weighted score of node n.
-	Scores [][]int64
-}
-
-// CaptureScores makes the cycle fill b.
-func (c *CycleState) CaptureScores(b *ScoreBreakdown) { c.breakdown = b }
-
-// Of returns each plugin's weighted score of a node (nil when the node
-// was not scored).
-func (b *ScoreBreakdown) Of(node string) map[string]int64 {
-	for n, name := range b.Nodes {
-		if name == node {
-			out := make(map[string]int64, len(b.Plugins))
-			for p, plugin := range b.Plugins {
-				out[plugin] = b.Scores[p][n]
-			}
-			return out
-		}
-	}
-	return nil
-}
 
 // SetRecordPluginMetrics puts the cycle in (or out of) the sample whose
 // plugin calls are timed; the scheduler decides once per cycle, as
