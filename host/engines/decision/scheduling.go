@@ -74,6 +74,9 @@ type Scheduling struct {
 	// ScorePlugins are the Score plugins that ran (in order), with their
 	// weights; NodeScore's slices follow this order.
 	ScorePlugins []ScorePlugin `json:"scorePlugins,omitempty"`
+	// ScoreSkipped are the plugins whose PreScore said Skip (or failed
+	// under failurePolicy Ignore): their Score did not run.
+	ScoreSkipped []string `json:"scoreSkipped,omitempty"`
 	// Scores are the scored nodes, highest total first (ties by name),
 	// at most MaxScored plus the chosen and pinned nodes; ScoredDropped
 	// counts the rest.

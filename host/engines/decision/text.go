@@ -112,6 +112,9 @@ func WriteText(w io.Writer, s *Scheduling, top, attempt, attempts int) error {
 			return err
 		}
 		fmt.Fprintln(w, "(* chosen)")
+		if len(s.ScoreSkipped) > 0 {
+			fmt.Fprintf(w, "not scored by %s (PreScore said Skip: nothing to score for this pod)\n", strings.Join(s.ScoreSkipped, ", "))
+		}
 	}
 	return nil
 }

@@ -674,6 +674,9 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 		}
 		if !ran || st.Code == abi.Skip { // else Success: the client refuses other codes
 			skip[p.name] = true
+			if c.rec != nil {
+				c.rec.ScoreSkipped = append(c.rec.ScoreSkipped, p.name)
+			}
 		}
 	}
 	at = &pluginPoint{name: metrics.Score, skip: skip}
