@@ -178,3 +178,92 @@ func contains(s []string, x string) bool {
 	}
 	return false
 }
+
+// On a cluster big enough for percentageOfNodesToScore, with many nodes
+// rejected, a record stays within its limits, counts what it left out,
+// and still adds up.
+func TestExplanationBounds(t *testing.T) {
+	objs := &Objects{}
+	for i := 0; i < 1200; i++ {
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%04d", i), Labels: map[string]string{"kubernetes.io/hostname": fmt.Sprintf("n%04d", i)}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+				corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}},
+		}
+		if i%2 == 0 {
+			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: strings.Repeat("x", 60), Effect: corev1.TaintEffectNoSchedule}}
+		}
+		objs.Nodes = append(objs.Nodes, n)
+	}
+	objs.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}}}
+	rep, err := Run(context.Background(), objs, Options{CacheDir: t.TempDir(), Seed: 1, Explain: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Explanations) != 1 {
+		t.Fatalf("%d records", len(rep.Explanations))
+	}
+	r := rep.Explanations[0]
+	checkRecord(t, "p", r)
+	l := decision.DefaultLimits
+	if r.NumNodes != 1200 || r.NotEvaluated == 0 || r.Feasible == 0 {
+		t.Errorf("nodes %d, not evaluated %d, feasible %d: want the walk cut by percentageOfNodesToScore", r.NumNodes, r.NotEvaluated, r.Feasible)
+	}
+	if len(r.Rejected) != l.MaxNodes || r.RejectedDropped == 0 || len(r.Scores) > l.MaxScored+1 || r.ScoredDropped != r.Feasible-len(r.Scores) {
+		t.Errorf("kept %d verdicts (+%d dropped), %d scores (+%d dropped): want at most %d and %d",
+			len(r.Rejected), r.RejectedDropped, len(r.Scores), r.ScoredDropped, l.MaxNodes, l.MaxScored)
+	}
+	if len(r.Tied) > l.MaxScored || r.TiedCount < len(r.Tied) {
+		t.Errorf("%d tied named of %d", len(r.Tied), r.TiedCount)
+	}
+	if len(r.Reasons) != 1 || r.Reasons[0].Nodes != len(r.Rejected)+r.RejectedDropped {
+		t.Errorf("reasons %+v, want one group counting every rejected node", r.Reasons)
+	}
+}
+
+// A pod that preempts: its first attempt's record says Nominated, naming
+// the node preemption made room on; the next attempt takes that node
+// without scoring, and the record says so.
+func TestExplanationOfAPreemptor(t *testing.T) {
+	o, err := read(t, `apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: v1
+kind: Node
+metadata: {name: only, labels: {kubernetes.io/hostname: only}}
+status: {allocatable: {cpu: "1", memory: 1Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low}
+spec: {nodeName: only, containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: high}
+spec: {priorityClassName: high, containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), o, Options{NativeBuiltin: true, CacheDir: t.TempDir(), Explain: func(k string) bool { return k == "default/high" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Pod("default", "high"); p.Status != StatusScheduled || p.Node != "only" {
+		t.Fatalf("high: %+v", p)
+	}
+	if len(rep.Explanations) < 2 {
+		t.Fatalf("%d records, want the nominating attempt and the placing one", len(rep.Explanations))
+	}
+	first, last := rep.Explanations[0], rep.Explanations[len(rep.Explanations)-1]
+	if first.Outcome != decision.OutcomeNominated || first.Node != "only" || len(first.Reasons) == 0 || first.Reasons[0].Reason != "Insufficient cpu" {
+		t.Errorf("first attempt: %+v", first)
+	}
+	if last.Outcome != decision.OutcomeChosen || last.Node != "only" || !last.NominatedNodePassed || last.Evaluated != 1 {
+		t.Errorf("last attempt: %+v", last)
+	}
+}
