@@ -122,13 +122,18 @@ type ReasonCount struct {
 type ScorePlugin struct {
 	Name   string `json:"name"`
 	Weight int64  `json:"weight"`
+	// NormalizeScore: the plugin normalises its scores (in the guest,
+	// within the Score call), so its raw scores are not known to the
+	// host. Without it, a node's normalised score is its raw score.
+	NormalizeScore bool `json:"normalizeScore"`
 }
 
 // NodeScore is what the Score point gave one node. Normalized[i] is
 // ScorePlugins[i]'s score after its NormalizeScore, in [0, 100], as the
-// guest replied (the raw score before normalisation stays in the guest:
-// the ABI carries only the normalised one); Weighted[i] is that times
-// the plugin's weight; Total is their sum, what the choice compared.
+// guest replied: for a plugin with a NormalizeScore the raw score before
+// it stays in the guest (the ABI carries only the normalised one); for
+// one without, it is the raw score. Weighted[i] is that times the
+// plugin's weight; Total is their sum, what the choice compared.
 type NodeScore struct {
 	Node       string  `json:"node"`
 	Total      int64   `json:"total"`

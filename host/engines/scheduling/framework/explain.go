@@ -37,7 +37,8 @@ func (c *cycle) keepScores(p *wasmPlugin, scores []int64) {
 		c.scoreBuf = scoreBufs.Get().(*[]int64)
 		*c.scoreBuf = (*c.scoreBuf)[:0]
 	}
-	c.scored = append(c.scored, scoredPlugin{plugin: decision.ScorePlugin{Name: p.name, Weight: p.weight}, at: len(*c.scoreBuf)})
+	sp := decision.ScorePlugin{Name: p.name, Weight: p.weight, NormalizeScore: p.points.Has(abi.PointNormalizeScore)}
+	c.scored = append(c.scored, scoredPlugin{plugin: sp, at: len(*c.scoreBuf)})
 	*c.scoreBuf = append(*c.scoreBuf, scores...)
 }
 
