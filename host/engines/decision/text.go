@@ -39,6 +39,9 @@ func WriteText(w io.Writer, s *Scheduling, top, attempt, attempts int) error {
 		fmt.Fprintf(w, "%s: %s\n", strings.ToLower(s.Outcome), s.Message)
 	}
 	nodes := fmt.Sprintf("nodes: %d in the cluster, %d filtered, %d feasible", s.NumNodes, s.Evaluated, s.Feasible)
+	if s.preFilterRejected() {
+		nodes = fmt.Sprintf("nodes: %d in the cluster, every one rejected at PreFilter (none filtered)", s.NumNodes)
+	}
 	if s.NotEvaluated > 0 {
 		why := "enough feasible nodes were found first (percentageOfNodesToScore)"
 		if s.NarrowedTo >= 0 {
@@ -117,4 +120,15 @@ func WriteText(w io.Writer, s *Scheduling, top, attempt, attempts int) error {
 		}
 	}
 	return nil
+}
+
+// preFilterRejected reports whether a PreFilter plugin rejected the pod
+// (every node then carries its verdict without having been filtered).
+func (s *Scheduling) preFilterRejected() bool {
+	for _, v := range s.PreFilter {
+		if v.Code == "Unschedulable" || v.Code == "UnschedulableAndUnresolvable" {
+			return true
+		}
+	}
+	return false
 }
