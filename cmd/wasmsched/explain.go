@@ -37,12 +37,9 @@ func (f *explainFlags) validate() error {
 }
 
 // match is the sim.Options.Explain of the flags: nil when no pod is
-// explained. withShadow records every pod's decisions (simulate --shadow
-// explains its moved pods from them).
-func (f *explainFlags) match(withShadow bool) func(string) bool {
-	if withShadow {
-		return func(string) bool { return true }
-	}
+// explained. (The shadow run of simulate --shadow records every pod's
+// decisions whatever the flags: it explains its moved pods from them.)
+func (f *explainFlags) match() func(string) bool {
 	if len(f.pods) == 0 {
 		return nil
 	}

@@ -143,7 +143,7 @@ StatefulSets create.`,
 				return err
 			}
 			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger(),
-				Explain: explain.match(shadow != nil)}
+				Explain: explain.match()}
 			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
 			if err != nil {
 				return err

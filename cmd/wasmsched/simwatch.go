@@ -278,7 +278,7 @@ func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 		return nil, err
 	}
 	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics,
-		Explain: o.Explain.match(o.ShadowPath != "")}
+		Explain: o.Explain.match()}
 	return runSimulations(ctx, objs, live, shadow, o.ShadowPath, opts, s.last)
 }
 
@@ -319,6 +319,8 @@ func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config
 		return nil, fmt.Errorf("--shadow %s: %w", shadowPath, err)
 	}
 	opts.Config, opts.Log, opts.Registry = shadow, mo.Log, r.shadowReg
+	// The shadow run's records say why a pod moved (sim.Compare).
+	opts.Explain = func(string) bool { return true }
 	if r.shadow, err = sim.Run(ctx, objs, opts); err != nil {
 		return nil, fmt.Errorf("shadow run with %s: %w", shadowPath, err)
 	}
