@@ -10,17 +10,19 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/run/endpoints"
 )
 
 // endpointFlags are serve's flags for its endpoints (/metrics, /healthz,
-// /livez, /readyz, /debug/shadow, /configz, /debug/pprof/): the secure
+// /livez, /readyz, /debug/shadow, /debug/explain, /configz, /debug/pprof/): the secure
 // port with kube-scheduler's flags, on by default, and a plain-HTTP
 // address, off by default because nothing on it is authenticated.
 type endpointFlags struct {
 	address   string // --metrics-bind-address: plain HTTP; "" serves none
 	profiling bool
+	ringSize  int // --explain-ring-size: decisions kept for /debug/explain; 0: none
 	secure    *endpoints.SecureServing
 
 	bound       net.Addr // the plain address start bound (port 0 resolved)
@@ -38,11 +40,16 @@ func (f *endpointFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.profiling, "profiling", false,
 		"also serve the Go runtime profiles under /debug/pprof/ (on the secure port they need an authorized identity, like /metrics)")
 	fs.BoolVar(&f.profiling, "enable-pprof", false, "same as --profiling")
+	fs.IntVar(&f.ringSize, "explain-ring-size", decision.DefaultRingSize,
+		"how many of the latest scheduling decisions /debug/explain?pod=NAMESPACE/NAME can explain (each record is bounded, a few KiB); 0: record none and do not serve /debug/explain")
 	_ = fs.MarkDeprecated("enable-pprof", "use --profiling")
 }
 
 // validate checks the flags before serve connects or binds anything.
 func (f *endpointFlags) validate() error {
+	if f.ringSize < 0 || f.ringSize > maxRingSize {
+		return fmt.Errorf("--explain-ring-size %d: want 0 (off) to %d", f.ringSize, maxRingSize)
+	}
 	if f.address != "" {
 		if _, _, err := net.SplitHostPort(f.address); err != nil {
 			return fmt.Errorf("--metrics-bind-address %q: want host:port (empty: no plain-HTTP endpoints): %w", f.address, err)
@@ -59,7 +66,15 @@ type served struct {
 	metrics *metrics.Metrics
 	ready   chan<- struct{}
 	configz *endpoints.Configz
+	// decisions keeps the records /debug/explain answers from; nil when
+	// no port serves it or --explain-ring-size is 0.
+	decisions decision.Sink
 }
+
+// maxRingSize bounds --explain-ring-size: at DefaultLimits a record is
+// at most some tens of KiB, so 100 000 of them stay within a few GiB in
+// the worst case and far less for typical pods.
+const maxRingSize = 100000
 
 // start binds the secure port and the plain address (so a busy port
 // fails the command at once, naming its flag) and serves them until ctx
@@ -86,8 +101,13 @@ func (f *endpointFlags) start(ctx context.Context, log hclog.Logger, kubeconfig 
 			return errors.New("informers not synced or scheduling not started yet")
 		}
 	}
-	mux := endpoints.NewMux(endpoints.Sources{Gatherer: reg, Ready: isReady, Shadow: m.ShadowHandler(),
-		Configz: out.configz, Profiling: f.profiling, ReadyDetails: m.ReadyDetails})
+	sources := endpoints.Sources{Gatherer: reg, Ready: isReady, Shadow: m.ShadowHandler(),
+		Configz: out.configz, Profiling: f.profiling, ReadyDetails: m.ReadyDetails}
+	if f.ringSize > 0 {
+		ring := decision.NewRing(f.ringSize)
+		sources.Explain, out.decisions = ring.Handler(), ring
+	}
+	mux := endpoints.NewMux(sources)
 	stop := func() {}
 	if f.secure.Enabled() {
 		sctx, cancel := context.WithCancel(ctx)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/scheduler"
 	"github.com/wasmsched/wasmsched/host/run/kube"
 )
@@ -24,6 +25,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		qps                              float32
 		burst, maxBindings               int
 		leaderElect, watch, requireSHA   bool
+		recordDecisions                  bool
 		election                         = kube.DefaultLeaderElection()
 		serving                          = newEndpointFlags()
 	)
@@ -45,7 +47,8 @@ keeps serving.
 
 Its endpoints are served as kube-scheduler serves them, on --secure-port
 (10259) over TLS: /healthz, /livez and /readyz answer anyone; /metrics,
-/debug/shadow, /configz and (with --profiling) /debug/pprof/ need a bearer
+/debug/shadow, /debug/explain?pod=NAMESPACE/NAME, /configz and (with
+--profiling) /debug/pprof/ need a bearer
 token or client certificate whose identity may get that nonResourceURL
 (TokenReview and SubjectAccessReview through the API server, cached).
 --metrics-bind-address adds a plain-HTTP copy with no authentication.`,
@@ -91,7 +94,8 @@ token or client certificate whose identity may get that nonResourceURL
 				return err
 			}
 			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
-				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set, CheckAPIServer: true}
+				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set,
+				Decisions: srv.decisions, RecordDecisions: recordDecisions, CheckAPIServer: true}
 			if set.leaderElect {
 				opts.LeaderElection = &set.election
 			}
@@ -106,6 +110,9 @@ token or client certificate whose identity may get that nonResourceURL
 	cmd.Flags().DurationVar(&pollInterval, "module-poll-interval", 5*time.Minute, "how often to ask the registry where the tags of modules with pullPolicy: Always point, reloading when one moved (0: never)")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
+	cmd.Flags().BoolVar(&recordDecisions, "record-decisions", false,
+		"write a compact summary of each placement's decision (chosen node, its score, the top nodes' per-plugin scores, the filter reasons; at most 2 KiB) to the pod's "+
+			decision.AnnotationKey+" annotation, set by the binding itself (no extra API write)")
 	cmd.Flags().IntVar(&maxBindings, "max-bindings-in-flight", scheduler.DefaultMaxBindingsInFlight,
 		"bindings sent to the API server at once; with that many in flight the scheduler waits for one to end before the next cycle (0: the default; negative: no bound)")
 	f := cmd.Flags()

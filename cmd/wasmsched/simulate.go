@@ -33,6 +33,7 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 		fromCluster bool
 		kubeconfig  string
 		evictRounds int
+		explain     explainFlags
 		fromLimits  = fromClusterFlags{
 			maxPageBytes: clusterread.DefaultMaxPageBytes, maxBytes: clusterread.DefaultMaxBytes,
 			requestTimeout: clusterread.DefaultRequestTimeout, timeout: clusterread.DefaultTimeout,
@@ -103,6 +104,9 @@ StatefulSets create.`,
 			if err := checkEvictionRounds(evictRounds); err != nil {
 				return err
 			}
+			if err := explain.validate(); err != nil {
+				return err
+			}
 			if watchFiles && fromCluster {
 				return errors.New("--watch reads files only: it cannot be combined with --from-cluster")
 			}
@@ -114,7 +118,7 @@ StatefulSets create.`,
 					notes = cmd.ErrOrStderr()
 				}
 				return watchLoop(ctx, cmd.OutOrStdout(), watchOptions{Manifests: args, ConfigPath: configPath, ShadowPath: shadowPath,
-					Output: output, Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Notes: notes, Log: logger()})
+					Output: output, Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Notes: notes, Log: logger(), Explain: explain})
 			}
 			live, err := loadConfig(configPath)
 			if err != nil {
@@ -138,13 +142,14 @@ StatefulSets create.`,
 			if err != nil {
 				return err
 			}
-			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger()}
+			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger(),
+				Explain: explain.match()}
 			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
 			if err != nil {
 				return err
 			}
 			defer run.close(context.Background())
-			return printRun(cmd.OutOrStdout(), output, run)
+			return printRun(cmd.OutOrStdout(), output, run, &explain)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "profiles file (WasmSchedulerConfiguration); default: one default-scheduler profile")
@@ -157,6 +162,7 @@ StatefulSets create.`,
 	evictRounds = -1
 	cmd.Flags().Var(optionalInt{&evictRounds}, "eviction-rounds", fmt.Sprintf("eviction rounds to run after scheduling settles, when the configuration has eviction policies, at most %d (default: the configuration's eviction.simulateRounds)", config.MaxEvictionSimulateRounds))
 	fromLimits.register(cmd.Flags())
+	explain.register(cmd.Flags())
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
 }

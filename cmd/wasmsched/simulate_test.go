@@ -46,7 +46,16 @@ func TestSimulateShadowTable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	table, why, ok := strings.Cut(out, "\n\nWHY MOVED")
+	if !ok {
+		t.Fatalf("no WHY MOVED section:\n%s", out)
+	}
+	// The shadow's scores of big (live) and small (its choice) for the
+	// moved pod: packing prefers small.
+	if !strings.Contains(why, "prod/web: big -> small: total ") || !strings.Contains(why, "NodeResourcesFit +") {
+		t.Errorf("why moved:\n%s", why)
+	}
+	lines := strings.Split(table, "\n")
 	// A header, one line per pod, a blank line, the summary.
 	if len(lines) != 1+len(wantShadowChanges)+2 {
 		t.Fatalf("%d lines:\n%s", len(lines), out)

@@ -49,6 +49,8 @@ type watchOptions struct {
 	// to see a module reused rather than compiled again).
 	Metrics *metrics.Metrics
 	Log     hclog.Logger
+	// Explain is --explain and --explain-top.
+	Explain explainFlags
 }
 
 // watchRun is one run of simulate (a good one, under --watch): its
@@ -275,7 +277,8 @@ func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics}
+	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics,
+		Explain: o.Explain.match()}
 	return runSimulations(ctx, objs, live, shadow, o.ShadowPath, opts, s.last)
 }
 
@@ -316,6 +319,8 @@ func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config
 		return nil, fmt.Errorf("--shadow %s: %w", shadowPath, err)
 	}
 	opts.Config, opts.Log, opts.Registry = shadow, mo.Log, r.shadowReg
+	// The shadow run's records say why a pod moved (sim.Compare).
+	opts.Explain = func(string) bool { return true }
 	if r.shadow, err = sim.Run(ctx, objs, opts); err != nil {
 		return nil, fmt.Errorf("shadow run with %s: %w", shadowPath, err)
 	}
@@ -323,20 +328,30 @@ func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config
 }
 
 // printResult prints a run as simulate without --watch does.
-func (s *watchSession) printResult(r *watchRun) error { return printRun(s.out, s.o.Output, r) }
+func (s *watchSession) printResult(r *watchRun) error {
+	return printRun(s.out, s.o.Output, r, &s.o.Explain)
+}
 
 // printRun prints a run in the output format: the comparison when it has
 // a shadow run, else the live report.
-func printRun(w io.Writer, output string, r *watchRun) error {
+func printRun(w io.Writer, output string, r *watchRun, ex *explainFlags) error {
 	switch {
 	case r.shadow != nil && output == "json":
 		return writeJSON(w, sim.Compare(r.live, r.shadow))
 	case r.shadow != nil:
-		return printComparison(w, sim.Compare(r.live, r.shadow))
+		c := sim.Compare(r.live, r.shadow)
+		if err := printComparison(w, c); err != nil {
+			return err
+		}
+		printMoved(w, c)
+		return printExplanations(w, ex, r.live)
 	case output == "json":
 		return writeJSON(w, r.live)
 	}
-	return printTable(w, r.live)
+	if err := printTable(w, r.live); err != nil {
+		return err
+	}
+	return printExplanations(w, ex, r.live)
 }
 
 // printChanges prints what changed since the last good run: per pod

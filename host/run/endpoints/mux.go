@@ -1,5 +1,6 @@
 // Package endpoints serves what a running scheduler answers over HTTP —
 // liveness and readiness, its metrics, the shadow profiles' decisions,
+// the latest scheduling decisions explained,
 // the configuration it runs and, when profiling, the Go profiles — the way
 // kube-scheduler serves them: on a secure port (TLS 1.2 or later, a
 // certificate from files or a self-signed one kept in memory) where
@@ -35,6 +36,9 @@ type Sources struct {
 	// Shadow, if set, answers /debug/shadow (the shadow profiles'
 	// decisions that differ from the live ones).
 	Shadow http.Handler
+	// Explain, if set, answers /debug/explain?pod=NAMESPACE/NAME (why
+	// the scheduler put a pod where it did, from its latest decisions).
+	Explain http.Handler
 	// Configz, if set, answers /configz with the running configuration.
 	Configz *Configz
 	// ReadyDetails, if set, lists lines a ready /readyz adds after its
@@ -62,6 +66,9 @@ func NewMux(s Sources) *http.ServeMux {
 	mux := metrics.NewServeMux(s.Gatherer, s.Ready, s.Profiling, opts...)
 	if s.Shadow != nil {
 		mux.Handle("/debug/shadow", s.Shadow)
+	}
+	if s.Explain != nil {
+		mux.Handle("/debug/explain", s.Explain)
 	}
 	if s.Configz != nil {
 		mux.Handle("/configz", s.Configz)

@@ -63,8 +63,15 @@ type Binder struct{ Client kubernetes.Interface }
 // (Conflict), is reported as scheduler.ErrPodGone so it is dropped rather
 // than retried.
 func (b Binder) Bind(ctx context.Context, pod *abi.Pod, node string) error {
+	return b.BindAnnotated(ctx, pod, node, nil)
+}
+
+// BindAnnotated implements framework.AnnotatingBinder: the API server
+// copies a Binding's annotations onto the pod in the same write that
+// sets its node, so serve --record-decisions costs no request of its own.
+func (b Binder) BindAnnotated(ctx context.Context, pod *abi.Pod, node string, annotations map[string]string) error {
 	binding := &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID), Annotations: annotations},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
 	err := b.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/scheduler"
 	"github.com/wasmsched/wasmsched/host/metrics"
@@ -68,6 +69,12 @@ type ServeOptions struct {
 	// MaxBindingsInFlight bounds the bindings in flight: 0 means
 	// scheduler.DefaultMaxBindingsInFlight, negative no bound.
 	MaxBindingsInFlight int
+	// Decisions, if set, keeps every scheduling decision's record
+	// (/debug/explain answers from it).
+	Decisions decision.Sink
+	// RecordDecisions writes each placed pod's decision summary to its
+	// decision.AnnotationKey annotation, with the binding.
+	RecordDecisions bool
 	// CheckAPIServer, when set, has Serve ask the API server's discovery
 	// for its version and the APIs serve calls before anything else, and
 	// refuse to start on a release older than OldestKubernetes or one
@@ -136,6 +143,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Config: o.Config, Registry: reg, Binder: binder, Recorder: rec,
 		PreemptionAPI: PreemptionAPI{Client: o.Client, Recorder: rec}, PreemptionMetrics: o.Metrics.Preemption(),
 		Clock: clock.RealClock{}, Log: log, Metrics: o.Metrics, OwnRegistry: true, MaxBindingsInFlight: maxBindings(o.MaxBindingsInFlight),
+		Decisions: o.Decisions, AnnotateDecisions: o.RecordDecisions,
 	})
 	if err != nil {
 		reg.Close(context.Background())

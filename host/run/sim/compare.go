@@ -1,5 +1,13 @@
 package sim
 
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/wasmsched/wasmsched/host/engines/decision"
+)
+
 // What-if before rollout: the same objects scheduled under two
 // configurations, pod by pod. Compare only reads the two reports, so the
 // comparison is the same whichever way the runs were made (files, a live
@@ -38,6 +46,78 @@ type PodComparison struct {
 	Live   *PodResult `json:"live"`
 	Shadow *PodResult `json:"shadow"`
 	Change Change     `json:"change"`
+	// Why, for a moved pod whose decisions were recorded
+	// (Options.Explain), is how the shadow's cycle judged both nodes.
+	Why *MovedWhy `json:"why,omitempty"`
+}
+
+// MovedWhy is how the shadow configuration's cycle judged the node the
+// live run chose and the node it chose itself: per Score plugin their
+// weighted scores, or the filter verdict that ruled the live node out.
+type MovedWhy struct {
+	LiveNode   string `json:"liveNode"`
+	ShadowNode string `json:"shadowNode"`
+	// LiveNodeTotal and ShadowNodeTotal are the shadow cycle's totals;
+	// LiveNodeScored is false when the shadow did not score the live
+	// node (rejected, not filtered, or not among the scores kept).
+	LiveNodeTotal   int64 `json:"liveNodeTotal"`
+	ShadowNodeTotal int64 `json:"shadowNodeTotal"`
+	LiveNodeScored  bool  `json:"liveNodeScored"`
+	// LiveNodeRejected is the shadow's filter verdict on the live node
+	// ("plugin: reason"), when a filter rejected it.
+	LiveNodeRejected string `json:"liveNodeRejected,omitempty"`
+	// Plugins are the shadow's Score plugins, largest difference first.
+	Plugins []PluginDelta `json:"plugins,omitempty"`
+}
+
+// PluginDelta is one Score plugin's weighted score of the two nodes in
+// the shadow's cycle; Delta is ShadowNode minus LiveNode.
+type PluginDelta struct {
+	Plugin     string `json:"plugin"`
+	LiveNode   int64  `json:"liveNode"`
+	ShadowNode int64  `json:"shadowNode"`
+	Delta      int64  `json:"delta"`
+}
+
+// movedWhy explains a moved pod from the shadow run's last record of a
+// chosen node for it (nil when there is none).
+func movedWhy(rec *decision.Scheduling, liveNode string) *MovedWhy {
+	if rec == nil {
+		return nil
+	}
+	why := &MovedWhy{LiveNode: liveNode, ShadowNode: rec.Node, ShadowNodeTotal: rec.Score}
+	if v := rec.VerdictOf(liveNode); v != nil {
+		why.LiveNodeRejected = v.Plugin + ": " + strings.Join(v.Reasons, ", ")
+	}
+	sn, ln := rec.ScoreOf(rec.Node), rec.ScoreOf(liveNode)
+	if ln != nil {
+		why.LiveNodeScored, why.LiveNodeTotal = true, ln.Total
+	}
+	if sn == nil || ln == nil {
+		return why
+	}
+	for i, p := range rec.ScorePlugins {
+		why.Plugins = append(why.Plugins, PluginDelta{Plugin: p.Name, LiveNode: ln.Weighted[i], ShadowNode: sn.Weighted[i],
+			Delta: sn.Weighted[i] - ln.Weighted[i]})
+	}
+	abs := func(v int64) int64 { return max(v, -v) }
+	slices.SortStableFunc(why.Plugins, func(a, b PluginDelta) int { return cmp.Compare(abs(b.Delta), abs(a.Delta)) })
+	return why
+}
+
+// lastChosen maps each pod to the latest record of a cycle that chose a
+// node for it.
+func lastChosen(r *Report) map[string]*decision.Scheduling {
+	out := map[string]*decision.Scheduling{}
+	if r == nil {
+		return out
+	}
+	for _, rec := range r.Explanations {
+		if rec.Outcome == decision.OutcomeChosen {
+			out[rec.Pod] = rec
+		}
+	}
+	return out
 }
 
 // Summary counts the pods of a Comparison by Change.
@@ -80,6 +160,7 @@ func Compare(live, shadow *Report) *Comparison {
 		}
 	}
 	seen := map[string]bool{}
+	shadowChose := lastChosen(shadow)
 	if live != nil {
 		for i := range live.Pods {
 			l := live.Pods[i]
@@ -89,6 +170,9 @@ func Compare(live, shadow *Report) *Comparison {
 			if j, ok := shadowAt[key]; ok {
 				s := shadow.Pods[j]
 				pc.Shadow = &s
+			}
+			if classify(pc.Live, pc.Shadow) == ChangeMoved {
+				pc.Why = movedWhy(shadowChose[key], pc.Live.Node)
 			}
 			c.add(pc)
 		}

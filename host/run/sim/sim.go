@@ -24,6 +24,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/preemption"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/cache"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/queue"
@@ -73,7 +74,18 @@ type Options struct {
 	// the same modules (simulate --watch, loading each run's registry
 	// with modules.Options.Previous) keeps unchanged modules compiled.
 	Registry *modules.Registry
+	// Explain picks the pods (by namespace/name) whose scheduling
+	// decisions the report carries (Report.Explanations); nil explains
+	// none, at no cost.
+	Explain func(key string) bool
+	// Decisions, if set and Explain is nil, receives every decision
+	// record, as serve's ring does (benchmarks measure its cost).
+	Decisions decision.Sink
 }
+
+// MaxExplanations bounds the decision records a run keeps: the latest
+// that many scheduling attempts of the pods Options.Explain picks.
+const MaxExplanations = 20000
 
 // Pod outcomes in a Report.
 const (
@@ -118,6 +130,11 @@ type Report struct {
 	Eviction *EvictionReport `json:"eviction,omitempty"`
 	// VPods is what the vpod schedulers did (nil without a vpod section).
 	VPods *VPodReport `json:"vpods,omitempty"`
+	// Explanations are the decision records of the pods Options.Explain
+	// picked, one per scheduling attempt, oldest first (at most
+	// MaxExplanations; ExplanationsDropped counts older ones let go).
+	Explanations        []*decision.Scheduling `json:"explanations,omitempty"`
+	ExplanationsDropped int                    `json:"explanationsDropped,omitempty"`
 	// Timeline is every call the scheduler made to the in-memory API
 	// except bindings: nominations, victim conditions, deletions,
 	// evictions, events.
@@ -184,12 +201,15 @@ type Env struct {
 	parts      *scheduler.Parts
 	cluster    *memapi.Cluster
 	rec        *recorder
-	order      []string // pod UIDs in input order
-	objs       *Objects
-	maxCycles  int
-	cfg        *config.Configuration
-	log        hclog.Logger
-	metrics    *metrics.Metrics
+	// decisions keeps the records Options.Explain asks for (nil: none).
+	decisions   *decision.Ring
+	decisionsTo decision.Sink // Options.Decisions
+	order       []string      // pod UIDs in input order
+	objs        *Objects
+	maxCycles   int
+	cfg         *config.Configuration
+	log         hclog.Logger
+	metrics     *metrics.Metrics
 	// eviction is the eviction coordinator, when the configuration has
 	// eviction policies.
 	eviction *evictionEnv
@@ -251,6 +271,11 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		cluster:  memapi.New(nil),
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}
+	env.decisionsTo = opts.Decisions
+	if opts.Explain != nil {
+		env.decisions = decision.NewRing(MaxExplanations)
+		env.decisions.Match = func(kind, key string) bool { return kind == decision.KindScheduling && opts.Explain(key) }
+	}
 	env.cluster.SetLatency(opts.APILatency)
 	if opts.APIFailures != nil {
 		env.cluster.Inject(opts.APIFailures)
@@ -259,6 +284,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		Config: cfg, Registry: reg, Binder: env.cluster, Recorder: env.rec, Clock: env.clock,
 		PreemptionAPI: env.cluster, PreemptionMetrics: opts.PreemptionMetrics,
 		Rand: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), Log: log, Metrics: opts.Metrics,
+		Decisions: env.sink(),
 	})
 	if err != nil {
 		if owns {
@@ -375,6 +401,15 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 	return e.report(cycles), fmt.Errorf("%w within %d cycles", ErrNotSettled, e.maxCycles)
 }
 
+// sink is where the scheduler sends decision records: nil without
+// Options.Explain.
+func (e *Env) sink() decision.Sink {
+	if e.decisions == nil {
+		return e.decisionsTo
+	}
+	return e.decisions
+}
+
 // waitPreemptions lets asynchronous preemptions finish, so runs are
 // deterministic: the next cycle sees their outcome.
 func (e *Env) waitPreemptions() {
@@ -399,6 +434,12 @@ func (e *Env) Cluster() *memapi.Cluster { return e.cluster }
 
 func (e *Env) report(cycles int) *Report {
 	rep := &Report{Cycles: cycles}
+	if e.decisions != nil {
+		for _, r := range e.decisions.All() {
+			rep.Explanations = append(rep.Explanations, r.Scheduling)
+		}
+		_, _, _, rep.ExplanationsDropped = e.decisions.Stats()
+	}
 	for _, uid := range e.order {
 		rep.Pods = append(rep.Pods, *e.rec.get(uid))
 	}

@@ -17,8 +17,14 @@ type DefaultBinder struct{ Binder Binder }
 func (DefaultBinder) Name() string { return DefaultBinderName }
 
 // Bind implements BindPlugin.
-func (b DefaultBinder) Bind(ctx context.Context, _ *CycleState, pod *abi.Pod, node string) *Status {
-	if err := b.Binder.Bind(ctx, pod, node); err != nil {
+func (b DefaultBinder) Bind(ctx context.Context, state *CycleState, pod *abi.Pod, node string) *Status {
+	var err error
+	if ab, ok := b.Binder.(AnnotatingBinder); ok && state != nil && len(state.bindAnnotations) > 0 {
+		err = ab.BindAnnotated(ctx, pod, node, state.bindAnnotations)
+	} else {
+		err = b.Binder.Bind(ctx, pod, node)
+	}
+	if err != nil {
 		return AsStatus(err)
 	}
 	return nil

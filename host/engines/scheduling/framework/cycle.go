@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 	"github.com/wasmsched/wasmsched/host/platform/snapshot"
@@ -104,6 +105,12 @@ type cycle struct {
 	passed    []bool   // scratch: filterChunk's verdicts
 	passIdx   []int32  // scratch: indexes of the nodes a Filter call passed
 	sample    bool     // time the plugin calls of this cycle
+	// rec, when the cycle is explained (CycleState.Explain), gathers
+	// the cycle's answers; nil costs nothing else.
+	rec *decision.Scheduling
+	// scored gathers the Score plugins' replies of an explained cycle.
+	scored   []scoredPlugin
+	scoreBuf *[]int64 // from scoreBufs, while the cycle holds scores
 }
 
 // start returns the start time of a plugin call when this cycle is timed
@@ -277,7 +284,20 @@ func (c *cycle) release(ctx context.Context) {
 // the node walk at start. It returns the chosen node, a *FitError when no
 // node fits (after running PostFilter), or another error.
 func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.Pod, snap *snapshot.Snapshot, start int, nom Nominator, rng *rand.Rand) (Result, error) {
+	if state.explain == nil {
+		return prof.schedule(ctx, state, pod, snap, start, nom, rng)
+	}
+	t0 := time.Now()
+	res, err := prof.schedule(ctx, state, pod, snap, start, nom, rng)
+	explainOutcome(state.explain, prof.Name, pod, t0, res, err)
+	return res, err
+}
+
+func (prof *Profile) schedule(ctx context.Context, state *CycleState, pod *abi.Pod, snap *snapshot.Snapshot, start int, nom Nominator, rng *rand.Rand) (Result, error) {
 	n := snap.NumNodes()
+	if state.explain != nil {
+		state.explain.NumNodes = n
+	}
 	if n == 0 {
 		return Result{}, &FitError{Pod: pod, NumAllNodes: 0}
 	}
@@ -287,6 +307,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	}
 	defer c.release(ctx)
 	c.sample = state.ShouldRecordPluginMetrics()
+	c.rec = state.explain
 
 	fit := &FitError{Pod: pod, NumAllNodes: n}
 	pre, err := c.preFilter(ctx)
@@ -302,6 +323,7 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		for _, name := range pre.narrowers {
 			fit.Diagnosis.UnschedulablePlugins[name] = struct{}{}
 		}
+		c.explainFilter(&fit.Diagnosis, 0, 0)
 		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: c.skip, nom: nom})
 	}
 
@@ -309,6 +331,10 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 	// node without scoring if it passes the filters, as in kube-scheduler
 	// (evaluateNominatedNode): the room was made for it.
 	if node, ok := c.nominatedFits(ctx, pod, nom, &fit.Diagnosis); ok {
+		if c.rec != nil {
+			c.rec.NominatedNodePassed = true
+			c.explainFilter(&fit.Diagnosis, 1, 1)
+		}
 		return Result{Node: node, EvaluatedNodes: 1, FeasibleNodes: 1}, nil
 	}
 
@@ -317,10 +343,16 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		nodes = narrowed(nodes, pre.only)
 		fit.Diagnosis.Absent = NewStatus(abi.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", strings.Join(pre.narrowers, " ")))
+		if c.rec != nil {
+			c.rec.NarrowedTo = len(nodes)
+		}
 	}
 	feasible, processed, err := c.findFeasible(ctx, pod, nodes, start, nom, &fit.Diagnosis)
 	if err != nil {
 		return Result{}, err
+	}
+	if c.rec != nil {
+		c.explainFilter(&fit.Diagnosis, len(feasible)+len(fit.Diagnosis.NodeToStatus), len(feasible))
 	}
 	if len(feasible) == 0 {
 		return Result{}, prof.runPostFilter(ctx, state, pod, fit, &DryRun{c: c, pod: pod, skip: c.skip, nom: nom})
@@ -330,12 +362,15 @@ func (prof *Profile) Schedule(ctx context.Context, state *CycleState, pod *abi.P
 		res.Node = snap.Slot(feasible[0]).Info.Node.Name
 		return res, nil
 	}
-	totals, err := c.score(ctx, feasible, state.breakdown)
+	totals, err := c.score(ctx, feasible)
 	if err != nil {
 		return Result{}, err
 	}
 	best := selectHost(totals, rng)
 	res.Node, res.Score = snap.Slot(feasible[best]).Info.Node.Name, totals[best]
+	if c.rec != nil {
+		c.explainScores(feasible, totals, best)
+	}
 	return res, nil
 }
 
@@ -415,7 +450,17 @@ func (c *cycle) preFilter(ctx context.Context) (preFilterOutcome, error) {
 		}
 		if !ran {
 			c.skip[p.name] = true // a failure under Ignore counts as Skip
+			if c.rec != nil {
+				c.rec.PreFilter = append(c.rec.PreFilter, decision.PreFilterVerdict{Plugin: p.name, Code: notRunCode, Nodes: -1})
+			}
 			continue
+		}
+		if c.rec != nil {
+			v := decision.PreFilterVerdict{Plugin: p.name, Code: st.Code.String(), Reasons: slices.Clone(st.Reasons), Nodes: -1}
+			if st.Narrowed && st.Code == abi.Success {
+				v.Nodes = len(st.Nodes)
+			}
+			c.rec.PreFilter = append(c.rec.PreFilter, v)
 		}
 		switch st.Code {
 		case abi.Success:
@@ -611,14 +656,8 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, n
 // score runs PreScore and Score and returns each feasible node's weighted
 // total. A plugin that fails under Ignore adds nothing (its Score is
 // skipped after a failed PreScore).
-func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBreakdown) ([]int64, error) {
+func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	totals := make([]int64, len(feasible))
-	if breakdown != nil {
-		breakdown.Nodes = breakdown.Nodes[:0]
-		for _, slot := range feasible {
-			breakdown.Nodes = append(breakdown.Nodes, c.snap.Slot(slot).Info.Node.Name)
-		}
-	}
 	skip := map[string]bool{}
 	at := &pluginPoint{name: metrics.PreScore}
 	for k := range c.prof.preScore {
@@ -635,6 +674,9 @@ func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBr
 		}
 		if !ran || st.Code == abi.Skip { // else Success: the client refuses other codes
 			skip[p.name] = true
+			if c.rec != nil {
+				c.rec.ScoreSkipped = append(c.rec.ScoreSkipped, p.name)
+			}
 		}
 	}
 	at = &pluginPoint{name: metrics.Score, skip: skip}
@@ -656,13 +698,8 @@ func (c *cycle) score(ctx context.Context, feasible []uint32, breakdown *ScoreBr
 		for i, s := range scores {
 			totals[i] += s * p.weight
 		}
-		if breakdown != nil {
-			weighted := make([]int64, len(scores))
-			for i, s := range scores {
-				weighted[i] = s * p.weight
-			}
-			breakdown.Plugins = append(breakdown.Plugins, p.name)
-			breakdown.Scores = append(breakdown.Scores, weighted)
+		if c.rec != nil {
+			c.keepScores(p, scores)
 		}
 	}
 	return totals, nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 )
 
 // Host plugins are written in Go and run in the host, for the extension
@@ -99,6 +100,15 @@ type Binder interface {
 	Bind(ctx context.Context, pod *abi.Pod, node string) error
 }
 
+// AnnotatingBinder is a Binder that can set pod annotations with the
+// binding itself (the pods/binding subresource copies a Binding's
+// annotations onto the pod), so a decision summary costs no write of its
+// own.
+type AnnotatingBinder interface {
+	Binder
+	BindAnnotated(ctx context.Context, pod *abi.Pod, node string, annotations map[string]string) error
+}
+
 // Wait is the code of a Permit status that delays binding.
 const Wait abi.Code = 4
 
@@ -108,38 +118,17 @@ type CycleState struct {
 	// recordPluginMetrics: this cycle is in the sample whose plugin calls
 	// are timed (see metrics.DefaultPluginSamplePercent).
 	recordPluginMetrics bool
-	// breakdown, when set, receives every Score plugin's weighted scores
-	// (shadow evaluations explain their decisions with it).
-	breakdown *ScoreBreakdown
+	// explain, when set, receives why the cycle decided what it did.
+	explain *decision.Scheduling
+	// bindAnnotations are set on the pod with its binding, when the
+	// Binder can (AnnotatingBinder).
+	bindAnnotations map[string]string
 }
 
-// ScoreBreakdown is what the Score point gave each feasible node, plugin
-// by plugin, weighted. Only cycles that ask for it (CaptureScores) keep
-// it: live cycles do not pay for it.
-type ScoreBreakdown struct {
-	Nodes   []string
-	Plugins []string
-	// Scores[p][n] is plugin p's weighted score of node n.
-	Scores [][]int64
-}
-
-// CaptureScores makes the cycle fill b.
-func (c *CycleState) CaptureScores(b *ScoreBreakdown) { c.breakdown = b }
-
-// Of returns each plugin's weighted score of a node (nil when the node
-// was not scored).
-func (b *ScoreBreakdown) Of(node string) map[string]int64 {
-	for n, name := range b.Nodes {
-		if name == node {
-			out := make(map[string]int64, len(b.Plugins))
-			for p, plugin := range b.Plugins {
-				out[plugin] = b.Scores[p][n]
-			}
-			return out
-		}
-	}
-	return nil
-}
+// SetBindAnnotations asks the bind plugin to set annotations on the pod
+// with its binding (DefaultBinder does when its Binder is an
+// AnnotatingBinder; otherwise they are not written).
+func (c *CycleState) SetBindAnnotations(a map[string]string) { c.bindAnnotations = a }
 
 // SetRecordPluginMetrics puts the cycle in (or out of) the sample whose
 // plugin calls are timed; the scheduler decides once per cycle, as

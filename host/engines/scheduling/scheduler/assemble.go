@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/preemption"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/cache"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
@@ -140,6 +141,9 @@ type AssembleOptions struct {
 	// Options.MaxBindingsInFlight; serve uses DefaultMaxBindingsInFlight).
 	// 0: no bound.
 	MaxBindingsInFlight int
+	// Decisions and AnnotateDecisions: see Options.
+	Decisions         decision.Sink
+	AnnotateDecisions bool
 }
 
 // Assemble builds every profile of the configuration against the modules,
@@ -211,7 +215,8 @@ func Assemble(ctx context.Context, o AssembleOptions) (*Parts, error) {
 		}
 	}
 	parts.Scheduler, err = New(Options{Profiles: built.Profiles, Shadows: built.Shadows, Cache: parts.Cache, Queue: parts.Queue,
-		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics, Release: release, MaxBindingsInFlight: o.MaxBindingsInFlight})
+		Recorder: o.Recorder, Rand: o.Rand, Log: o.Log, Metrics: o.Metrics, Release: release, MaxBindingsInFlight: o.MaxBindingsInFlight,
+		Decisions: o.Decisions, AnnotateDecisions: o.AnnotateDecisions})
 	if err != nil {
 		built.Close(ctx)
 		parts.Close(ctx)

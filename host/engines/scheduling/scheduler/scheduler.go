@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/cache"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/queue"
@@ -73,6 +74,14 @@ type Options struct {
 	// with that many in flight, the loop waits for one to end before it
 	// pops the next pod (bindings.go says why). 0 or less: no bound.
 	MaxBindingsInFlight int
+	// Decisions, if set, receives a decision.Scheduling for every cycle
+	// it wants (decision.Sink.Want); nil records none and costs nothing.
+	Decisions decision.Sink
+	// AnnotateDecisions writes each recorded decision's summary to its
+	// pod's decision.AnnotationKey annotation with the binding (when the
+	// Binder can: framework.AnnotatingBinder). It records the decisions
+	// of every pod, with or without Decisions.
+	AnnotateDecisions bool
 }
 
 // profile is a profile with its attempt metrics resolved, and its
@@ -111,19 +120,24 @@ type Scheduler struct {
 	lastPod atomic.Pointer[abi.Pod]
 	// shadowDiffs are the latest differing shadow decisions.
 	shadowDiffs diffRing
+	// decisions and annotate: Options.Decisions, AnnotateDecisions.
+	decisions decision.Sink
+	annotate  bool
 }
 
 // New returns a scheduler; the profiles must have distinct names.
 func New(opts Options) (*Scheduler, error) {
 	s := &Scheduler{
-		cache:    opts.Cache,
-		queue:    opts.Queue,
-		recorder: opts.Recorder,
-		metrics:  opts.Metrics,
-		rng:      opts.Rand,
-		log:      opts.Log,
-		snap:     snapshot.New(),
-		slots:    newBindingSlots(opts.MaxBindingsInFlight),
+		cache:     opts.Cache,
+		queue:     opts.Queue,
+		recorder:  opts.Recorder,
+		metrics:   opts.Metrics,
+		rng:       opts.Rand,
+		log:       opts.Log,
+		snap:      snapshot.New(),
+		slots:     newBindingSlots(opts.MaxBindingsInFlight),
+		decisions: opts.Decisions,
+		annotate:  opts.AnnotateDecisions,
 	}
 	if s.rng == nil {
 		s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -217,7 +231,14 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 	state := framework.NewCycleState()
 	state.SetRecordPluginMetrics(s.metrics.SamplePluginMetrics())
 	walkStart := s.nextStart
+	rec := s.explainer(pod)
+	if rec != nil {
+		state.Explain(rec)
+	}
 	res, err := prof.Schedule(ctx, state, pod, s.snap, walkStart, s.queue, s.rng)
+	if rec != nil {
+		s.recordDecision(state, rec, err)
+	}
 	if prof.shadow != nil {
 		var fit *framework.FitError
 		switch {
@@ -361,5 +382,25 @@ func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err er
 	}
 	if s.recorder != nil {
 		s.recorder.FailedScheduling(pod, prof.Name, reason, msg)
+	}
+}
+
+// explainer returns a record for pod's cycle to fill when its decision
+// is wanted (by the sink, or for the pod's annotation), else nil.
+func (s *Scheduler) explainer(pod *abi.Pod) *decision.Scheduling {
+	if !s.annotate && (s.decisions == nil || !s.decisions.Want(decision.KindScheduling, pod.Namespace+"/"+pod.Name)) {
+		return nil
+	}
+	return decision.NewScheduling(decision.Limits{})
+}
+
+// recordDecision hands a finished record to the sink and, for a chosen
+// node, puts its summary among the annotations the binding sets.
+func (s *Scheduler) recordDecision(state *framework.CycleState, rec *decision.Scheduling, err error) {
+	if s.decisions != nil && s.decisions.Want(decision.KindScheduling, rec.Pod) {
+		s.decisions.Add(&decision.Record{Kind: decision.KindScheduling, Time: rec.Time, Key: rec.Pod, Scheduling: rec})
+	}
+	if s.annotate && err == nil {
+		state.SetBindAnnotations(map[string]string{decision.AnnotationKey: rec.Summarize(decision.MaxSummaryBytes)})
 	}
 }

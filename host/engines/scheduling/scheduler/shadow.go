@@ -5,12 +5,14 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/snapshot"
@@ -54,6 +56,9 @@ type ShadowDiff struct {
 	// Plugins are the shadow's score plugins whose scores of the two
 	// nodes differ most (weighted), largest difference first.
 	Plugins []PluginScoreDiff `json:"plugins,omitempty"`
+	// LiveNodeRejected is the shadow's filter verdict on the live node
+	// ("plugin: reason") when one of its filters rejected it.
+	LiveNodeRejected string `json:"liveNodeRejected,omitempty"`
 }
 
 // PluginScoreDiff is one plugin's weighted score of the live node and of
@@ -141,8 +146,9 @@ func (r *shadowRunner) evaluate(job shadowJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	state := framework.NewCycleState()
-	var scores framework.ScoreBreakdown
-	state.CaptureScores(&scores)
+	rec := decision.NewScheduling(decision.Limits{})
+	rec.Pin = job.liveNode
+	state.Explain(rec)
 	res, err := r.prof.Schedule(ctx, state, job.pod, r.snap, job.start, r.s.queue, r.rng)
 	var fit *framework.FitError
 	unfit := errors.As(err, &fit)
@@ -161,7 +167,10 @@ func (r *shadowRunner) evaluate(job shadowJob) {
 		d.Result = metrics.ShadowSame
 	default:
 		d.Result, d.ShadowNode, d.ShadowScore = metrics.ShadowDifferentNode, res.Node, res.Score
-		d.Plugins = pluginDiffs(&scores, job.liveNode, res.Node)
+		d.Plugins = pluginDiffs(rec, job.liveNode, res.Node)
+		if v := rec.VerdictOf(job.liveNode); v != nil {
+			d.LiveNodeRejected = v.Plugin + ": " + strings.Join(v.Reasons, ", ")
+		}
 	}
 	r.s.metrics.ShadowDecision(r.live, d.Result)
 	if d.Result == metrics.ShadowSame || d.Result == metrics.ShadowBothUnfit {
@@ -195,14 +204,20 @@ func (r *shadowRunner) logDiff(d ShadowDiff) {
 
 // pluginDiffs lists the shadow's score plugins by how differently they
 // scored the two nodes, at most three.
-func pluginDiffs(b *framework.ScoreBreakdown, liveNode, shadowNode string) []PluginScoreDiff {
-	live, shadow := b.Of(liveNode), b.Of(shadowNode)
+// They come from the shadow cycle's decision record, which keeps the
+// live node's scores (its Pin) whatever its rank.
+func pluginDiffs(rec *decision.Scheduling, liveNode, shadowNode string) []PluginScoreDiff {
+	live, shadow := rec.ScoreOf(liveNode), rec.ScoreOf(shadowNode)
 	if shadow == nil {
 		return nil
 	}
 	var out []PluginScoreDiff
-	for plugin, sv := range shadow {
-		out = append(out, PluginScoreDiff{Plugin: plugin, LiveNode: live[plugin], ShadowNode: sv})
+	for i, p := range rec.ScorePlugins {
+		d := PluginScoreDiff{Plugin: p.Name, ShadowNode: shadow.Weighted[i]}
+		if live != nil {
+			d.LiveNode = live.Weighted[i]
+		}
+		out = append(out, d)
 	}
 	abs := func(v int64) int64 {
 		if v < 0 {

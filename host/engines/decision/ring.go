@@ -1,0 +1,128 @@
+package decision
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// DefaultRingSize is how many records serve keeps for /debug/explain
+// unless told otherwise (--explain-ring-size): at DefaultLimits a record
+// takes at most about 20 KiB (100 rejected nodes with their reasons, 20
+// scored nodes), so the ring stays under about 20 MiB, and typically a
+// small part of that.
+const DefaultRingSize = 1000
+
+// Ring keeps the latest records, at most its size, and answers for a key
+// (a pod's namespace/name) with the records it still holds. It is a Sink;
+// with a Match set it records only the keys Match accepts.
+type Ring struct {
+	// Match, if set, picks the keys worth recording (simulate --explain
+	// POD); nil records every one.
+	Match func(kind, key string) bool
+
+	mu      sync.Mutex
+	items   []*Record
+	next    int
+	size    int
+	added   int
+	evicted int
+}
+
+// NewRing returns a ring of size records (at least 1).
+func NewRing(size int) *Ring {
+	return &Ring{size: max(size, 1)}
+}
+
+// Want implements Sink.
+func (r *Ring) Want(kind, key string) bool {
+	return r != nil && (r.Match == nil || r.Match(kind, key))
+}
+
+// Add implements Sink: the oldest record makes room for r when full.
+func (r *Ring) Add(rec *Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.added++
+	if len(r.items) < r.size {
+		r.items = append(r.items, rec)
+		return
+	}
+	r.items[r.next] = rec
+	r.next = (r.next + 1) % r.size
+	r.evicted++
+}
+
+// All returns the records held, oldest first.
+func (r *Ring) All() []*Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Record, 0, len(r.items))
+	out = append(out, r.items[r.next:]...)
+	return append(out, r.items[:r.next]...)
+}
+
+// Lookup returns the records held for key, newest first.
+func (r *Ring) Lookup(key string) []*Record {
+	all := r.All()
+	var out []*Record
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Key == key {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}
+
+// Stats are a ring's counts: how many records it was given, and how many
+// it let go to make room.
+func (r *Ring) Stats() (size, held, added, evicted int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.size, len(r.items), r.added, r.evicted
+}
+
+// ExplainResponse is what /debug/explain answers for a pod.
+type ExplainResponse struct {
+	Pod string `json:"pod"`
+	// Records are the pod's decisions the ring still holds, newest
+	// first: one per scheduling attempt.
+	Records []*Record `json:"records"`
+}
+
+// Handler answers /debug/explain?pod=NS/NAME (NAME alone means the
+// default namespace) with the pod's records as JSON; 400 without a pod,
+// 404 when the ring holds none for it.
+func (r *Ring) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		pod := req.URL.Query().Get("pod")
+		if pod == "" {
+			http.Error(w, "missing ?pod=NAMESPACE/NAME: /debug/explain answers for one pod", http.StatusBadRequest)
+			return
+		}
+		key := PodKey(pod)
+		recs := r.Lookup(key)
+		if len(recs) == 0 {
+			size, held, _, evicted := r.Stats()
+			http.Error(w, fmt.Sprintf("no decision recorded for pod %s: the ring holds the latest %d decisions (%d now, %d let go); "+
+				"the pod was not scheduled by this scheduler, or too long ago (--explain-ring-size raises the count)", key, size, held, evicted),
+				http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(ExplainResponse{Pod: key, Records: recs})
+	})
+}
+
+// PodKey is the key of a pod named NS/NAME, or NAME in the default
+// namespace.
+func PodKey(s string) string {
+	if strings.Contains(s, "/") {
+		return s
+	}
+	return "default/" + s
+}

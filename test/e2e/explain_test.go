@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmsched/wasmsched/host/engines/decision"
+)
+
+// serve --record-decisions on a real API server: /debug/explain answers
+// from the ring behind the secure port's authentication and
+// authorization, 404 for a pod it has no decision of, and a placed pod
+// carries its decision summary in an annotation the binding set.
+func TestExplainEndpointAndDecisionAnnotation(t *testing.T) {
+	t.Setenv("WASMSCHED_AUDIT", "1")
+	admin, kubeconfig := controlPlaneWithKubeconfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	applyDeploy(t, ctx, admin)
+	createNode(t, ctx, admin, node("big", "4"))
+	createNode(t, ctx, admin, node("mid", "2"))
+	createNode(t, ctx, admin, node("tiny", "1"))
+	dir := t.TempDir()
+	saKubeconfig := tokenKubeconfig(t, ctx, admin, kubeconfig, "kube-system", "wasmsched", filepath.Join(dir, "wasmsched.kubeconfig"))
+	cfgPath := filepath.Join(dir, "config.yaml")
+	const profiles = "apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\nprofiles:\n- schedulerName: wasmsched\n"
+	if err := os.WriteFile(cfgPath, []byte(profiles), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freeAddr(t)[len("127.0.0.1:"):]
+	logPath := filepath.Join(dir, "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(wasmschedBinary(t), "serve", "--kubeconfig", saKubeconfig, "--config", cfgPath,
+		"--wasm-cache-dir", t.TempDir(), "--leader-elect=false", "--log-level", "info",
+		"--bind-address", "127.0.0.1", "--secure-port", port, "--record-decisions", "--explain-ring-size", "50")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("serve log:\n%s", b)
+		}
+	})
+	base := "https://127.0.0.1:" + port
+	anyone := httpsClient()
+	waitFor(t, ctx, "/readyz to answer 200", func() bool {
+		code, _, _ := fetch(anyone, base+"/readyz", "")
+		return code == http.StatusOK
+	})
+
+	for _, p := range []struct{ name, cpu string }{{"fits", "1500m"}, {"too-big", "64"}} {
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, pod(p.name, "wasmsched", p.cpu), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, "pod fits to be bound", func() bool { return boundTo(ctx, admin, "fits") != "" })
+	bound := boundTo(ctx, admin, "fits")
+
+	// The annotation came with the binding: the summary names the node
+	// the pod is bound to, with its score.
+	p, err := admin.CoreV1().Pods("default").Get(ctx, "fits", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := p.Annotations[decision.AnnotationKey]
+	var sum decision.Summary
+	if err := json.Unmarshal([]byte(raw), &sum); err != nil || len(raw) > decision.MaxSummaryBytes {
+		t.Fatalf("annotation %s = %q (%d bytes): %v", decision.AnnotationKey, raw, len(raw), err)
+	}
+	if sum.Node != bound || sum.Profile != "wasmsched" || sum.Evaluated != 3 || sum.Feasible != 2 || len(sum.Top) != 2 || sum.Top[0].Node != bound {
+		t.Errorf("summary %+v, want node %s of 2 feasible among 3", sum, bound)
+	}
+	if len(sum.Rejected) != 1 || sum.Rejected[0].Plugin != "NodeResourcesFit" || sum.Rejected[0].Reason != "Insufficient cpu" {
+		t.Errorf("summary's rejections %+v, want tiny's Insufficient cpu", sum.Rejected)
+	}
+	// No write of its own: the scheduler's only write to the pod was the
+	// binding.
+	if writes := podWrites(t, filepath.Join(filepath.Dir(kubeconfig), "audit.log"), "fits"); strings.Join(writes, ",") != "create pods/binding" {
+		t.Errorf("the scheduler's writes to pod fits: %v, want only the binding", writes)
+	}
+
+	// /debug/explain: authenticated and authorized like /metrics.
+	if code, body, _ := fetch(anyone, base+"/debug/explain?pod=default/fits", ""); code != http.StatusUnauthorized {
+		t.Errorf("/debug/explain without credentials = %d %s, want 401", code, body)
+	}
+	pki := filepath.Join(filepath.Dir(kubeconfig), "pki")
+	adminCert, err := tls.LoadX509KeyPair(filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCert := httpsClient(adminCert)
+	code, body, _ := fetch(withCert, base+"/debug/explain?pod=default/fits", "")
+	var resp decision.ExplainResponse
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil || len(resp.Records) == 0 || resp.Records[0].Scheduling == nil {
+		t.Fatalf("/debug/explain?pod=default/fits = %d %.2000s", code, body)
+	}
+	rec := resp.Records[0].Scheduling
+	if rec.Outcome != decision.OutcomeChosen || rec.Node != bound || rec.Score != sum.Score || rec.ScoreOf(bound) == nil || rec.VerdictOf("tiny") == nil {
+		t.Errorf("record %+v, want %s chosen with score %d and tiny rejected", rec, bound, sum.Score)
+	}
+	waitFor(t, ctx, "/debug/explain to know too-big as unschedulable", func() bool {
+		code, body, _ := fetch(withCert, base+"/debug/explain?pod=too-big", "")
+		return code == http.StatusOK && strings.Contains(body, `"outcome": "Unschedulable"`) && strings.Contains(body, "Insufficient cpu")
+	})
+	if code, body, _ := fetch(withCert, base+"/debug/explain?pod=default/ghost", ""); code != http.StatusNotFound ||
+		!strings.Contains(body, "no decision recorded for pod default/ghost") {
+		t.Errorf("/debug/explain for an unknown pod = %d %s, want 404 saying so", code, body)
+	}
+	if code, body, _ := fetch(withCert, base+"/debug/explain", ""); code != http.StatusBadRequest {
+		t.Errorf("/debug/explain without ?pod = %d %s, want 400", code, body)
+	}
+}
+
+// podWrites lists the writes (verb resource/subresource) the wasmsched
+// ServiceAccount made to the pod named name, from the audit log.
+func podWrites(t *testing.T, auditLog, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		var ev struct {
+			Verb string `json:"verb"`
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef struct {
+				Resource, Subresource, Name string
+			} `json:"objectRef"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || ev.User.Username != "system:serviceaccount:kube-system:wasmsched" ||
+			ev.ObjectRef.Resource != "pods" || ev.ObjectRef.Name != name {
+			continue
+		}
+		switch ev.Verb {
+		case "get", "list", "watch":
+			continue
+		}
+		w := ev.Verb + " pods"
+		if ev.ObjectRef.Subresource != "" {
+			w += "/" + ev.ObjectRef.Subresource
+		}
+		out = append(out, w)
+	}
+	return out
+}
