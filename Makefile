@@ -16,7 +16,7 @@
 #   make e2e     end-to-end tests against a real kube-apiserver v1.37.2 (builds it once);
 #                K8S_VERSION=1.35.4 make e2e against v1.35.4
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
-#   make parity  the default profile against kube-scheduler v1.35's own framework on
+#   make parity  the default profile against kube-scheduler v1.37.2's own framework on
 #                generated clusters (test/parity, docs/PARITY.md; not part of make test)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
 
@@ -153,7 +153,7 @@ perf-e2e:
 	scripts/controlplane.sh build >/dev/null
 	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
 
-# parity compares the default profile with kube-scheduler v1.35 (its
+# parity compares the default profile with kube-scheduler v1.37.2 (its
 # framework and plugins imported from k8s.io/kubernetes) on generated
 # clusters; test/parity is its own module so the main module never
 # depends on k8s.io/kubernetes. PARITY_FLAGS passes its flags, e.g.
