@@ -145,7 +145,7 @@ func TestServeBindsAndReports(t *testing.T) {
 	waitFor(t, ctx, "fits to be bound", func() bool { return boundTo(ctx, client, "fits") == "n1" })
 	// With DefaultPreemption in the default profile the message ends, as
 	// kube-scheduler's does, with why preemption cannot help.
-	const msg = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+	const msg = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 	waitFor(t, ctx, "too-big's PodScheduled=False condition", func() bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "too-big", metav1.GetOptions{})
 		if err != nil {
