@@ -46,8 +46,8 @@ SchedulingDaemonset: one per node (--pods defaults to --nodes), each pinned
 to its node by a required node affinity on metadata.name, as the DaemonSet
 controller does. --scheduler-pid names the measured scheduler's process on
 this machine: the report adds its peak RSS and its cold start (from the
-process's start to the run's first pod seen bound; start the scheduler
-just before perf, after a large cluster exists, for a cold start at scale).`,
+process's start to the run's first pod seen bound, so a scheduler started
+just before perf counts the time the driver takes to create the nodes).`,
 		Example: `  wasmsched serve --kubeconfig run/kubeconfig --kube-api-qps 5000 --kube-api-burst 5000 &
   wasmsched perf --kubeconfig run/kubeconfig --nodes 5000 --init-pods 1000 --pods 10000
   # kube-scheduler's largest scale test: 15 000 nodes, one pinned pod each

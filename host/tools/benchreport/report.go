@@ -116,7 +116,8 @@ func ParseBench(r io.Reader) ([]Result, error) {
 
 // Round is one run of a row: the summed Wasm and native values.
 type Round struct {
-	Wasm, Native float64
+	Wasm   float64 `json:"wasm"`
+	Native float64 `json:"native"`
 }
 
 // Ratio is Wasm ÷ native.

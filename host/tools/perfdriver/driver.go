@@ -70,8 +70,8 @@ type Options struct {
 	// SchedulerPID, when positive, is the measured scheduler's process on
 	// this machine: the report then carries its peak RSS (VmHWM at the
 	// end of the run) and its cold start (from the process's start to the
-	// first pod of the run seen bound). Start the scheduler just before
-	// the driver for the cold start to mean what it says.
+	// first pod of the run seen bound, so a scheduler started just
+	// before the driver counts the creation of the nodes too).
 	SchedulerPID int
 	// Timeout bounds the run before cleanup (0: none beyond ctx).
 	Timeout time.Duration
