@@ -7,7 +7,7 @@
 // ratios, the target and whether it is met, and an SVG chart of the
 // ratios. `make bench-report` runs it.
 //
-//	go run ./host/tools/benchreport [-rounds N] [-only row,row] [-list]
+//	go run ./host/tools/benchreport [-rounds N] [-only row,row] [-list] [-render]
 //
 // BENCH_ROUNDS and BENCH_ONLY are the defaults of -rounds and -only. A
 // run of some rows keeps the others' last results (docs/bench-report.json).
@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	svg := f.String("svg", "docs/bench-ratios.svg", "the chart written (relative to -root)")
 	store := f.String("results", "docs/bench-report.json", "the rows' last results, kept across partial runs (relative to -root)")
 	list := f.Bool("list", false, "print the rows and their commands, run nothing")
+	renderOnly := f.Bool("render", false, "run nothing: write the doc and the chart from the stored results")
 	timeout := f.Duration("row-timeout", 20*time.Minute, "the longest one run of a row may take")
 	if err := f.Parse(args); err != nil {
 		return err
@@ -97,7 +98,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, r := range rows {
 		fresh[r.Name] = &Outcome{Row: r.Name, Date: date}
 	}
-	for round := 1; round <= rounds; round++ {
+	if *renderOnly {
+		rows, fresh = nil, nil
+	}
+	for round := 1; round <= rounds && len(rows) > 0; round++ {
 		for _, r := range rows {
 			o := fresh[r.Name]
 			if o.Error != "" {
@@ -149,7 +153,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(abs(*svg), []byte(Chart(defaultRows, outcomes)), 0o644); err != nil {
 		return fmt.Errorf("writing the chart: %w", err)
 	}
-	fmt.Fprintf(stdout, "wrote %s, %s and %s (%d rows, %d rounds)\n", *doc, *svg, *store, len(rows), rounds)
+	if *renderOnly {
+		fmt.Fprintf(stdout, "wrote %s and %s from %s\n", *doc, *svg, *store)
+	} else {
+		fmt.Fprintf(stdout, "wrote %s, %s and %s (%d rows, %d rounds)\n", *doc, *svg, *store, len(rows), rounds)
+	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
 		return fmt.Errorf("rows not measured: %s (the doc says why)", strings.Join(failed, ", "))

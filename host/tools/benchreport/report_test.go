@@ -121,13 +121,13 @@ func TestReplaceBetween(t *testing.T) {
 
 func outcomesForTest() ([]Row, map[string]Outcome) {
 	rows := []Row{
-		{Name: "a", Title: "per node <set> & more", Runtime: "wazero", Pkg: "host/x", Bench: "A/backend=(wasm|native)$", Benchtime: "1x", Unit: "ns/node", Target: Target{Op: "<=", Ratio: 1.3}},
+		{Name: "a <x>", Title: "per node <set> & more", Runtime: "wazero", Pkg: "host/x", Bench: "A/backend=(wasm|native)$", Benchtime: "1x", Unit: "ns/node", Target: Target{Op: "<=", Ratio: 1.3}},
 		{Name: "b", Title: "pods", Runtime: "wasmtime", Pkg: "host/y", Tags: "wasmtime", Bench: "B", Benchtime: "1x", Unit: "pods/s", Target: Target{Op: ">=", Ratio: 0.9}},
 		{Name: "c", Title: "failed", Runtime: "wazero", Pkg: "host/z", Bench: "C", Benchtime: "1x", Unit: "ns/op"},
 		{Name: "d", Title: "not run", Pkg: "host/z", Bench: "D", Benchtime: "1x", Unit: "ns/op"},
 	}
 	return rows, map[string]Outcome{
-		"a": {Row: "a", Date: "2026-11-28", Rounds: []Round{{Wasm: 120, Native: 100}, {Wasm: 140, Native: 100}}},
+		"a <x>": {Row: "a <x>", Date: "2026-11-28", Rounds: []Round{{Wasm: 120, Native: 100}, {Wasm: 140, Native: 100}}},
 		"b": {Row: "b", Date: "2026-11-28", Rounds: []Round{{Wasm: 540, Native: 1000}}},
 		"c": {Row: "c", Date: "2026-11-28", Error: "build | failed\nsecond line"},
 	}
@@ -186,7 +186,7 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 	if rects != 3 { // the background and two bars
 		t.Errorf("%d rects, want 3", rects)
 	}
-	if !strings.Contains(svg, "&lt;set&gt; &amp; more") {
+	if !strings.Contains(svg, "a &lt;x&gt; (ns/node)") {
 		t.Error("labels are not escaped")
 	}
 }
@@ -259,5 +259,21 @@ func BenchmarkFake(b *testing.B) {
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
 			t.Error(err)
 		}
+	}
+	// -render writes the same doc and chart from the stored results, running nothing.
+	svg, _ := os.ReadFile(filepath.Join(root, "docs/bench-ratios.svg"))
+	if err := os.Remove(filepath.Join(root, "docs/bench-ratios.svg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), []string{"-root", root, "-render"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	doc2, _ := os.ReadFile(filepath.Join(root, "docs/PERFORMANCE.md"))
+	svg2, _ := os.ReadFile(filepath.Join(root, "docs/bench-ratios.svg"))
+	if string(doc2) != string(doc) || string(svg2) != string(svg) {
+		t.Error("-render wrote something else than the run")
 	}
 }

@@ -26,7 +26,7 @@ func Chart(rows []Row, outcomes map[string]Outcome) string {
 		if !ok {
 			continue
 		}
-		b := bar{label: fmt.Sprintf("%s (%s, %s)", r.Title, r.Runtime, r.Unit), target: r.Target, colour: "#999999"}
+		b := bar{label: fmt.Sprintf("%s (%s)", r.Name, r.Unit), target: r.Target, colour: "#999999"}
 		if o.Error != "" || len(o.Rounds) == 0 {
 			b.missing = "not measured"
 		} else {
@@ -44,7 +44,7 @@ func Chart(rows []Row, outcomes map[string]Outcome) string {
 	}
 	maxX = math.Ceil(maxX*2) / 2
 	const (
-		labelW, plotW, rowH, top, bottom = 560.0, 420.0, 26.0, 40.0, 40.0
+		labelW, plotW, rowH, top, bottom = 280.0, 560.0, 26.0, 40.0, 40.0
 	)
 	width := labelW + plotW + 80
 	height := top + bottom + rowH*float64(len(bars))
