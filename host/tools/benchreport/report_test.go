@@ -128,8 +128,8 @@ func outcomesForTest() ([]Row, map[string]Outcome) {
 	}
 	return rows, map[string]Outcome{
 		"a <x>": {Row: "a <x>", Date: "2026-11-28", Rounds: []Round{{Wasm: 120, Native: 100}, {Wasm: 140, Native: 100}}},
-		"b": {Row: "b", Date: "2026-11-28", Rounds: []Round{{Wasm: 540, Native: 1000}}},
-		"c": {Row: "c", Date: "2026-11-28", Error: "build | failed\nsecond line"},
+		"b":     {Row: "b", Date: "2026-11-28", Rounds: []Round{{Wasm: 540, Native: 1000}}},
+		"c":     {Row: "c", Date: "2026-11-28", Error: "build | failed\nsecond line"},
 	}
 }
 
