@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/internal/convert"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 )
 
@@ -248,7 +248,7 @@ func (c *Coordinator) askTop(ctx context.Context, q *topQuery, nodes []*nodeRoun
 			}
 			cand.scope, cand.grace = r.Scope, trs[j].GracePeriodSeconds
 			cand.reason = fmt.Sprintf("plugin %s met threshold in scope %s, target %s, observed %s",
-				p.Plugin, r.Scope, formatFloat(r.ThresholdValue), formatFloat(r.ObservedValue))
+				p.Plugin, r.Scope, convert.Quantity(r.Scope, r.ThresholdValue), convert.Quantity(r.Scope, r.ObservedValue))
 			switch {
 			case p.DryRun:
 				c.dryRun(round, cand)
@@ -384,8 +384,6 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 		}
 	}
 }
-
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 
 func taintsString(ts []abi.Taint) string {
 	s := ""

@@ -130,6 +130,9 @@ type Report struct {
 	Eviction *EvictionReport `json:"eviction,omitempty"`
 	// VPods is what the vpod schedulers did (nil without a vpod section).
 	VPods *VPodReport `json:"vpods,omitempty"`
+	// Nodes are the cluster's nodes as the run left them, by name: zone,
+	// requests against allocatable, pods (Run sets them; Settle does not).
+	Nodes []NodeResult `json:"nodes,omitempty"`
 	// Explanations are the decision records of the pods Options.Explain
 	// picked, one per scheduling attempt, oldest first (at most
 	// MaxExplanations; ExplanationsDropped counts older ones let go).
@@ -171,6 +174,7 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 		rep.VPods = vp
 	}
 	if env.eviction == nil {
+		rep.Nodes = env.nodes()
 		return rep, nil
 	}
 	rounds := env.cfg.Eviction.Defaulted().SimulateRounds
@@ -184,6 +188,7 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 	rep = env.report(rep.Cycles)
 	rep.Eviction = ev
 	rep.VPods = vp
+	rep.Nodes = env.nodes()
 	return rep, nil
 }
 
