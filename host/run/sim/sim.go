@@ -81,6 +81,16 @@ type Options struct {
 	// Decisions, if set and Explain is nil, receives every decision
 	// record, as serve's ring does (benchmarks measure its cost).
 	Decisions decision.Sink
+	// Progress, if set, is told after every scheduling cycle how far the
+	// run is, so that a long simulation can show it on a terminal. It
+	// runs on the scheduling loop: it must return quickly.
+	Progress func(Progress)
+}
+
+// Progress is how far a run is: cycles run, pods bound by them, and the
+// pods it schedules in all.
+type Progress struct {
+	Cycles, Scheduled, Pods int
 }
 
 // MaxExplanations bounds the decision records a run keeps: the latest
@@ -218,6 +228,7 @@ type Env struct {
 	// eviction is the eviction coordinator, when the configuration has
 	// eviction policies.
 	eviction *evictionEnv
+	progress func(Progress) // Options.Progress
 	// seed is Options.Seed, for the vpod engines' tie-breaking.
 	seed uint64
 	// vpodPolicies are the vpod schedulers' policies by scheduler name,
@@ -277,6 +288,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}
 	env.decisionsTo = opts.Decisions
+	env.progress = opts.Progress
 	if opts.Explain != nil {
 		env.decisions = decision.NewRing(MaxExplanations)
 		env.decisions.Match = func(kind, key string) bool { return kind == decision.KindScheduling && opts.Explain(key) }
@@ -386,6 +398,9 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 			e.Scheduler.WaitBindings()
 			e.waitPreemptions()
 			cycles++
+			if e.progress != nil {
+				e.progress(Progress{Cycles: cycles, Scheduled: e.rec.binds(), Pods: len(e.order)})
+			}
 			continue
 		case backoff > 0:
 			if b := e.rec.binds() + e.deletions(); b == bindsAtRound {
