@@ -107,6 +107,7 @@ func printExplanations(w io.Writer, f *explainFlags, rep *sim.Report) error {
 // printMoved writes, for each pod the shadow moved, how the shadow's
 // cycle scored the live node against its own choice.
 func printMoved(w io.Writer, c *sim.Comparison) {
+	width := tableWidth(w)
 	header := false
 	for _, p := range c.Pods {
 		if p.Why == nil {
@@ -136,6 +137,9 @@ func printMoved(w io.Writer, c *sim.Comparison) {
 			} else {
 				line += "; a tie broken at random"
 			}
+		}
+		if width > 0 {
+			line = cut(line, width)
 		}
 		fmt.Fprintln(w, line)
 	}

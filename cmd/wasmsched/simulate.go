@@ -240,18 +240,55 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // printComparison prints one line per pod — where it went, or why not,
-// under each configuration, and the change — then the counts.
+// under each configuration, and the change — then the counts. When the
+// lines would not fit the terminal (tableWidth), a pod placed in neither
+// run shows only its status in the table, the reasons follow it, one
+// line each, and the profile column gives way first.
 func printComparison(w io.Writer, c *sim.Comparison) error {
-	t := newTable("POD\tPROFILE\tLIVE\tSHADOW\tCHANGE", 3, 2)
-	for _, p := range c.Pods {
-		profile := p.Profile
-		if profile == "" {
-			profile = "-"
+	width := tableWidth(w)
+	build := func(short bool) *table {
+		t := newTable("POD\tPROFILE\tLIVE\tSHADOW\tCHANGE")
+		t.flex = []flexColumn{{1, 8}, {3, minFlex}, {2, minFlex}}
+		for _, p := range c.Pods {
+			profile := p.Profile
+			if profile == "" {
+				profile = "-"
+			}
+			live, shadow := outcome(p.Live), outcome(p.Shadow)
+			if short {
+				live, shadow = placement(p.Live), placement(p.Shadow)
+			}
+			t.add(p.Namespace+"/"+p.Name, profile, live, shadow, string(p.Change))
 		}
-		t.add(p.Namespace+"/"+p.Name, profile, outcome(p.Live), outcome(p.Shadow), string(p.Change))
+		return t
 	}
-	if err := t.write(w, tableWidth(w)); err != nil {
+	t := build(false)
+	short := !t.fits(width)
+	if short {
+		t = build(true)
+	}
+	if err := t.write(w, width); err != nil {
 		return err
+	}
+	if short {
+		var reasons []string
+		for _, p := range c.Pods {
+			for _, side := range []struct {
+				name string
+				r    *sim.PodResult
+			}{{"live", p.Live}, {"shadow", p.Shadow}} {
+				if side.r == nil || side.r.Message == "" {
+					continue
+				}
+				if _, placed := side.r.Placed(); placed {
+					continue
+				}
+				reasons = append(reasons, cut(fmt.Sprintf("%s/%s %s: %s", p.Namespace, p.Name, side.name, guest.Text(side.r.Message)), width))
+			}
+		}
+		if len(reasons) > 0 {
+			fmt.Fprintf(w, "\nREASONS (cut to the terminal; -o json has them whole)\n%s\n", strings.Join(reasons, "\n"))
+		}
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", summaryLine(c.Summary))
 	return err

@@ -120,73 +120,83 @@ func summaryOf(rep *sim.Report, elapsed time.Duration) string {
 // reasons) are cut, with an ellipsis, so that its lines fit a width.
 type table struct {
 	rows [][]string // the header first
-	// flex are the columns that may be cut, in the order they give way.
-	flex []int
+	// flex are the columns that may be cut, in the order they give way,
+	// each down to its own narrowest.
+	flex []flexColumn
 }
 
+// flexColumn is a column a table may cut, and how narrow it may get.
+type flexColumn struct{ col, min int }
+
+// minFlex is the narrowest a cut message column gets: a cut column still
+// says what kind of message it held.
+const minFlex = 12
+
+// newTable starts a table with a tab-separated header whose columns flex
+// (given by index) may be cut, each down to minFlex, in that order.
 func newTable(header string, flex ...int) *table {
-	return &table{rows: [][]string{strings.Split(header, "\t")}, flex: flex}
+	t := &table{rows: [][]string{strings.Split(header, "\t")}}
+	for _, c := range flex {
+		t.flex = append(t.flex, flexColumn{c, minFlex})
+	}
+	return t
 }
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
-// minFlex is the narrowest a cut column gets: a cut column still says
-// what kind of message it held.
-const minFlex = 12
+const tablePad = 2
+
+// widths are the columns' natural widths and the widest line's.
+func (t *table) widths() ([]int, int) {
+	cols := 0
+	for _, r := range t.rows {
+		cols = max(cols, len(r))
+	}
+	widths := make([]int, cols)
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	total := tablePad * max(cols-1, 0)
+	for _, n := range widths {
+		total += n
+	}
+	return widths, total
+}
+
+// fits reports whether the table's lines fit width uncut (0: no limit).
+func (t *table) fits(width int) bool {
+	_, total := t.widths()
+	return width <= 0 || total <= width
+}
 
 // write prints the table as tabwriter(0, 4, 2, ' ') would, its flexible
-// columns cut so that each line fits width (0: no limit).
+// columns cut, in their order, so that each line fits width (0: no
+// limit). Columns that may not be cut are never cut, so a table of long
+// names can still be wider.
 func (t *table) write(w io.Writer, width int) error {
-	const pad = 2
-	if width > 0 {
-		cols := 0
-		for _, r := range t.rows {
-			cols = max(cols, len(r))
-		}
-		widths := make([]int, cols)
-		for _, r := range t.rows {
-			for i, c := range r {
-				widths[i] = max(widths[i], utf8.RuneCountInString(c))
-			}
-		}
-		total := pad * (cols - 1)
-		for _, n := range widths {
-			total += n
-		}
-		// Narrow the widest flexible column, one column at a time,
-		// until the line fits or none can give more.
-		for total > width {
-			widest := -1
-			for _, c := range t.flex {
-				if c < cols && widths[c] > minFlex && (widest < 0 || widths[c] > widths[widest]) {
-					widest = c
-				}
-			}
-			if widest < 0 {
+	if widths, total := t.widths(); width > 0 && total > width {
+		for _, f := range t.flex {
+			if total <= width {
 				break
 			}
-			next := minFlex
-			for _, c := range t.flex {
-				if c != widest && c < cols && widths[c] < widths[widest] {
-					next = max(next, widths[c])
-				}
+			if f.col >= len(widths) || widths[f.col] <= f.min {
+				continue
 			}
-			cut := min(widths[widest]-next, total-width)
-			if cut <= 0 {
-				cut = 1
-			}
-			widths[widest] -= cut
-			total -= cut
+			c := min(widths[f.col]-f.min, total-width)
+			widths[f.col] -= c
+			total -= c
 		}
 		for _, r := range t.rows {
-			for _, c := range t.flex {
-				if c < len(r) {
-					r[c] = cut(r[c], widths[c])
+			for _, f := range t.flex {
+				if f.col < len(r) {
+					r[f.col] = cut(r[f.col], widths[f.col])
 				}
 			}
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, pad, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, tablePad, ' ', 0)
 	for _, r := range t.rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
