@@ -125,19 +125,19 @@ func New(s Settings, c Cluster, p *Policies, o Options) (*Scheduler, error) {
 		o.Now = time.Now
 	}
 	sch := &Scheduler{
-		set:      s,
-		c:        c,
-		log:      o.Log.With("scheduler", s.Name, "statefulset", s.Namespace+"/"+s.StatefulSet),
-		evict:    o.Evictor,
-		rand:     o.Rand,
-		now:      o.Now,
-		metrics:  o.Metrics,
+		set:       s,
+		c:         c,
+		log:       o.Log.With("scheduler", s.Name, "statefulset", s.Namespace+"/"+s.StatefulSet),
+		evict:     o.Evictor,
+		rand:      o.Rand,
+		now:       o.Now,
+		metrics:   o.Metrics,
 		decisions: o.Decisions,
-		failed:   map[Key]struct{}{},
-		cc:       newCommittedCache(),
-		asCC:     newCommittedCache(),
-		reserved: map[Key]map[string]int32{},
-		trigger:  make(chan struct{}, 1),
+		failed:    map[Key]struct{}{},
+		cc:        newCommittedCache(),
+		asCC:      newCommittedCache(),
+		reserved:  map[Key]map[string]int32{},
+		trigger:   make(chan struct{}, 1),
 		// Long enough ago that the first scale-down pass may compact.
 		lastCompact: o.Now().Add(-s.RefreshPeriod - time.Minute),
 	}
