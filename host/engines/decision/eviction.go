@@ -163,3 +163,20 @@ func (e *Eviction) EvictedPods() []string {
 	}
 	return out
 }
+
+// Named returns every pod the record names, in any of its lists or
+// answers (a pod may appear more than once).
+func (e *Eviction) Named() []string {
+	var out []string
+	for _, l := range []*EvictionPods{&e.Evicted, &e.Throttled, &e.NotChosen, &e.Merged, &e.DryRun, &e.Ignored, &e.NotOffered} {
+		for _, p := range l.Pods {
+			out = append(out, p.Pod)
+		}
+	}
+	for _, a := range e.Answers {
+		for _, p := range a.Pods {
+			out = append(out, p.Pod)
+		}
+	}
+	return out
+}
