@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,9 +75,13 @@ type Options struct {
 	// the same modules (simulate --watch, loading each run's registry
 	// with modules.Options.Previous) keeps unchanged modules compiled.
 	Registry *modules.Registry
-	// Explain picks the pods (by namespace/name) whose scheduling
-	// decisions the report carries (Report.Explanations); nil explains
-	// none, at no cost.
+	// Explain picks the pods (by namespace/name) whose decisions the
+	// report carries: their scheduling attempts with the preemptions they
+	// ran (Report.Explanations) and the eviction rounds that name them
+	// (Report.EvictionExplanations); and the vpods (by "vpod:" and
+	// namespace/name, decision.VPodKey) whose Schedule calls and
+	// autoscaler passes it carries (Report.VPodExplanations,
+	// Report.AutoscaleExplanations). nil explains none, at no cost.
 	Explain func(key string) bool
 	// Decisions, if set and Explain is nil, receives every decision
 	// record, as serve's ring does (benchmarks measure its cost).
@@ -148,6 +153,14 @@ type Report struct {
 	// MaxExplanations; ExplanationsDropped counts older ones let go).
 	Explanations        []*decision.Scheduling `json:"explanations,omitempty"`
 	ExplanationsDropped int                    `json:"explanationsDropped,omitempty"`
+	// EvictionExplanations are the records of the eviction rounds that
+	// name a pod Options.Explain picks, oldest first.
+	EvictionExplanations []*decision.Eviction `json:"evictionExplanations,omitempty"`
+	// VPodExplanations are the records of the vpod Schedule calls of the
+	// vpods Options.Explain picks; AutoscaleExplanations those of the
+	// autoscaler passes that counted one of them pending.
+	VPodExplanations      []*decision.VPod          `json:"vpodExplanations,omitempty"`
+	AutoscaleExplanations []*decision.VPodAutoscale `json:"autoscaleExplanations,omitempty"`
 	// Timeline is every call the scheduler made to the in-memory API
 	// except bindings: nominations, victim conditions, deletions,
 	// evictions, events.
@@ -219,7 +232,8 @@ type Env struct {
 	// decisions keeps the records Options.Explain asks for (nil: none).
 	decisions   *decision.Ring
 	decisionsTo decision.Sink // Options.Decisions
-	order       []string      // pod UIDs in input order
+	explain     func(string) bool
+	order       []string // pod UIDs in input order
 	objs        *Objects
 	maxCycles   int
 	cfg         *config.Configuration
@@ -291,7 +305,20 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	env.progress = opts.Progress
 	if opts.Explain != nil {
 		env.decisions = decision.NewRing(MaxExplanations)
-		env.decisions.Match = func(kind, key string) bool { return kind == decision.KindScheduling && opts.Explain(key) }
+		env.explain = opts.Explain
+		env.decisions.Match = func(kind, key string) bool {
+			switch kind {
+			case decision.KindScheduling:
+				return opts.Explain(key)
+			case decision.KindVPod:
+				// An autoscaler pass is kept when it counted an
+				// explained vpod pending (report).
+				return strings.HasPrefix(key, "autoscaler/") || opts.Explain(key)
+			}
+			// Which pods a round names is known once it ran: report
+			// keeps the rounds that name an explained pod.
+			return kind == decision.KindEviction
+		}
 	}
 	env.cluster.SetLatency(opts.APILatency)
 	if opts.APIFailures != nil {
@@ -456,7 +483,20 @@ func (e *Env) report(cycles int) *Report {
 	rep := &Report{Cycles: cycles}
 	if e.decisions != nil {
 		for _, r := range e.decisions.All() {
-			rep.Explanations = append(rep.Explanations, r.Scheduling)
+			switch {
+			case r.Scheduling != nil:
+				rep.Explanations = append(rep.Explanations, r.Scheduling)
+			case r.Eviction != nil:
+				if slices.ContainsFunc(r.Eviction.Named(), e.explain) {
+					rep.EvictionExplanations = append(rep.EvictionExplanations, r.Eviction)
+				}
+			case r.VPod != nil:
+				rep.VPodExplanations = append(rep.VPodExplanations, r.VPod)
+			case r.Autoscale != nil:
+				if slices.ContainsFunc(r.Autoscale.PendingVPods, func(v string) bool { return e.explain(decision.VPodKey(v)) }) {
+					rep.AutoscaleExplanations = append(rep.AutoscaleExplanations, r.Autoscale)
+				}
+			}
 		}
 		_, _, _, rep.ExplanationsDropped = e.decisions.Stats()
 	}
