@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,10 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"percent": percent,
 	"text":    guest.Text,
 	"add":     func(a, b int) int { return a + b },
+	"quantity": func(resource string, v float64) string {
+		return sim.FormatQuantity(resource, int64(math.Round(v)))
+	},
+	"stage": func(name string, pods decision.EvictionPods) evictionStage { return evictionStage{name, pods} },
 	"plugin": func(r *decision.Scheduling, i int) string {
 		if i < len(r.ScorePlugins) {
 			return r.ScorePlugins[i].Name
@@ -125,6 +130,15 @@ type evictionRound struct {
 	Evictions []sim.Eviction
 	DryRun    []sim.Eviction
 	Taints    []sim.NodeTaints
+	// Record is the round's decision record: every policy's answer and
+	// what the coordinator made of them (nil when none was kept).
+	Record *decision.Eviction
+}
+
+// evictionStage is one list of a round's record, with its heading.
+type evictionStage struct {
+	Name string
+	Pods decision.EvictionPods
 }
 
 // vpodGrid is one vpod scheduler's placements: a row per vpod, a column
@@ -133,6 +147,9 @@ type vpodGrid struct {
 	sim.VPodSchedulerReport
 	Columns []string
 	Rows    []vpodRow
+	// Records are the scheduler's Schedule calls, as the vpod engine
+	// recorded them: each step's predicate verdicts and scores.
+	Records []*decision.VPod
 }
 
 type vpodRow struct {
@@ -263,6 +280,9 @@ func buildPage(r *watchRun, inputs []string, elapsed time.Duration) *reportPage 
 		for _, t := range ev.Taints {
 			get(t.Round).Taints = append(get(t.Round).Taints, t)
 		}
+		for _, r := range rep.EvictionExplanations {
+			get(r.Round).Record = r
+		}
 		for n := 1; n <= ev.Rounds; n++ {
 			page.EvictionByRnd = append(page.EvictionByRnd, *get(n))
 		}
@@ -270,7 +290,13 @@ func buildPage(r *watchRun, inputs []string, elapsed time.Duration) *reportPage 
 	if vp := rep.VPods; vp != nil {
 		page.VPodIgnored = vp.Ignored
 		for _, s := range vp.Schedulers {
-			page.VPods = append(page.VPods, gridOf(s))
+			g := gridOf(s)
+			for _, r := range rep.VPodExplanations {
+				if r.Scheduler == s.Name {
+					g.Records = append(g.Records, r)
+				}
+			}
+			page.VPods = append(page.VPods, g)
 		}
 	}
 	return page

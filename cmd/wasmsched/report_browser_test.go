@@ -65,6 +65,9 @@ type pageFacts struct {
 	Nodes         []nodeFacts `json:"nodes"`
 	Explanations  int         `json:"explanations"`
 	VPodTotals    []string    `json:"vpodTotals"`
+	RoundRecords  int         `json:"roundRecords"`
+	VPodRecords   int         `json:"vpodRecords"`
+	Preemptions   []string    `json:"preemptions"` // per preempting attempt, the chosen candidate shown
 	Moved         []string    `json:"moved"`
 }
 
@@ -97,6 +100,9 @@ const readPage = `(() => {
     explanations: document.querySelectorAll(".explanation").length,
     vpodTotals: Array.from(document.querySelectorAll("table.grid td.total")).map(x => x.textContent.trim()),
     moved: Array.from(document.querySelectorAll("#shadow tr.moved")).map(x => x.dataset.podKey),
+    roundRecords: document.querySelectorAll("#eviction details.round-record").length,
+    vpodRecords: document.querySelectorAll("#vpods details.vpod-record").length,
+    preemptions: Array.from(document.querySelectorAll("#drawer .preemption")).map(x => text(x, ".preempt-chosen")),
   };
 })()`
 
@@ -286,6 +292,23 @@ func checkFacts(t *testing.T, got pageFacts, rep *sim.Report) {
 	}
 	if got.Explanations != len(rep.Pods) {
 		t.Errorf("page has %d explanations for %d pods", got.Explanations, len(rep.Pods))
+	}
+	// Every record the JSON has is on the page: the eviction rounds', the
+	// vpod Schedule calls', each attempt's preemption with its winner.
+	if got.RoundRecords != len(rep.EvictionExplanations) || got.VPodRecords != len(rep.VPodExplanations) {
+		t.Errorf("page shows %d eviction round and %d vpod records; the JSON has %d and %d",
+			got.RoundRecords, got.VPodRecords, len(rep.EvictionExplanations), len(rep.VPodExplanations))
+	}
+	var preemptions []string
+	for _, p := range rep.Pods {
+		for _, r := range rep.Explanations {
+			if r.Pod == p.Namespace+"/"+p.Name && r.Preemption != nil {
+				preemptions = append(preemptions, r.Preemption.Chosen)
+			}
+		}
+	}
+	if len(rep.Explanations) > 0 && strings.Join(got.Preemptions, ",") != strings.Join(preemptions, ",") {
+		t.Errorf("page shows preemptions choosing %q; the JSON %q", got.Preemptions, preemptions)
 	}
 	if rep.VPods != nil {
 		var want []string
