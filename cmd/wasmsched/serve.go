@@ -95,7 +95,7 @@ token or client certificate whose identity may get that nonResourceURL
 			}
 			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set,
-				Decisions: srv.decisions, RecordDecisions: recordDecisions}
+				Decisions: srv.decisions, RecordDecisions: recordDecisions, CheckAPIServer: true}
 			if set.leaderElect {
 				opts.LeaderElection = &set.election
 			}
