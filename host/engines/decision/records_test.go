@@ -126,7 +126,7 @@ func TestWhyWon(t *testing.T) {
 // An eviction record's lists stay within their bounds, counting the
 // rest.
 func TestEvictionRecordBounds(t *testing.T) {
-	e := NewEviction(1, time.Now(), Limits{MaxNodes: 2, MaxReasonBytes: 8})
+	e := NewEviction(1, time.Now(), Limits{MaxNodes: 2, MaxScored: 2, MaxReasonBytes: 8})
 	for range 5 {
 		e.Add(&e.Evicted, EvictionPod{Pod: "a/b", Reason: "a long reason indeed"})
 		e.Answer(EvictionAnswer{Policy: "p", Pods: []EvictionPod{{Pod: "x"}, {Pod: "y"}, {Pod: "z"}}})
@@ -134,7 +134,7 @@ func TestEvictionRecordBounds(t *testing.T) {
 	if len(e.Evicted.Pods) != 2 || e.Evicted.More != 3 || len(e.Evicted.Pods[0].Reason) > 8 {
 		t.Errorf("evicted %+v", e.Evicted)
 	}
-	if len(e.Answers) != 2 || e.AnswersDropped != 3 || len(e.Answers[0].Pods) != 2 {
+	if len(e.Answers) != 2 || e.AnswersDropped != 3 || len(e.Answers[0].Pods) != 2 || e.Answers[0].PodsDropped != 1 {
 		t.Errorf("answers %d (+%d), %d pods", len(e.Answers), e.AnswersDropped, len(e.Answers[0].Pods))
 	}
 }
