@@ -15,9 +15,10 @@
 #   make manifest  regenerate deploy/wasmsched.yaml from the chart
 #   make report-test  simulate --report's page in headless Chromium (Debian's, installed
 #                by scripts/chromium.sh) for every example
-#   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
+#   make e2e     end-to-end tests against a real kube-apiserver v1.37.2 (builds it once);
+#                K8S_VERSION=1.35.4 make e2e against v1.35.4
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
-#   make parity  the default profile against kube-scheduler v1.35's own framework on
+#   make parity  the default profile against kube-scheduler v1.37.2's own framework on
 #                generated clusters (test/parity, docs/PARITY.md; not part of make test)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
 
@@ -148,10 +149,13 @@ manifest:
 
 # e2e runs wasmsched against a real kube-apiserver and etcd on loopback
 # (each test starts its own); scripts/controlplane.sh builds them from the
-# Go module proxy the first time (README: "Tests" has the times) and
-# caches them. The tests of modules from a registry start the CNCF
-# distribution registry with TLS and basic auth, which
-# scripts/registry.sh builds the same way. E2E_FLAGS=-v shows each test.
+# Go module proxy the first time (README: "The two commands" has the
+# times) and caches them. K8S_VERSION picks the Kubernetes release,
+# v1.37.2 by default: `K8S_VERSION=1.35.4 make e2e` runs the suite against
+# the oldest supported one (README: "Kubernetes versions"). The tests of
+# modules from a registry start the CNCF distribution registry with TLS
+# and basic auth, which scripts/registry.sh builds the same way.
+# E2E_FLAGS=-v shows each test.
 E2E_FLAGS ?=
 e2e:
 	@echo "e2e: kube-apiserver and etcd in $$(scripts/controlplane.sh build)"
@@ -166,7 +170,7 @@ perf-e2e:
 	scripts/controlplane.sh build >/dev/null
 	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
 
-# parity compares the default profile with kube-scheduler v1.35 (its
+# parity compares the default profile with kube-scheduler v1.37.2 (its
 # framework and plugins imported from k8s.io/kubernetes) on generated
 # clusters; test/parity is its own module so the main module never
 # depends on k8s.io/kubernetes. PARITY_FLAGS passes its flags, e.g.

@@ -14,44 +14,98 @@
 # proxy serves k8s.io/kubernetes. It cannot be `go install`ed (its go.mod
 # replaces the staging modules with local paths), so `build` writes a
 # throw-away module that requires it and points every staging module at its
-# published k8s.io/* version. Binaries are cached under
-# ${WASMSCHED_K8S_CACHE:-$HOME/.cache/wasmsched/k8s}/v$K8S_VERSION (first build
-# about 8 minutes on 2 cores; cached: instant).
+# published k8s.io/* version. K8S_VERSION picks the release (default
+# 1.37.2; 1.35.x, 1.36.x and 1.37.x are the ones wasmsched supports, README:
+# "Kubernetes versions"). etcd is the release the Kubernetes release itself
+# tests with (the etcd entry of its build/dependencies.yaml, what its
+# hack/lib/etcd.sh installs), built next to kube-apiserver when its go.mod
+# pins the same etcd server module and in a module of its own when not
+# (v1.35.4: dependencies.yaml 3.6.6, go.mod 3.6.5), so kube-apiserver is
+# always built with exactly its release's dependencies. Binaries are cached
+# under ${WASMSCHED_K8S_CACHE:-$HOME/.cache/wasmsched/k8s}/v$K8S_VERSION
+# (first build about 10 minutes on 2 cores with empty Go caches, README:
+# "The two commands"; cached: instant); `build` says on stderr which it has.
 #
 # No controller manager runs, so the API server starts without the
 # ServiceAccount and TaintNodesByCondition admission plugins (pods would be
 # refused for a missing service account; every node would keep a not-ready
 # taint nobody removes) and without the endpoint reconciler.
 set -euo pipefail
-K8S_VERSION=${K8S_VERSION:-1.35.4}
+K8S_VERSION=${K8S_VERSION:-1.37.2}
+if ! [[ $K8S_VERSION =~ ^1\.[0-9]+\.[0-9]+$ ]]; then
+  echo "controlplane.sh: K8S_VERSION=$K8S_VERSION is not a Kubernetes release such as 1.37.2 (no leading v)" >&2
+  exit 2
+fi
 CACHE=${WASMSCHED_K8S_CACHE:-$HOME/.cache/wasmsched/k8s}/v$K8S_VERSION
 
 # k8smodule writes, in the current directory, the throw-away module that
-# requires k8s.io/kubernetes with its staging modules at published versions.
+# requires k8s.io/kubernetes with its staging modules at published versions,
+# and sets K8S_DIR to the downloaded k8s.io/kubernetes source and K8S_GO to
+# the Go version its go.mod states.
 k8smodule() {
-  local staging=v0.${K8S_VERSION#1.}
-  local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  local staging=v0.${K8S_VERSION#1.} json gomod
+  if ! json=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" 2>&1); then
+    echo "controlplane.sh: k8s.io/kubernetes v$K8S_VERSION cannot be downloaded from the Go module proxy:" >&2
+    echo "$json" >&2
+    exit 1
+  fi
+  gomod=$(sed -n 's/.*"GoMod": "\(.*\)",*/\1/p' <<<"$json")
+  K8S_DIR=$(sed -n 's/.*"Dir": "\(.*\)",*/\1/p' <<<"$json")
+  K8S_GO=$(awk '$1 == "go" { print $2; exit }' "$gomod")
   {
-    printf 'module k8sbins\n\ngo 1.25.0\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_VERSION"
+    printf 'module k8sbins\n\ngo %s\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_GO" "$K8S_VERSION"
     awk -v v="$staging" '$2 == "=>" && $3 ~ /^\.\/staging\// { printf "\t%s => %s %s\n", $1, $1, v }' "$gomod"
     printf ')\n'
   } > go.mod
 }
 
+# versions prints, on stderr, what the cache holds.
+versions() {
+  local what
+  if [[ -f $CACHE/VERSIONS ]]; then what=$(tr '\n' ' ' < "$CACHE/VERSIONS")
+  else what="kube-apiserver v$K8S_VERSION, etcd v$("$CACHE/etcd" --version 2>/dev/null | awk 'NR == 1 { print $3 }') "; fi
+  echo "controlplane.sh: ${what}in $CACHE" >&2
+}
+
 build() {
-  if [[ -x $CACHE/kube-apiserver && -x $CACHE/etcd ]]; then echo "$CACHE"; return; fi
+  if [[ -x $CACHE/kube-apiserver && -x $CACHE/etcd ]]; then versions; echo "$CACHE"; return; fi
   mkdir -p "$CACHE"
   local work; work=$(mktemp -d); trap 'rm -rf "$work"' RETURN
   cd "$work"
   local minor; minor=$(cut -d. -f2 <<<"$K8S_VERSION")
   k8smodule
   go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S_VERSION" >&2
-  local etcd; etcd=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3) # the etcd this release pins
-  go get -tool "go.etcd.io/etcd/server/v3@$etcd" >&2
   local vpkg=k8s.io/component-base/version
   go build -trimpath -ldflags "-s -w -X $vpkg.gitVersion=v$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean" \
-    -o "$CACHE/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-  go build -trimpath -ldflags "-s -w" -o "$CACHE/etcd" go.etcd.io/etcd/server/v3 >&2
+    -o "$CACHE/.kube-apiserver.$$" k8s.io/kubernetes/cmd/kube-apiserver >&2
+  # etcd: the server this release tests with (build/dependencies.yaml)
+  # when it says one, else the one its go.mod pins. A different one is
+  # built in a module of its own so kube-apiserver keeps its release's
+  # dependencies; if that fails, the pinned one is built instead.
+  local pinned tested etcd from
+  pinned=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+  tested=$(awk '/- name: "etcd"$/ { f = 1; next } f && $1 == "version:" { print $2; exit }' "$K8S_DIR/build/dependencies.yaml" 2>/dev/null || true)
+  etcd=$pinned from="go.mod of k8s.io/kubernetes v$K8S_VERSION"
+  if [[ -n $tested && v$tested != "$pinned" ]]; then
+    etcd=v$tested from="build/dependencies.yaml of k8s.io/kubernetes v$K8S_VERSION; its go.mod pins $pinned"
+    mkdir etcd
+    ( cd etcd && printf 'module etcdbin\n\ngo %s\n' "$K8S_GO" > go.mod &&
+      go get -tool "go.etcd.io/etcd/server/v3@$etcd" >&2 &&
+      go build -trimpath -ldflags "-s -w" -o "$CACHE/.etcd.$$" go.etcd.io/etcd/server/v3 >&2 ) || {
+      echo "controlplane.sh: etcd $etcd (build/dependencies.yaml) did not build; building $pinned, the one go.mod pins" >&2
+      etcd=$pinned from="go.mod of k8s.io/kubernetes v$K8S_VERSION"
+    }
+  elif [[ -n $tested ]]; then
+    from="build/dependencies.yaml and go.mod of k8s.io/kubernetes v$K8S_VERSION"
+  fi
+  if [[ $etcd == "$pinned" ]]; then
+    go get -tool "go.etcd.io/etcd/server/v3@$etcd" >&2
+    go build -trimpath -ldflags "-s -w" -o "$CACHE/.etcd.$$" go.etcd.io/etcd/server/v3 >&2
+  fi
+  mv "$CACHE/.kube-apiserver.$$" "$CACHE/kube-apiserver"
+  mv "$CACHE/.etcd.$$" "$CACHE/etcd"
+  printf 'kube-apiserver v%s,\netcd %s (%s)\n' "$K8S_VERSION" "$etcd" "$from" > "$CACHE/VERSIONS"
+  versions
   echo "$CACHE"
 }
 

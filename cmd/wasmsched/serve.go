@@ -47,7 +47,7 @@ keeps serving.
 
 Its endpoints are served as kube-scheduler serves them, on --secure-port
 (10259) over TLS: /healthz, /livez and /readyz answer anyone; /metrics,
-/debug/shadow, /debug/explain?pod=NAMESPACE/NAME, /configz and (with
+/debug/shadow, /debug/explain?pod= or ?vpod=NAMESPACE/NAME, /configz and (with
 --profiling) /debug/pprof/ need a bearer
 token or client certificate whose identity may get that nonResourceURL
 (TokenReview and SubjectAccessReview through the API server, cached).
@@ -95,7 +95,7 @@ token or client certificate whose identity may get that nonResourceURL
 			}
 			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set,
-				Decisions: srv.decisions, RecordDecisions: recordDecisions}
+				Decisions: srv.decisions, RecordDecisions: recordDecisions, CheckAPIServer: true}
 			if set.leaderElect {
 				opts.LeaderElection = &set.election
 			}

@@ -69,11 +69,14 @@ func createNode(t *testing.T, ctx context.Context, client kubernetes.Interface, 
 }
 
 // startServe runs kube.Serve in the background until the test ends and
-// waits until its informers have synced.
+// waits until its informers have synced. It checks the API server first,
+// as the serve command does, so every test that starts serve this way
+// shows the release under test passes that check.
 func startServe(t *testing.T, ctx context.Context, o kube.ServeOptions) {
 	t.Helper()
 	ready := make(chan struct{})
 	o.Ready = ready
+	o.CheckAPIServer = true
 	if o.CacheDir == "" {
 		o.CacheDir = t.TempDir()
 	}
@@ -142,7 +145,7 @@ func TestServeBindsAndReports(t *testing.T) {
 	waitFor(t, ctx, "fits to be bound", func() bool { return boundTo(ctx, client, "fits") == "n1" })
 	// With DefaultPreemption in the default profile the message ends, as
 	// kube-scheduler's does, with why preemption cannot help.
-	const msg = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+	const msg = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 	waitFor(t, ctx, "too-big's PodScheduled=False condition", func() bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "too-big", metav1.GetOptions{})
 		if err != nil {

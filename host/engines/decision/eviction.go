@@ -10,7 +10,9 @@ import (
 // fills it from the policies' own batched replies.
 //
 // Every list is bounded (Limits.MaxNodes entries; its More counts the
-// rest), so a round over thousands of nodes stays a few tens of KiB.
+// rest; an answer keeps Limits.MaxScored pods), so a round over
+// thousands of nodes stays at most a few hundred KiB, and at the default
+// burst of a few pods per answer a few tens.
 type Eviction struct {
 	Round int       `json:"round"`
 	Time  time.Time `json:"time"`
@@ -69,8 +71,10 @@ type EvictionAnswer struct {
 	Target   float64 `json:"target,omitempty"`
 	Acted    bool    `json:"acted,omitempty"`
 	// Pods are the pods the answer named (evict_pods,
-	// top_eviction_pods), with the reason it gave.
-	Pods []EvictionPod `json:"pods,omitempty"`
+	// top_eviction_pods), with the reason it gave, at most
+	// Limits.MaxScored (PodsDropped counts the rest).
+	Pods        []EvictionPod `json:"pods,omitempty"`
+	PodsDropped int           `json:"podsDropped,omitempty"`
 }
 
 // EvictionPod is a pod a round's record names, with who and why.
@@ -112,8 +116,9 @@ func (e *Eviction) Answer(a EvictionAnswer) {
 		e.AnswersDropped++
 		return
 	}
-	if len(a.Pods) > e.limits.MaxNodes {
-		a.Pods = a.Pods[:e.limits.MaxNodes]
+	if len(a.Pods) > e.limits.MaxScored {
+		a.PodsDropped = len(a.Pods) - e.limits.MaxScored
+		a.Pods = a.Pods[:e.limits.MaxScored]
 	}
 	for i := range a.Pods {
 		a.Pods[i].Reason = cut(a.Pods[i].Reason, e.limits.MaxReasonBytes)

@@ -9,10 +9,12 @@ import (
 )
 
 // DefaultRingSize is how many records serve keeps for /debug/explain
-// unless told otherwise (--explain-ring-size): at DefaultLimits a record
-// takes at most about 20 KiB (100 rejected nodes with their reasons, 20
-// scored nodes), so the ring stays under about 20 MiB, and typically a
-// small part of that.
+// unless told otherwise (--explain-ring-size): at DefaultLimits a
+// scheduling record takes at most about 20 KiB (100 rejected nodes with
+// their reasons, 20 scored nodes), an eviction round's a few tens of KiB
+// (at most 100 answers and 100 entries per list), a vpod Schedule call's up to about 60 KiB (20
+// steps of 20 candidates); scheduling records being most of a ring, it
+// stays under a few tens of MiB, and typically a small part of that.
 const DefaultRingSize = 1000
 
 // Ring keeps the latest records, at most its size, and answers for a key

@@ -109,7 +109,9 @@ func (v *VPod) WantStep() bool {
 }
 
 // AddStep keeps a step: the chosen candidate first, then the feasible
-// ones by total (highest first), then the refused, cut to the bound.
+// ones by total (highest first), then the refused, cut to the bound
+// (added to the CandidatesDropped the caller counted, when it kept only
+// some already). MaxCandidates says how many a caller needs to give.
 func (v *VPod) AddStep(st VPodStep) {
 	slices.SortStableFunc(st.Candidates, func(a, b VPodCandidate) int {
 		ra, rb := rank(&a, st.Chosen), rank(&b, st.Chosen)
@@ -122,7 +124,7 @@ func (v *VPod) AddStep(st VPodStep) {
 		return 0
 	})
 	keep := min(len(st.Candidates), v.limits.MaxScored)
-	st.CandidatesDropped = len(st.Candidates) - keep
+	st.CandidatesDropped += len(st.Candidates) - keep
 	st.Candidates = st.Candidates[:keep]
 	for i := range st.Candidates {
 		st.Candidates[i].Reason = cut(st.Candidates[i].Reason, v.limits.MaxReasonBytes)
@@ -193,3 +195,6 @@ type VPodAutoscale struct {
 	Why       string `json:"why"`
 	Error     string `json:"error,omitempty"`
 }
+
+// MaxCandidates is how many candidates a step of the record keeps.
+func (v *VPod) MaxCandidates() int { return v.limits.MaxScored }

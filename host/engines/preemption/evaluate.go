@@ -97,7 +97,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state *framework.CycleState, po
 	node, st := p.prepare(ctx, pod, ranked, log)
 	if rec != nil {
 		rec.Nominated = node
-		if st != nil {
+		if st != nil && !st.IsSuccess() {
 			rec.Message = st.Message()
 		}
 	}

@@ -75,10 +75,13 @@ func recordPolicy(rec *decision.VPod, bp *boundPolicy) {
 	}
 }
 
-// recordStep adds one step to the call's record: every candidate with
-// the predicate that refused it (from the modules' verdicts) or its raw
-// score per priority (from their scores) and the total the choice
-// compared; chosen is the ordinal picked (-1: none, why says why).
+// recordStep adds one step to the call's record: the chosen candidate,
+// the feasible ones with the highest totals and then refused ones, at
+// most the record's bound, each with the predicate that refused it
+// (from the modules' verdicts) or its raw score per priority (from their
+// scores) and the total the choice compared; chosen is the ordinal
+// picked (-1: none, why says why). It selects the kept candidates before
+// naming any, so a step over many pods costs a pass over their totals.
 func (sp *stepper) recordStep(bp *boundPolicy, vd *verdicts, cands []uint32, op string, chosen int32, why string) {
 	rec := sp.s.rec
 	if rec == nil || !rec.WantStep() {
@@ -86,63 +89,99 @@ func (sp *stepper) recordStep(bp *boundPolicy, vd *verdicts, cands []uint32, op 
 	}
 	recordPolicy(rec, bp)
 	topo := sp.topo
-	st := decision.VPodStep{Step: len(rec.Steps) + rec.StepsDropped, Op: op, Why: why, Candidates: make([]decision.VPodCandidate, len(cands))}
-	scores := make([]int64, len(cands)*len(bp.prios))
+	k := rec.MaxCandidates()
+	st := decision.VPodStep{Step: len(rec.Steps) + rec.StepsDropped, Op: op, Why: why}
+	// keep: the chosen index, then the best feasible by total (earlier
+	// first on equal totals), then the first refused.
+	keep := make([]int, 0, k)
+	chosenAt := -1
 	for i, c := range cands {
-		vc := &st.Candidates[i]
-		vc.Pod = podName(sp.s.set.StatefulSet, topo.Pods[c].Ordinal)
-		if len(bp.prios) > 0 {
-			vc.Scores = scores[i*len(bp.prios) : (i+1)*len(bp.prios)]
-		}
 		if vd.feasible[i] {
 			st.Feasible++
-			vc.Total = vd.totals[i]
+		}
+		if chosen >= 0 && topo.Pods[c].Ordinal == chosen {
+			chosenAt = i
 		}
 	}
-	for _, e := range bp.preds {
-		if e.invalid != "" {
-			for i := range st.Candidates {
-				st.Candidates[i].Rejected, st.Candidates[i].Code, st.Candidates[i].Reason = e.name, abi.Error.String(), "invalid arguments: "+e.invalid
-			}
-		}
+	if chosenAt >= 0 {
+		keep = append(keep, chosenAt)
 	}
-	for mi, ms := range bp.mods {
-		if mi >= len(vd.replies) || vd.replies[mi] == nil {
+	first := len(keep)
+	for i := range cands {
+		if !vd.feasible[i] || i == chosenAt {
 			continue
 		}
-		r := vd.replies[mi]
-		for i, v := range r.Verdicts {
-			if v.Entry == 0 || i >= len(st.Candidates) || st.Candidates[i].Rejected != "" {
-				continue
-			}
-			vc := &st.Candidates[i]
-			vc.Rejected, vc.Code, vc.Reason = fmt.Sprintf("#%d", v.Entry-1), v.Code.String(), v.Reason
-			if local := int(v.Entry - 1); local < len(ms.kinds) {
-				vc.Rejected = bp.entry(ms, local).name
-			}
+		t := vd.totals[i]
+		if len(keep) == k && t <= vd.totals[keep[k-1]] {
+			continue
 		}
-		for _, sc := range r.Scores {
-			if int(sc.Entry) >= len(ms.kinds) || ms.kinds[sc.Entry] != abi.VPodPriority {
+		at := len(keep)
+		for at > first && vd.totals[keep[at-1]] < t {
+			at--
+		}
+		if len(keep) < k {
+			keep = append(keep, 0)
+		} else if at == k {
+			continue
+		}
+		copy(keep[at+1:], keep[at:len(keep)-1])
+		keep[at] = i
+	}
+	for i := range cands {
+		if len(keep) == k {
+			break
+		}
+		if !vd.feasible[i] && i != chosenAt {
+			keep = append(keep, i)
+		}
+	}
+	st.CandidatesDropped = len(cands) - len(keep)
+	st.Candidates = make([]decision.VPodCandidate, len(keep))
+	scores := make([]int64, len(keep)*len(bp.prios))
+	var invalid *boundEntry
+	for i := range bp.preds {
+		if bp.preds[i].invalid != "" {
+			invalid = &bp.preds[i]
+			break
+		}
+	}
+	for j, i := range keep {
+		vc := &st.Candidates[j]
+		vc.Pod = podName(sp.s.set.StatefulSet, topo.Pods[cands[i]].Ordinal)
+		if len(bp.prios) > 0 {
+			vc.Scores = scores[j*len(bp.prios) : (j+1)*len(bp.prios)]
+		}
+		if vd.feasible[i] {
+			vc.Total = vd.totals[i]
+		}
+		if invalid != nil {
+			vc.Rejected, vc.Code, vc.Reason = invalid.name, abi.Error.String(), "invalid arguments: "+invalid.invalid
+		}
+		for mi, ms := range bp.mods {
+			if mi >= len(vd.replies) || vd.replies[mi] == nil {
 				continue
 			}
-			g := ms.global[sc.Entry]
-			for i, v := range sc.Scores {
-				if i < len(st.Candidates) && g < len(bp.prios) {
-					st.Candidates[i].Scores[g] = v
+			r := vd.replies[mi]
+			if v := r.Verdicts[i]; v.Entry != 0 && vc.Rejected == "" {
+				vc.Rejected, vc.Code, vc.Reason = fmt.Sprintf("#%d", v.Entry-1), v.Code.String(), v.Reason
+				if local := int(v.Entry - 1); local < len(ms.kinds) {
+					vc.Rejected = bp.entry(ms, local).name
+				}
+			}
+			for _, sc := range r.Scores {
+				if int(sc.Entry) < len(ms.kinds) && ms.kinds[sc.Entry] == abi.VPodPriority && i < len(sc.Scores) {
+					if g := ms.global[sc.Entry]; g < len(bp.prios) {
+						vc.Scores[g] = sc.Scores[i]
+					}
 				}
 			}
 		}
 	}
-	if chosen >= 0 {
-		st.Chosen = podName(sp.s.set.StatefulSet, chosen)
-		best := int64(0)
-		for i, c := range cands {
-			if topo.Pods[c].Ordinal == chosen {
-				best = st.Candidates[i].Total
-			}
-		}
-		for i, c := range cands {
-			if vd.feasible[i] && topo.Pods[c].Ordinal != chosen && st.Candidates[i].Total == best {
+	if chosenAt >= 0 {
+		st.Chosen = st.Candidates[0].Pod
+		best := vd.totals[chosenAt]
+		for i := range cands {
+			if vd.feasible[i] && i != chosenAt && vd.totals[i] == best {
 				st.Tied++
 			}
 		}

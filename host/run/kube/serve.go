@@ -69,12 +69,20 @@ type ServeOptions struct {
 	// MaxBindingsInFlight bounds the bindings in flight: 0 means
 	// scheduler.DefaultMaxBindingsInFlight, negative no bound.
 	MaxBindingsInFlight int
-	// Decisions, if set, keeps every scheduling decision's record
-	// (/debug/explain answers from it).
+	// Decisions, if set, keeps the decision records of every engine:
+	// each scheduling attempt (with its preemption), eviction round,
+	// vpod Schedule call and autoscaler pass (/debug/explain answers from
+	// it).
 	Decisions decision.Sink
 	// RecordDecisions writes each placed pod's decision summary to its
 	// decision.AnnotationKey annotation, with the binding.
 	RecordDecisions bool
+	// CheckAPIServer, when set, has Serve ask the API server's discovery
+	// for its version and the APIs serve calls before anything else, and
+	// refuse to start on a release older than OldestKubernetes or one
+	// missing an API (CheckAPIServer). The serve command sets it; unit
+	// tests on client-go's fakes, whose discovery serves nothing, do not.
+	CheckAPIServer bool
 }
 
 // Serve schedules the cluster's pods until ctx ends: it loads the modules,
@@ -100,6 +108,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			le.Identity = uniqueIdentity()
 		}
 		o.LeaderElection = &le
+	}
+	if o.CheckAPIServer {
+		srv, err := CheckAPIServer(ctx, o.Client.Discovery(), o.LeaderElection != nil)
+		if err != nil {
+			return fmt.Errorf("check the API server: %w", err)
+		}
+		log.Info("kube-apiserver", "version", srv.Version)
+		for _, w := range srv.Warnings {
+			log.Warn("kube-apiserver", "detail", w)
+		}
 	}
 	if o.RequireSHA256 {
 		if err := reload.CheckPinned(o.Config); err != nil {
