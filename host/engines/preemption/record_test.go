@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,5 +99,64 @@ func TestPreemptionRecordWhyNone(t *testing.T) {
 	p := got["default/huge"]
 	if p == nil || p.Chosen != "" || len(p.Candidates) != 0 || len(p.NoCandidate) != 2 || !strings.Contains(p.Message, "0/2 nodes are available") {
 		t.Fatalf("huge: %+v", p)
+	}
+}
+
+// A refusal (KEP-3280) that moves preemption to the next candidate is in
+// the record: the abandoned candidate, the dry run's refusal, and the
+// victims of the node used, which are the ones removed.
+func TestPreemptionRecordOfARefusal(t *testing.T) {
+	for _, mode := range []string{"{asyncPreemption: false}", ""} {
+		docs := fallbackNodes(
+			podYAML("db-n1", "guarded", "n1", "1", "app: db-n1", ""), pdbYAML("pdb-n1", "db-n1", 1),
+			podYAML("u1-n1", "low", "n1", "1", "", ""), podYAML("u2-n1", "low", "n1", "1", "", ""))
+		env, err := sim.Start(context.Background(), objects(t, docs...), sim.Options{Config: profileConfig(t, mode),
+			NativeBuiltin: true, CacheDir: t.TempDir(), Seed: 1, Explain: func(k string) bool { return k == "default/mid" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := env.Cluster()
+		b := *c.PDB("default", "pdb-n1")
+		b.DisruptionsAllowed = 0
+		c.SetPDB(&b)
+		rep, err := env.Settle(context.Background())
+		env.Preemption.Wait()
+		env.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec *decision.Preemption
+		for _, s := range rep.Explanations {
+			if s.Preemption != nil && s.Preemption.Chosen != "" {
+				rec = s.Preemption
+				break
+			}
+		}
+		if rec == nil || rec.Chosen != "n1" || len(rec.Candidates) != 2 || rec.Candidates[1].Node != "n2" {
+			t.Fatalf("%s: record %+v", mode, rec)
+		}
+		ex := rec.Execution()
+		if !ex.Done || ex.Used != "n2" || !reflect.DeepEqual(ex.Refused, []string{"n1"}) {
+			t.Fatalf("%s: execution %+v", mode, ex)
+		}
+		var deleted, refused []string
+		for _, v := range ex.Victims {
+			switch v.Outcome {
+			case decision.VictimDeleted:
+				deleted = append(deleted, v.Victim)
+			case decision.VictimDryRunNo:
+				refused = append(refused, v.Victim)
+			}
+		}
+		var removed []string
+		for _, p := range rep.Preemptions {
+			removed = append(removed, p.Victim)
+		}
+		slices.Sort(deleted)
+		slices.Sort(removed)
+		if !reflect.DeepEqual(refused, []string{"default/db-n1"}) || !reflect.DeepEqual(deleted, removed) ||
+			!reflect.DeepEqual(deleted, slices.Sorted(slices.Values(rec.Candidates[1].Victims))) {
+			t.Errorf("%s: refused %v, deleted %v; removed %v; n2's victims %v", mode, refused, deleted, removed, rec.Candidates[1].Victims)
+		}
 	}
 }
