@@ -16,6 +16,8 @@
 #   make chart   the Helm chart (deploy/helm/wasmsched): helm lint and helm template for
 #                each engine mix, the rendered RBAC checked, deploy/wasmsched.yaml not drifted
 #   make manifest  regenerate deploy/wasmsched.yaml from the chart
+#   make report-test  simulate --report's page in headless Chromium (Debian's, installed
+#                by scripts/chromium.sh) for every example
 #   make e2e     end-to-end tests against a real kube-apiserver v1.37.2 (builds it once);
 #                K8S_VERSION=1.35.4 make e2e against v1.35.4
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
@@ -80,7 +82,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo build test vet unit test-wasmtime e2e perf-e2e parity check-wasm wasm wasm-go bench bench-report tinygo fmt
+.PHONY: all demo build test vet unit test-wasmtime report-test e2e perf-e2e parity check-wasm wasm wasm-go bench bench-report tinygo fmt
 .PHONY: rust-wasm check-rust chart manifest
 
 all: test
@@ -91,7 +93,7 @@ demo:
 build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o build/wasmsched ./cmd/wasmsched
 
-test: check-wasm check-rust vet unit chart test-wasmtime e2e
+test: check-wasm check-rust vet unit chart test-wasmtime report-test e2e
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -114,6 +116,21 @@ test-wasmtime:
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
 	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
 	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/
+
+# report-test loads the page `simulate --report` writes for every example
+# in headless Chromium (Debian's package, which scripts/chromium.sh
+# installs when it is absent and this user may: root or password-less
+# sudo) over the DevTools protocol: no console error, no request leaving
+# the page, a screenshot that is not blank, and the numbers on the page
+# equal to -o json's. Without Chromium it says it skipped; under CI=true
+# that fails. `make unit` runs the same test when chromium is on PATH.
+report-test:
+	@chromium=$$(scripts/chromium.sh); status=$$?; \
+	if [ $$status -ne 0 ]; then \
+	  if [ "$$CI" = "true" ]; then echo "report-test: no Chromium (scripts/chromium.sh exited $$status)"; exit 1; fi; \
+	  echo "report-test: SKIPPED, no Chromium (scripts/chromium.sh says how to install it)"; exit 0; fi; \
+	echo "report-test: $$chromium"; \
+	WASMSCHED_CHROMIUM=$$chromium $(GO) test -count=1 -run 'TestReportInBrowser' ./cmd/wasmsched/
 
 # chart runs the real helm (scripts/helm.sh builds the pinned release from
 # the Go module proxy once, about 3 minutes, and caches it) on the chart:

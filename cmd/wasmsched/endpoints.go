@@ -41,7 +41,7 @@ func (f *endpointFlags) register(fs *pflag.FlagSet) {
 		"also serve the Go runtime profiles under /debug/pprof/ (on the secure port they need an authorized identity, like /metrics)")
 	fs.BoolVar(&f.profiling, "enable-pprof", false, "same as --profiling")
 	fs.IntVar(&f.ringSize, "explain-ring-size", decision.DefaultRingSize,
-		"how many of the latest scheduling decisions /debug/explain?pod=NAMESPACE/NAME can explain (each record is bounded, a few KiB); 0: record none and do not serve /debug/explain")
+		"how many of the latest decisions (scheduling attempts with their preemptions, eviction rounds, vpod placements and autoscaler passes) /debug/explain?pod=NAMESPACE/NAME or ?vpod=NAMESPACE/NAME can explain (each record is bounded, a few KiB); 0: record none and do not serve /debug/explain")
 	_ = fs.MarkDeprecated("enable-pprof", "use --profiling")
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -19,7 +20,9 @@ type explainFlags struct {
 
 func (f *explainFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.pods, "explain", nil,
-		"explain why a pod went where it went (or nowhere): NAMESPACE/NAME or NAME (default namespace), repeatable or comma-separated, or \"all\"; -o json carries each explained pod's whole decision record under \"explanations\"")
+		"explain why a pod went where it went (or nowhere), with the preemption its attempts ran and the eviction rounds that named it: NAMESPACE/NAME or NAME (default namespace); "+
+			"or a vpod's placement steps and autoscaler passes: vpod:NAMESPACE/NAME; repeatable or comma-separated, or \"all\"; "+
+			"-o json carries the whole records under \"explanations\", \"evictionExplanations\", \"vpodExplanations\" and \"autoscaleExplanations\"")
 	fs.IntVar(&f.top, "explain-top", 5, "with --explain: how many of the best-scored nodes the table lists")
 }
 
@@ -29,8 +32,9 @@ func (f *explainFlags) validate() error {
 		return fmt.Errorf("--explain-top %d: want at least 1", f.top)
 	}
 	for _, p := range f.pods {
-		if p == "" || strings.Count(p, "/") > 1 || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
-			return fmt.Errorf("--explain %q: want NAMESPACE/NAME, NAME (default namespace) or all", p)
+		name := strings.TrimPrefix(p, vpodPrefix)
+		if name == "" || strings.Count(name, "/") > 1 || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+			return fmt.Errorf("--explain %q: want NAMESPACE/NAME, NAME (default namespace), vpod:NAMESPACE/NAME or all", p)
 		}
 	}
 	return nil
@@ -48,9 +52,31 @@ func (f *explainFlags) match() func(string) bool {
 		if p == "all" {
 			return func(string) bool { return true }
 		}
-		want[decision.PodKey(p)] = true
+		want[explainKey(p)] = true
 	}
 	return func(key string) bool { return want[key] }
+}
+
+// vpodPrefix marks a vpod in --explain.
+const vpodPrefix = "vpod:"
+
+// explainKey is the record key an --explain value names: a pod's
+// namespace/name, or a vpod's decision.VPodKey.
+func explainKey(p string) string {
+	if strings.HasPrefix(p, vpodPrefix) {
+		return decision.VPodKey(p)
+	}
+	return decision.PodKey(p)
+}
+
+// vpodAsked reports whether the flags name the vpod namespace/name.
+func (f *explainFlags) vpodAsked(vpod string) bool {
+	for _, p := range f.pods {
+		if p == "all" || (strings.HasPrefix(p, vpodPrefix) && explainKey(p) == decision.VPodKey(vpod)) {
+			return true
+		}
+	}
+	return false
 }
 
 // asked reports whether the flags name key's pod.
@@ -84,7 +110,6 @@ func printExplanations(w io.Writer, f *explainFlags, rep *sim.Report) error {
 		recs := byPod[key]
 		if len(recs) == 0 {
 			fmt.Fprintf(w, "\nEXPLAIN %s: no scheduling cycle ran for it (%s)\n", key, p.Status)
-			continue
 		}
 		for i, r := range recs {
 			fmt.Fprintln(w)
@@ -92,10 +117,31 @@ func printExplanations(w io.Writer, f *explainFlags, rep *sim.Report) error {
 				return err
 			}
 		}
+		for _, r := range rep.Explanations {
+			if r.Pod != key && r.Preemption != nil && (&decision.Record{Key: r.Pod, Scheduling: r}).Mentions(key) {
+				fmt.Fprintf(w, "\nPREEMPTED %s: a victim of %s's preemption on %s (%s); that pod's explanation has the candidates\n",
+					key, r.Pod, r.Preemption.Chosen, r.Preemption.Why)
+			}
+		}
+		for _, e := range rep.EvictionExplanations {
+			if len(e.Names(key)) > 0 {
+				fmt.Fprintln(w)
+				if err := decision.WriteEvictionText(w, e, key); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := printVPodExplanations(w, f, rep, seen); err != nil {
+		return err
 	}
 	for _, p := range f.pods {
-		if key := decision.PodKey(p); p != "all" && !seen[key] {
-			fmt.Fprintf(w, "\nEXPLAIN %s: no such pod in the input\n", key)
+		if key := explainKey(p); p != "all" && !seen[key] {
+			what := "pod"
+			if strings.HasPrefix(p, vpodPrefix) {
+				what = "vpod, or no Schedule call of it was recorded"
+			}
+			fmt.Fprintf(w, "\nEXPLAIN %s: no such %s in the input\n", strings.TrimPrefix(key, vpodPrefix), what)
 		}
 	}
 	if rep.ExplanationsDropped > 0 {
@@ -104,9 +150,35 @@ func printExplanations(w io.Writer, f *explainFlags, rep *sim.Report) error {
 	return nil
 }
 
+// printVPodExplanations writes the Schedule calls of each vpod the flags
+// name and the autoscaler passes that counted it pending, marking the
+// vpods seen.
+func printVPodExplanations(w io.Writer, f *explainFlags, rep *sim.Report, seen map[string]bool) error {
+	for _, v := range rep.VPodExplanations {
+		if !f.vpodAsked(v.VPod) {
+			continue
+		}
+		seen[decision.VPodKey(v.VPod)] = true
+		fmt.Fprintln(w)
+		if err := decision.WriteVPodText(w, v, f.top); err != nil {
+			return err
+		}
+	}
+	for _, a := range rep.AutoscaleExplanations {
+		if slices.ContainsFunc(a.PendingVPods, f.vpodAsked) {
+			fmt.Fprintln(w)
+			if err := decision.WriteAutoscaleText(w, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // printMoved writes, for each pod the shadow moved, how the shadow's
 // cycle scored the live node against its own choice.
 func printMoved(w io.Writer, c *sim.Comparison) {
+	width := tableWidth(w)
 	header := false
 	for _, p := range c.Pods {
 		if p.Why == nil {
@@ -136,6 +208,9 @@ func printMoved(w io.Writer, c *sim.Comparison) {
 			} else {
 				line += "; a tie broken at random"
 			}
+		}
+		if width > 0 {
+			line = cut(line, width)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -47,7 +47,7 @@ keeps serving.
 
 Its endpoints are served as kube-scheduler serves them, on --secure-port
 (10259) over TLS: /healthz, /livez and /readyz answer anyone; /metrics,
-/debug/shadow, /debug/explain?pod=NAMESPACE/NAME, /configz and (with
+/debug/shadow, /debug/explain?pod= or ?vpod=NAMESPACE/NAME, /configz and (with
 --profiling) /debug/pprof/ need a bearer
 token or client certificate whose identity may get that nonResourceURL
 (TokenReview and SubjectAccessReview through the API server, cached).

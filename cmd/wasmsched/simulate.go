@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +33,7 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 		fromCluster bool
 		kubeconfig  string
 		evictRounds int
+		reportPath  string
 		explain     explainFlags
 		fromLimits  = fromClusterFlags{
 			maxPageBytes: clusterread.DefaultMaxPageBytes, maxBytes: clusterread.DefaultMaxBytes,
@@ -107,6 +108,9 @@ StatefulSets create.`,
 			if err := explain.validate(); err != nil {
 				return err
 			}
+			if reportPath != "" && watchFiles {
+				return errors.New("--report writes one run's page: it cannot be combined with --watch")
+			}
 			if watchFiles && fromCluster {
 				return errors.New("--watch reads files only: it cannot be combined with --from-cluster")
 			}
@@ -144,17 +148,36 @@ StatefulSets create.`,
 			}
 			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger(),
 				Explain: explain.match()}
+			if reportPath != "" {
+				// The page explains every pod on a click.
+				opts.Explain = func(string) bool { return true }
+			}
+			progress := newProgress(cmd.ErrOrStderr())
+			opts.Progress = progress.update
+			start := time.Now()
 			run, err := runSimulations(ctx, objs, live, shadow, shadowPath, opts, nil)
+			progress.clear()
 			if err != nil {
 				return err
 			}
 			defer run.close(context.Background())
-			return printRun(cmd.OutOrStdout(), output, run, &explain)
+			elapsed := time.Since(start)
+			if reportPath != "" {
+				if err := writeReport(reportPath, run, args, elapsed); err != nil {
+					return err
+				}
+			}
+			if err := printRun(cmd.OutOrStdout(), output, run, &explain); err != nil {
+				return err
+			}
+			progress.summary(run.live, elapsed, output == "table", reportPath)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "profiles file (WasmSchedulerConfiguration); default: one default-scheduler profile")
 	cmd.Flags().StringVar(&shadowPath, "shadow", "", "a second profiles file to compare with --config: schedule the same objects under both and print what changes per pod")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&reportPath, "report", "", "also write the run as one self-contained HTML page to this file: nodes by zone with their requests, unschedulable pods by reason, each pod's decision on a click, the shadow's changes, the eviction timeline, the vpod placements")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for breaking score ties")
 	cmd.Flags().DurationVar(&latency, "api-latency", 0, "latency added to every write to the in-memory API (bindings, preemption calls)")
 	cmd.Flags().BoolVar(&fromCluster, "from-cluster", false, "start from a live cluster's objects (read-only: list, never write), plus any MANIFEST given")
@@ -217,19 +240,55 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // printComparison prints one line per pod — where it went, or why not,
-// under each configuration, and the change — then the counts.
+// under each configuration, and the change — then the counts. When the
+// lines would not fit the terminal (tableWidth), a pod placed in neither
+// run shows only its status in the table, the reasons follow it, one
+// line each, and the profile column gives way first.
 func printComparison(w io.Writer, c *sim.Comparison) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POD\tPROFILE\tLIVE\tSHADOW\tCHANGE")
-	for _, p := range c.Pods {
-		profile := p.Profile
-		if profile == "" {
-			profile = "-"
+	width := tableWidth(w)
+	build := func(short bool) *table {
+		t := newTable("POD\tPROFILE\tLIVE\tSHADOW\tCHANGE")
+		t.flex = []flexColumn{{1, 8}, {3, minFlex}, {2, minFlex}}
+		for _, p := range c.Pods {
+			profile := p.Profile
+			if profile == "" {
+				profile = "-"
+			}
+			live, shadow := outcome(p.Live), outcome(p.Shadow)
+			if short {
+				live, shadow = placement(p.Live), placement(p.Shadow)
+			}
+			t.add(p.Namespace+"/"+p.Name, profile, live, shadow, string(p.Change))
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, profile, outcome(p.Live), outcome(p.Shadow), p.Change)
+		return t
 	}
-	if err := tw.Flush(); err != nil {
+	t := build(false)
+	short := !t.fits(width)
+	if short {
+		t = build(true)
+	}
+	if err := t.write(w, width); err != nil {
 		return err
+	}
+	if short {
+		var reasons []string
+		for _, p := range c.Pods {
+			for _, side := range []struct {
+				name string
+				r    *sim.PodResult
+			}{{"live", p.Live}, {"shadow", p.Shadow}} {
+				if side.r == nil || side.r.Message == "" {
+					continue
+				}
+				if _, placed := side.r.Placed(); placed {
+					continue
+				}
+				reasons = append(reasons, cut(fmt.Sprintf("%s/%s %s: %s", p.Namespace, p.Name, side.name, guest.Text(side.r.Message)), width))
+			}
+		}
+		if len(reasons) > 0 {
+			fmt.Fprintf(w, "\nREASONS (cut to the terminal; -o json has them whole)\n%s\n", strings.Join(reasons, "\n"))
+		}
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", summaryLine(c.Summary))
 	return err
@@ -259,8 +318,8 @@ func outcome(r *sim.PodResult) string {
 }
 
 func printTable(w io.Writer, rep *sim.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POD\tPROFILE\tNODE\tSTATUS")
+	width := tableWidth(w)
+	t := newTable("POD\tPROFILE\tNODE\tSTATUS", 3)
 	for _, p := range rep.Pods {
 		node, status := p.Node, p.Status
 		if node == "" {
@@ -274,19 +333,18 @@ func printTable(w io.Writer, rep *sim.Report) error {
 		if profile == "" {
 			profile = "-"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, profile, node, status)
+		t.add(p.Namespace+"/"+p.Name, profile, node, status)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.write(w, width); err != nil {
 		return err
 	}
 	if len(rep.Preemptions) > 0 {
 		fmt.Fprintln(w, "\nPREEMPTIONS")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PREEMPTOR\tVICTIM\tNODE\tHOW")
+		t = newTable("PREEMPTOR\tVICTIM\tNODE\tHOW")
 		for _, p := range rep.Preemptions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Preemptor, p.Victim, p.Node, p.How)
+			t.add(p.Preemptor, p.Victim, p.Node, p.How)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.write(w, width); err != nil {
 			return err
 		}
 	}
@@ -304,8 +362,7 @@ func printTable(w io.Writer, rep *sim.Report) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nTIMELINE")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tCALL\tPOD\tNODE\tDETAIL")
+	t = newTable("#\tCALL\tPOD\tNODE\tDETAIL", 4)
 	for _, e := range rep.Timeline {
 		node, detail := e.Node, e.Detail
 		if node == "" {
@@ -314,15 +371,16 @@ func printTable(w io.Writer, rep *sim.Report) error {
 		if e.Err != "" {
 			detail = "ERROR " + guest.Text(e.Err)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, e.Op, e.Pod, node, detail)
+		t.add(strconv.FormatUint(uint64(e.Seq), 10), string(e.Op), e.Pod, node, detail)
 	}
-	return tw.Flush()
+	return t.write(w, width)
 }
 
 // printVPods prints each vpod scheduler's outcome: per vpod its
 // placements and pending vreplicas, then every autoscaler pass with its
 // target and the placements compaction evicted.
 func printVPods(w io.Writer, rep *sim.VPodReport) error {
+	width := tableWidth(w)
 	for _, v := range rep.Ignored {
 		fmt.Fprintf(w, "\nVPOD %s ignored: %s\n", v.VPod, guest.Text(v.Error))
 	}
@@ -332,8 +390,7 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			fmt.Fprintf(w, "not run: %s\n", s.Error)
 			continue
 		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VPOD\tVREPLICAS\tPENDING\tPLACEMENTS\tERROR")
+		t := newTable("VPOD\tVREPLICAS\tPENDING\tPLACEMENTS\tERROR", 4, 3)
 		for _, v := range s.VPods {
 			ps := make([]string, len(v.Placements))
 			for i, p := range v.Placements {
@@ -347,17 +404,16 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			if v.Error != "" {
 				errText = guest.Text(v.Error)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", v.VPod, v.VReplicas, v.Pending, place, errText)
+			t.add(v.VPod, strconv.Itoa(int(v.VReplicas)), strconv.Itoa(int(v.Pending)), place, errText)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.write(w, width); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "replicas %d -> %d\n", s.ReplicasBefore, s.ReplicasAfter)
 		if len(s.Passes) == 0 {
 			continue
 		}
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AUTOSCALER\tREPLICAS\tTARGET\tACTION\tEVICTED")
+		t = newTable("AUTOSCALER\tREPLICAS\tTARGET\tACTION\tEVICTED", 4, 3)
 		for _, p := range s.Passes {
 			action := "none"
 			switch {
@@ -384,9 +440,9 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 			if evicted == "" {
 				evicted = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", p.Kind, p.Replicas, p.Target, action, evicted)
+			t.add(p.Kind, strconv.Itoa(int(p.Replicas)), strconv.Itoa(int(p.Target)), action, evicted)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.write(w, width); err != nil {
 			return err
 		}
 	}
@@ -397,12 +453,12 @@ func printVPods(w io.Writer, rep *sim.VPodReport) error {
 // which policy and why, what became of it and of its replacement; the
 // nodes whose eviction taints changed; dry-run choices; dropped calls.
 func printEviction(w io.Writer, ev *sim.EvictionReport) error {
+	width := tableWidth(w)
 	fmt.Fprintf(w, "\nEVICTIONS (%d rounds)\n", ev.Rounds)
 	if len(ev.Evictions) == 0 {
 		fmt.Fprintln(w, "none")
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tOUTCOME\tREPLACEMENT\tREASON")
+		t := newTable("ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tOUTCOME\tREPLACEMENT\tREASON", 7, 5)
 		for _, e := range ev.Evictions {
 			repl := "-"
 			if e.Replacement != "" {
@@ -412,17 +468,15 @@ func printEviction(w io.Writer, ev *sim.EvictionReport) error {
 				}
 				repl = e.Replacement + " -> " + where
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope,
-				guest.Text(e.Outcome), repl, guest.Text(e.Reason))
+			t.add(strconv.Itoa(e.Round), e.Pod, e.Node, e.Policy, e.Scope, guest.Text(e.Outcome), repl, guest.Text(e.Reason))
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.write(w, width); err != nil {
 			return err
 		}
 	}
 	if len(ev.Taints) > 0 {
 		fmt.Fprintln(w, "\nNODE TAINTS")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROUND\tNODE\tEVICTION TAINTS NOW")
+		tb := newTable("ROUND\tNODE\tEVICTION TAINTS NOW", 2)
 		for _, t := range ev.Taints {
 			now := strings.Join(t.Taints, ",")
 			if now == "" {
@@ -431,31 +485,29 @@ func printEviction(w io.Writer, ev *sim.EvictionReport) error {
 			if t.Error != "" {
 				now += " ERROR " + guest.Text(t.Error)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", t.Round, t.Node, now)
+			tb.add(strconv.Itoa(t.Round), t.Node, now)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := tb.write(w, width); err != nil {
 			return err
 		}
 	}
 	if len(ev.DryRun) > 0 {
 		fmt.Fprintln(w, "\nDRY RUN (not evicted)")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tREASON")
+		t := newTable("ROUND\tPOD\tNODE\tPOLICY\tSCOPE\tREASON", 5)
 		for _, e := range ev.DryRun {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Round, e.Pod, e.Node, e.Policy, e.Scope, guest.Text(e.Reason))
+			t.add(strconv.Itoa(e.Round), e.Pod, e.Node, e.Policy, e.Scope, guest.Text(e.Reason))
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.write(w, width); err != nil {
 			return err
 		}
 	}
 	if len(ev.Failures) > 0 {
 		fmt.Fprintln(w, "\nPOLICY FAILURES (answers dropped)")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROUND\tPOLICY\tCALL\tERROR")
+		t := newTable("ROUND\tPOLICY\tCALL\tERROR", 3)
 		for _, f := range ev.Failures {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", f.Round, f.Policy, f.Call, guest.Text(f.Error))
+			t.add(strconv.Itoa(f.Round), f.Policy, f.Call, guest.Text(f.Error))
 		}
-		return tw.Flush()
+		return t.write(w, width)
 	}
 	return nil
 }

@@ -120,6 +120,19 @@ func TestExplainEndpointAndDecisionAnnotation(t *testing.T) {
 		code, body, _ := fetch(withCert, base+"/debug/explain?pod=too-big", "")
 		return code == http.StatusOK && strings.Contains(body, `"outcome": "Unschedulable"`) && strings.Contains(body, "Insufficient cpu")
 	})
+	// The unschedulable attempt carries its PostFilter's record: no
+	// lower-priority pod anywhere, so no candidate, and why.
+	_, body, _ = fetch(withCert, base+"/debug/explain?pod=too-big", "")
+	resp = decision.ExplainResponse{}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("/debug/explain?pod=too-big: %v %.2000s", err, body)
+	}
+	if pr := resp.Records[0].Scheduling.Preemption; pr == nil || pr.Chosen != "" || len(pr.NoCandidate) == 0 || pr.Message == "" {
+		t.Errorf("too-big's preemption record %+v, want no candidate and why", pr)
+	}
+	if code, body, _ := fetch(withCert, base+"/debug/explain?vpod=shop/none", ""); code != http.StatusNotFound || !strings.Contains(body, "vpod shop/none") {
+		t.Errorf("/debug/explain for an unknown vpod = %d %s, want 404 saying so", code, body)
+	}
 	if code, body, _ := fetch(withCert, base+"/debug/explain?pod=default/ghost", ""); code != http.StatusNotFound ||
 		!strings.Contains(body, "no decision recorded for pod default/ghost") {
 		t.Errorf("/debug/explain for an unknown pod = %d %s, want 404 saying so", code, body)

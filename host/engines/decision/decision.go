@@ -13,13 +13,15 @@
 package decision
 
 import (
+	"slices"
+	"strings"
 	"time"
 )
 
-// Kinds of Record, one per engine.
+// Kinds of Record, one per engine (a preemption is part of the
+// scheduling attempt it ran in: Scheduling.Preemption).
 const (
 	KindScheduling = "scheduling"
-	KindPreemption = "preemption"
 	KindEviction   = "eviction"
 	KindVPod       = "vpod"
 )
@@ -30,13 +32,36 @@ type Record struct {
 	Kind string    `json:"kind"`
 	Time time.Time `json:"time"`
 	// Key is what the record is looked up by: namespace/name of the pod
-	// (scheduling, preemption), of the vpod (vpod), or "round-N"
-	// (eviction).
+	// (scheduling, with its preemption), "vpod:" and the vpod's
+	// namespace/name (vpod), or "round-N" (eviction).
 	Key        string      `json:"key"`
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
-	Preemption *Preemption `json:"preemption,omitempty"`
 	Eviction   *Eviction   `json:"eviction,omitempty"`
 	VPod       *VPod       `json:"vpod,omitempty"`
+	// Autoscale is a vpod autoscaler pass (Kind KindVPod, Key
+	// "autoscaler/" and the scheduler's name).
+	Autoscale *VPodAutoscale `json:"autoscale,omitempty"`
+}
+
+// Mentions reports whether the record concerns key: its own key, a
+// victim the attempt's preemption chose or acted on (a pod
+// namespace/name), a pod an
+// eviction round names, or a vpod an autoscaler pass counted pending.
+// It is how /debug/explain and simulate --explain answer "why was my pod
+// evicted".
+func (r *Record) Mentions(key string) bool {
+	if r.Key == key {
+		return true
+	}
+	switch {
+	case r.Scheduling != nil && r.Scheduling.Preemption != nil:
+		return r.Scheduling.Preemption.mentions(key)
+	case r.Eviction != nil:
+		return len(r.Eviction.Names(key)) > 0
+	case r.Autoscale != nil:
+		return strings.HasPrefix(key, vpodPrefix) && slices.Contains(r.Autoscale.PendingVPods, key[len(vpodPrefix):])
+	}
+	return false
 }
 
 // Sink receives the records an engine makes. Want is asked before a
@@ -94,73 +119,4 @@ func cut(s string, n int) string {
 		end--
 	}
 	return s[:max(end, 0)] + mark
-}
-
-// The records of the other engines. Their engines fill them; the fields
-// say what each decision is made of, so that the ring, simulate and the
-// report treat all four alike.
-
-// Preemption is why PostFilter chose its victims: every candidate node
-// it tried, with its victims and the PodDisruptionBudgets they violate,
-// and which candidate won and why.
-type Preemption struct {
-	Pod        string      `json:"pod"`
-	Profile    string      `json:"profile,omitempty"`
-	Candidates []Candidate `json:"candidates,omitempty"`
-	// CandidatesDropped counts candidates past Limits.MaxNodes.
-	CandidatesDropped int    `json:"candidatesDropped,omitempty"`
-	Chosen            string `json:"chosen,omitempty"`
-	// Why the chosen candidate won (the first criterion that told it
-	// apart: fewest PDB violations, lowest highest-victim priority, ...).
-	Why     string `json:"why,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// Candidate is one node preemption could free for the pod.
-type Candidate struct {
-	Node          string   `json:"node"`
-	Victims       []string `json:"victims"`
-	PDBViolations int      `json:"pdbViolations"`
-}
-
-// Eviction is one eviction round: each policy's answer per node, and what
-// the coordinator did with the answers.
-type Eviction struct {
-	Round   int              `json:"round"`
-	Answers []EvictionAnswer `json:"answers,omitempty"`
-	// AnswersDropped counts answers past Limits.MaxNodes.
-	AnswersDropped int      `json:"answersDropped,omitempty"`
-	Filtered       []string `json:"filtered,omitempty"`
-	Throttled      []string `json:"throttled,omitempty"`
-	Evicted        []string `json:"evicted,omitempty"`
-}
-
-// EvictionAnswer is one policy's answer for one node.
-type EvictionAnswer struct {
-	Policy  string   `json:"policy"`
-	Node    string   `json:"node"`
-	Victims []string `json:"victims,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-}
-
-// VPod is one vreplica placement step: every candidate adapter pod with
-// its predicate verdicts and priority scores.
-type VPod struct {
-	VPod       string          `json:"vpod"`
-	Step       int             `json:"step"`
-	Candidates []VPodCandidate `json:"candidates,omitempty"`
-	// CandidatesDropped counts candidates past Limits.MaxNodes.
-	CandidatesDropped int    `json:"candidatesDropped,omitempty"`
-	Chosen            string `json:"chosen,omitempty"`
-}
-
-// VPodCandidate is one adapter pod a vreplica could go to.
-type VPodCandidate struct {
-	Pod string `json:"pod"`
-	// Rejected is the predicate that refused the pod, with its reason
-	// ("" when every predicate passed).
-	Rejected string           `json:"rejected,omitempty"`
-	Reason   string           `json:"reason,omitempty"`
-	Scores   map[string]int64 `json:"scores,omitempty"`
-	Total    int64            `json:"total"`
 }

@@ -9,10 +9,12 @@ import (
 )
 
 // DefaultRingSize is how many records serve keeps for /debug/explain
-// unless told otherwise (--explain-ring-size): at DefaultLimits a record
-// takes at most about 20 KiB (100 rejected nodes with their reasons, 20
-// scored nodes), so the ring stays under about 20 MiB, and typically a
-// small part of that.
+// unless told otherwise (--explain-ring-size): at DefaultLimits a
+// scheduling record takes at most about 20 KiB (100 rejected nodes with
+// their reasons, 20 scored nodes), an eviction round's a few tens of KiB
+// (at most 100 answers and 100 entries per list), a vpod Schedule call's up to about 60 KiB (20
+// steps of 20 candidates); scheduling records being most of a ring, it
+// stays under a few tens of MiB, and typically a small part of that.
 const DefaultRingSize = 1000
 
 // Ring keeps the latest records, at most its size, and answers for a key
@@ -64,12 +66,13 @@ func (r *Ring) All() []*Record {
 	return append(out, r.items[:r.next]...)
 }
 
-// Lookup returns the records held for key, newest first.
+// Lookup returns the records held that mention key (Record.Mentions),
+// newest first.
 func (r *Ring) Lookup(key string) []*Record {
 	all := r.All()
 	var out []*Record
 	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Key == key {
+		if all[i].Mentions(key) {
 			out = append(out, all[i])
 		}
 	}
@@ -84,39 +87,70 @@ func (r *Ring) Stats() (size, held, added, evicted int) {
 	return r.size, len(r.items), r.added, r.evicted
 }
 
-// ExplainResponse is what /debug/explain answers for a pod.
+// ExplainResponse is what /debug/explain answers for a pod or a vpod.
 type ExplainResponse struct {
-	Pod string `json:"pod"`
-	// Records are the pod's decisions the ring still holds, newest
-	// first: one per scheduling attempt.
+	Pod  string `json:"pod,omitempty"`
+	VPod string `json:"vpod,omitempty"`
+	// Records are the decisions the ring still holds that mention it,
+	// newest first: for a pod, each scheduling attempt (with the
+	// preemption it ran), the attempts that chose it as a preemption
+	// victim, and the eviction rounds that named it; for a vpod, each
+	// Schedule call's steps and the autoscaler passes that counted it.
 	Records []*Record `json:"records"`
 }
 
 // Handler answers /debug/explain?pod=NS/NAME (NAME alone means the
-// default namespace) with the pod's records as JSON; 400 without a pod,
-// 404 when the ring holds none for it.
+// default namespace) or ?vpod=NS/NAME with the records that mention it
+// as JSON; 400 without either, 404 when the ring holds none.
 func (r *Ring) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		pod := req.URL.Query().Get("pod")
-		if pod == "" {
-			http.Error(w, "missing ?pod=NAMESPACE/NAME: /debug/explain answers for one pod", http.StatusBadRequest)
+		q := req.URL.Query()
+		pod, vpod := q.Get("pod"), q.Get("vpod")
+		var key, what string
+		var resp ExplainResponse
+		switch {
+		case pod != "" && vpod == "":
+			key, what = PodKey(pod), "pod"
+			resp.Pod = key
+		case vpod != "" && pod == "":
+			key, what = VPodKey(vpod), "vpod"
+			resp.VPod = PodKey(vpod)
+		default:
+			http.Error(w, "want one of ?pod=NAMESPACE/NAME or ?vpod=NAMESPACE/NAME: /debug/explain answers for one pod or one vpod", http.StatusBadRequest)
 			return
 		}
-		key := PodKey(pod)
 		recs := r.Lookup(key)
 		if len(recs) == 0 {
 			size, held, _, evicted := r.Stats()
-			http.Error(w, fmt.Sprintf("no decision recorded for pod %s: the ring holds the latest %d decisions (%d now, %d let go); "+
-				"the pod was not scheduled by this scheduler, or too long ago (--explain-ring-size raises the count)", key, size, held, evicted),
+			http.Error(w, fmt.Sprintf("no decision recorded for %s %s: the ring holds the latest %d decisions (%d now, %d let go); "+
+				"it was not handled by this scheduler, or too long ago (--explain-ring-size raises the count)", what, PodKey(strings.TrimPrefix(key, vpodPrefix)), size, held, evicted),
 				http.StatusNotFound)
 			return
 		}
+		resp.Records = recs
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(ExplainResponse{Pod: key, Records: recs})
+		_ = enc.Encode(resp)
 	})
 }
+
+// vpodPrefix marks a vpod's record key, so that a vpod and a pod of the
+// same name do not answer for each other.
+const vpodPrefix = "vpod:"
+
+// VPodKey is the record key of a vpod named NS/NAME (or NAME in the
+// default namespace; a "vpod:" prefix is accepted).
+func VPodKey(s string) string {
+	return vpodPrefix + PodKey(strings.TrimPrefix(s, vpodPrefix))
+}
+
+// AutoscaleKey is the record key of a vpod scheduler's autoscaler
+// passes.
+func AutoscaleKey(scheduler string) string { return "autoscaler/" + scheduler }
+
+// EvictionKey is the record key of an eviction round.
+func EvictionKey(round int) string { return fmt.Sprintf("round-%d", round) }
 
 // PodKey is the key of a pod named NS/NAME, or NAME in the default
 // namespace.

@@ -83,6 +83,9 @@ type Scheduling struct {
 	Scores        []NodeScore `json:"scores,omitempty"`
 	ScoredDropped int         `json:"scoredDropped,omitempty"`
 	Limits        Limits      `json:"limits"`
+	// Preemption is what PostFilter did when no node fit (nil when it
+	// did not run, or the pod was ineligible before any dry run).
+	Preemption *Preemption `json:"preemption,omitempty"`
 
 	// Pin, when set before the cycle, is a node whose scores are kept
 	// even outside the top MaxScored (the shadow pins the live node).

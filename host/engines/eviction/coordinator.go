@@ -18,6 +18,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 	"github.com/wasmsched/wasmsched/host/platform/snapshot"
@@ -142,6 +143,10 @@ type Options struct {
 	Log     hclog.Logger
 	// Clock defaults to the real one.
 	Clock clock.WithTicker
+	// Decisions, if set, receives a decision.Eviction for every round it
+	// wants (decision.Sink.Want with the round's key); nil records none
+	// and costs nothing.
+	Decisions decision.Sink
 }
 
 // Coordinator runs eviction rounds. RunRound and Run must not be called
@@ -158,6 +163,10 @@ type Coordinator struct {
 	skip     skipKeys
 
 	policies atomic.Pointer[PolicySet]
+
+	decisions decision.Sink
+	// rounds numbers the rounds run, for their records' keys.
+	rounds int
 
 	state  *state
 	snap   *snapshot.Snapshot
@@ -189,7 +198,7 @@ func New(opts Options, set *PolicySet) *Coordinator {
 	c := &Coordinator{
 		settings: s, cluster: opts.Cluster, killer: opts.Killer, usage: opts.Usage,
 		skip:    newSkipKeys(s.SkipAnnotations, s.SkipLabels),
-		metrics: opts.Metrics, log: opts.Log, clock: opts.Clock,
+		metrics: opts.Metrics, log: opts.Log, clock: opts.Clock, decisions: opts.Decisions,
 		state: newState(), snap: snapshot.New(), live: map[uint32]bool{}, stamps: map[uint32]obsStamp{},
 		gauges: map[thresholdKey]bool{}, blocked: map[string]time.Time{}, resched: make(chan struct{}, 1),
 	}
@@ -376,6 +385,9 @@ type podFacts struct {
 	guard protection
 	// offered: unprotected, not held by the killer, not blocked.
 	offered bool
+	// held: unprotected but held by the killer; blocked: unprotected,
+	// not held, refused by a budget until later.
+	held, blocked bool
 }
 
 // candidateAt makes the candidate for the pod a policy named by index:
@@ -397,6 +409,11 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 	now := start
 	set := c.policies.Load()
 	round := &Round{At: now}
+	c.rounds++
+	if c.decisions != nil && c.decisions.Want(decision.KindEviction, decision.EvictionKey(c.rounds)) {
+		round.rec = decision.NewEviction(c.rounds, now, decision.Limits{})
+		round.rec.Burst, round.rec.Rate, round.rec.RateBurst = c.settings.Burst, c.settings.Rate, c.settings.RateBurst
+	}
 
 	c.cluster.UpdateSnapshot(c.snap)
 	var usage Usage
@@ -410,6 +427,9 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 	}
 	nodes := c.offer(now)
 	c.observe(set, nodes, usage)
+	if round.rec != nil {
+		recordNotOffered(round.rec, nodes)
+	}
 
 	byName := make(map[string]*nodeRound, len(nodes))
 	for _, nr := range nodes {
@@ -439,6 +459,9 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 		c.killer.Submit(reqs)
 	}
 	c.metrics.Round(c.clock.Since(start))
+	if round.rec != nil {
+		c.decisions.Add(&decision.Record{Kind: decision.KindEviction, Time: now, Key: decision.EvictionKey(round.rec.Round), Eviction: round.rec})
+	}
 	return round
 }
 
@@ -462,7 +485,15 @@ func (c *Coordinator) offer(now time.Time) []*nodeRound {
 		for j := range pods {
 			f := &nr.pods[j]
 			f.guard = c.skip.protectionOf(&pods[j])
-			if f.guard == 0 && c.available(pods[j].UID, now) {
+			if f.guard != 0 {
+				continue
+			}
+			switch uid := pods[j].UID; {
+			case c.killer.Holds(uid):
+				f.held = true
+			case c.isBlocked(uid, now):
+				f.blocked = true
+			default:
 				f.offered = true
 				nr.candidates = append(nr.candidates, uint32(j))
 			}
@@ -472,10 +503,28 @@ func (c *Coordinator) offer(now time.Time) []*nodeRound {
 	return out
 }
 
-// available reports whether an unprotected pod may be offered now: not
-// being killed, not refused by a budget until later.
-func (c *Coordinator) available(uid string, now time.Time) bool {
-	return !c.killer.Holds(uid) && !c.isBlocked(uid, now)
+// recordNotOffered lists in rec the pods no policy was offered, with
+// why, as offer found them.
+func recordNotOffered(rec *decision.Eviction, nodes []*nodeRound) {
+	for _, nr := range nodes {
+		for j := range nr.pods {
+			f := &nr.pods[j]
+			why := ""
+			switch {
+			case f.offered:
+				continue
+			case f.guard != 0:
+				why = "protected: " + f.guard.String()
+			case f.held:
+				why = "being evicted already (held by the killer)"
+			case f.blocked:
+				why = "the Eviction API refused it (429) until later"
+			}
+			p := &nr.ni.Info.Pods[j]
+			rec.Add(&rec.NotOffered, decision.EvictionPod{Pod: p.Namespace + "/" + p.Name, Node: nr.ni.Info.Node.Name, Reason: why})
+		}
+	}
+	rec.Nodes = len(nodes)
 }
 
 // observe fills one observation table per distinct annotation-key set of

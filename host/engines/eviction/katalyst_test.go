@@ -53,7 +53,7 @@ func TestRoundAsksEveryPolicyBeforeAnyTop(t *testing.T) {
 		t.Fatalf("victims %+v", r.Victims)
 	}
 	v := r.Victims[0]
-	wantReason := "plugin A met threshold in scope cpu, target 1, observed 2; named x"
+	wantReason := "plugin A met threshold in scope cpu, target 1m, observed 2m; named x"
 	if v.Policy != "A" || v.Scope != "cpu" || v.Reason != wantReason || v.Grace == nil || *v.Grace != 30 {
 		t.Fatalf("victim policy %q scope %q reason %q grace %v; want A, cpu, %q, 30", v.Policy, v.Scope, v.Reason, ptrString(v.Grace), wantReason)
 	}
@@ -94,7 +94,7 @@ func TestForceMergeNewestReasonFirst(t *testing.T) {
 				t.Fatalf("victims %+v", r.Victims)
 			}
 			v := r.Victims[0]
-			const want = "plugin B met threshold in scope cpu, target 1, observed 2; plugin A met threshold in scope cpu, target 1, observed 2"
+			const want = "plugin B met threshold in scope cpu, target 1m, observed 2m; plugin A met threshold in scope cpu, target 1m, observed 2m"
 			if v.Policy != "B" || v.Reason != want {
 				t.Errorf("policy %q reason %q, want B and %q", v.Policy, v.Reason, want)
 			}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
+	"github.com/wasmsched/wasmsched/host/internal/convert"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 )
 
@@ -27,7 +28,13 @@ type Round struct {
 	Failures []Failure
 	// Throttled counts victims held back by the cluster-wide rate limit.
 	Throttled int
+
+	// rec is the round's decision record, when a sink wants it.
+	rec *decision.Eviction
 }
+
+// Record is the round's decision record (nil when no sink wanted it).
+func (r *Round) Record() *decision.Eviction { return r.rec }
 
 // Victim is a pod chosen for eviction and who asked for it.
 type Victim struct {
@@ -87,6 +94,9 @@ func (c *Coordinator) fail(round *Round, p *Policy, call string, err error) {
 	c.metrics.PolicyFailure(p.Plugin, errReason(err))
 	c.log.Warn("eviction policy call failed; its answer is dropped this round", "policy", p.Plugin, "call", call, "error", err)
 	round.Failures = append(round.Failures, Failure{Policy: p.Plugin, Call: call, Err: err})
+	if round.rec != nil {
+		round.rec.Fail(p.Plugin, call, err)
+	}
 }
 
 // askPolicy is the first half of a round for one policy, as Katalyst's
@@ -155,9 +165,21 @@ type topQuery struct {
 func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.NodeEvictPods, now time.Time, round *Round) {
 	for i := range min(len(rs), len(nodes)) { // the client checked the count; never index past it
 		nr := nodes[i]
+		var ans *decision.EvictionAnswer
+		if round.rec != nil && len(rs[i].Pods) > 0 {
+			ans = &decision.EvictionAnswer{Policy: p.Plugin, Node: nr.ni.Info.Node.Name, Call: abi.FuncEvictPods.String(), DryRun: p.DryRun}
+		}
 		for _, ep := range rs[i].Pods {
+			if ans != nil {
+				scope := ScopeSoft
+				if ep.Force {
+					scope = ScopeForce
+				}
+				ans.Pods = append(ans.Pods, decision.EvictionPod{Pod: podAt(nr, ep.Pod), Scope: scope, Reason: ep.Reason})
+			}
 			cand, ok := c.named(p, nr, ep.Pod)
 			if !ok {
+				ignored(round, p, nr, ep.Pod)
 				continue
 			}
 			cand.scope = ScopeSoft
@@ -173,6 +195,9 @@ func (c *Coordinator) takeEvictPods(p *Policy, nodes []*nodeRound, rs []abi.Node
 			default:
 				nr.soft[cand.pod.UID] = cand
 			}
+		}
+		if ans != nil {
+			round.rec.Answer(*ans)
 		}
 		if !p.DryRun {
 			c.state.observeCondition(nr.ni.Info.Node.Name, rs[i].Condition, now)
@@ -197,6 +222,10 @@ func (c *Coordinator) takeThresholds(p *Policy, nodes []*nodeRound, rs []abi.Thr
 		act := c.state.observeThreshold(p.Plugin, name, r, now)
 		if r.Met == abi.NotMet {
 			continue
+		}
+		if round.rec != nil {
+			round.rec.Answer(decision.EvictionAnswer{Policy: p.Plugin, Node: name, Call: abi.FuncThresholdMet.String(), DryRun: p.DryRun,
+				Met: r.Met.String(), Scope: r.Scope, Observed: r.ObservedValue, Target: r.ThresholdValue, Acted: act})
 		}
 		if !p.DryRun {
 			c.state.observeCondition(name, r.Condition, now)
@@ -241,22 +270,39 @@ func (c *Coordinator) askTop(ctx context.Context, q *topQuery, nodes []*nodeRoun
 	for j := range min(len(trs), len(q.acted)) {
 		i := q.acted[j]
 		r, nr := &q.rs[i], nodes[i]
+		var ans *decision.EvictionAnswer
+		if round.rec != nil {
+			ans = &decision.EvictionAnswer{Policy: p.Plugin, Node: nr.ni.Info.Node.Name, Call: abi.FuncTopEvictionPods.String(), DryRun: p.DryRun,
+				Met: r.Met.String(), Scope: r.Scope}
+		}
 		for _, idx := range trs[j].Pods {
+			reason := fmt.Sprintf("plugin %s met threshold in scope %s, target %s, observed %s",
+				p.Plugin, r.Scope, convert.Quantity(r.Scope, r.ThresholdValue), convert.Quantity(r.Scope, r.ObservedValue))
+			if ans != nil {
+				ans.Pods = append(ans.Pods, decision.EvictionPod{Pod: podAt(nr, idx), Scope: r.Scope, Reason: reason})
+			}
 			cand, ok := c.named(p, nr, idx)
 			if !ok {
+				ignored(round, p, nr, idx)
 				continue
 			}
 			cand.scope, cand.grace = r.Scope, trs[j].GracePeriodSeconds
-			cand.reason = fmt.Sprintf("plugin %s met threshold in scope %s, target %s, observed %s",
-				p.Plugin, r.Scope, formatFloat(r.ThresholdValue), formatFloat(r.ObservedValue))
+			cand.reason = reason
 			switch {
 			case p.DryRun:
 				c.dryRun(round, cand)
 			case r.Met == abi.HardMet:
+				if old := nr.force[cand.pod.UID]; old != nil && round.rec != nil {
+					round.rec.Add(&round.rec.Merged, decision.EvictionPod{Pod: podName(cand.pod), Node: cand.node, Policy: old.policy + "+" + cand.policy,
+						Scope: cand.scope, Reason: "named by two force answers; one entry keeps both reasons"})
+				}
 				mergeForce(nr.force, cand)
 			default:
 				nr.soft[cand.pod.UID] = cand
 			}
+		}
+		if ans != nil {
+			round.rec.Answer(*ans)
 		}
 	}
 }
@@ -302,6 +348,39 @@ func (c *Coordinator) dryRun(round *Round, cand *candidate) {
 	c.log.Info("dry-run eviction policy would evict a pod", "policy", cand.policy, "pod", cand.pod.Namespace+"/"+cand.pod.Name,
 		"node", cand.node, "scope", cand.scope, "reason", cand.reason)
 	round.DryRun = append(round.DryRun, victimOf(cand))
+	if round.rec != nil {
+		round.rec.Add(&round.rec.DryRun, recPod(cand, ""))
+	}
+}
+
+// podName is a pod's namespace/name.
+func podName(p *abi.Pod) string { return p.Namespace + "/" + p.Name }
+
+// podAt names the pod at index idx of nr, for a record ("#idx" when a
+// reply named an index past the node's pods).
+func podAt(nr *nodeRound, idx uint32) string {
+	if int64(idx) < int64(len(nr.ni.Info.Pods)) {
+		return podName(&nr.ni.Info.Pods[idx])
+	}
+	return fmt.Sprintf("#%d", idx)
+}
+
+// ignored records a pod a policy named that was not offered.
+func ignored(round *Round, p *Policy, nr *nodeRound, idx uint32) {
+	if round.rec != nil {
+		round.rec.Add(&round.rec.Ignored, decision.EvictionPod{Pod: podAt(nr, idx), Node: nr.ni.Info.Node.Name, Policy: p.Plugin,
+			Reason: "named but not offered (protected, held or blocked): refused"})
+	}
+}
+
+// recPod is a candidate as a record names it, why overriding its reason
+// when set.
+func recPod(c *candidate, why string) decision.EvictionPod {
+	r := c.reason
+	if why != "" {
+		r = why
+	}
+	return decision.EvictionPod{Pod: podName(c.pod), Node: c.node, Policy: c.policy, Scope: c.scope, Reason: r}
 }
 
 func victimOf(c *candidate) Victim {
@@ -343,8 +422,11 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 	}
 	for k := range nodes {
 		nr := nodes[(first+k)%len(nodes)]
-		for uid := range nr.soft {
+		for uid, cand := range nr.soft {
 			if nr.force[uid] != nil {
+				if round.rec != nil {
+					round.rec.Add(&round.rec.NotChosen, recPod(cand, "a force answer names it too: evicted as force, not soft"))
+				}
 				delete(nr.soft, uid)
 			}
 		}
@@ -359,6 +441,11 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 				sortCandidates(soft)
 				best := soft[len(soft)-1] // at most one soft victim per node and round
 				nr.force[best.pod.UID] = best
+				if round.rec != nil {
+					for _, cand := range soft[:len(soft)-1] {
+						round.rec.Add(&round.rec.NotChosen, recPod(cand, "one soft victim per node and round: "+podName(best.pod)+" sorts as more evictable"))
+					}
+				}
 			}
 		}
 		if len(nr.force) == 0 {
@@ -371,11 +458,22 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 			}
 		}
 		sortCandidates(list)
+		if over := len(list) - c.settings.Burst; over > 0 && round.rec != nil {
+			for _, cand := range list[:over] {
+				round.rec.Add(&round.rec.NotChosen, recPod(cand, fmt.Sprintf("past the burst of %d pods per node and round", c.settings.Burst)))
+			}
+		}
 		for i, n := len(list)-1, 0; i >= 0 && n < c.settings.Burst; i, n = i-1, n+1 {
 			cand := list[i]
 			if !c.limiter.AllowN(now, 1) {
 				round.Throttled++
+				if round.rec != nil {
+					round.rec.Add(&round.rec.Throttled, recPod(cand, ""))
+				}
 				continue
+			}
+			if round.rec != nil {
+				round.rec.Add(&round.rec.Evicted, recPod(cand, ""))
 			}
 			c.metrics.Victim(cand.policy, cand.scope)
 			c.log.Info("evicting pod", "policy", cand.policy, "pod", cand.pod.Namespace+"/"+cand.pod.Name,
@@ -384,8 +482,6 @@ func (c *Coordinator) selectVictims(nodes []*nodeRound, now time.Time, round *Ro
 		}
 	}
 }
-
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 
 func taintsString(ts []abi.Taint) string {
 	s := ""

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 	"github.com/wasmsched/wasmsched/host/platform/snapshot"
@@ -36,33 +37,94 @@ type candidate struct {
 
 // PostFilter implements framework.PostFilterPlugin: kube-scheduler's
 // preemption with the victim policy in Wasm (see the package comment).
-func (p *Plugin) PostFilter(ctx context.Context, _ *framework.CycleState, pod *abi.Pod, fit *framework.FitError, dr *framework.DryRun) (string, *framework.Status) {
+//
+// An explained cycle (CycleState.Explanation) gets the preemption's
+// record attached to its own (decision.Scheduling.Preemption), filled
+// from the dry runs' and the policy's replies as they come; an
+// unexplained one allocates nothing for it.
+func (p *Plugin) PostFilter(ctx context.Context, state *framework.CycleState, pod *abi.Pod, fit *framework.FitError, dr *framework.DryRun) (string, *framework.Status) {
 	p.opts.Metrics.Attempt(p.profile)
 	log := p.opts.Log.With("plugin", Name, "profile", p.profile, "pod", pod.Namespace+"/"+pod.Name)
+	var rec *decision.Preemption
+	if state != nil {
+		if sched := state.Explanation(); sched != nil {
+			rec = decision.NewPreemption(pod.Namespace+"/"+pod.Name, p.profile, p.args.VictimPolicy, p.args.AsyncPreemption)
+			sched.Preemption = rec
+			ctx = withRecord(ctx, rec)
+		}
+	}
 	if msg := p.ineligible(pod, fit, dr.Snapshot()); msg != "" {
 		log.Debug("not eligible to preempt", "reason", msg)
+		if rec != nil {
+			rec.Ineligible, rec.Message = msg, msg
+		}
 		return "", unschedulable(msg)
 	}
 	cands, diag, err := p.findCandidates(ctx, pod, fit, dr)
+	if rec != nil {
+		rec.SetNoCandidate(decision.Limits{}, diag.byNode)
+	}
 	if err != nil {
 		log.Warn("preemption dry runs failed", "error", err)
+		if rec != nil {
+			rec.Message = err.Error()
+		}
 		return "", framework.AsStatus(fmt.Errorf("preemption: %w", err))
 	}
 	if len(cands) == 0 {
 		p.clearNomination(pod)
 		msg := diag.message(dr.Snapshot().NumNodes())
 		log.Debug("no preemption candidate", "message", msg)
+		if rec != nil {
+			rec.Message = msg
+		}
 		return "", unschedulable(msg)
 	}
 	ranked, err := p.rank(ctx, dr, cands)
 	if err != nil {
 		log.Warn("ranking preemption candidates failed", "error", err)
+		if rec != nil {
+			rec.Message = err.Error()
+		}
 		return "", framework.AsStatus(fmt.Errorf("preemption: %w", err))
 	}
 	if len(ranked) == 0 {
 		return "", unschedulable(msgNoCandidate)
 	}
-	return p.prepare(ctx, pod, ranked, log)
+	if rec != nil {
+		rec.SetCandidates(decision.Limits{}, recordCandidates(ranked))
+	}
+	node, st := p.prepare(ctx, pod, ranked, log)
+	if rec != nil {
+		rec.Nominated = node
+		if st != nil && !st.IsSuccess() {
+			rec.Message = st.Message()
+		}
+	}
+	return node, st
+}
+
+// recordCandidates are the ranked candidates as the record keeps them,
+// with the facts kube-scheduler's ranking compares.
+func recordCandidates(ranked []*candidate) []decision.Candidate {
+	out := make([]decision.Candidate, len(ranked))
+	for i, c := range ranked {
+		dc := decision.Candidate{Node: c.node, PDBViolations: int(c.numViolations), NumVictims: len(c.victims), Victims: make([]string, len(c.victims))}
+		earliest := int64(0)
+		for k, v := range c.victims {
+			dc.Victims[k] = v.Namespace + "/" + v.Name
+			dc.PrioritySum += int64(v.Priority) + 1<<31
+			switch {
+			case k == 0 || v.Priority > dc.HighestPriority:
+				dc.HighestPriority, earliest = v.Priority, v.StartTime
+			case v.Priority == dc.HighestPriority && v.StartTime != 0 && (earliest == 0 || v.StartTime < earliest):
+				earliest = v.StartTime
+			}
+		}
+		dc.EarliestStart = earliest
+		out[i] = dc
+	}
+	return out
 }
 
 func unschedulable(msg string) *framework.Status {
@@ -142,6 +204,9 @@ func (p *Plugin) findCandidates(ctx context.Context, pod *abi.Pod, fit *framewor
 		}
 	}
 	n := len(potential)
+	if rec := recordOf(ctx); rec != nil {
+		rec.PotentialNodes = n
+	}
 	if n == 0 {
 		return nil, diag, nil
 	}

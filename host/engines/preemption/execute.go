@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/podremoval"
 	"github.com/wasmsched/wasmsched/host/engines/scheduling/framework"
 )
@@ -57,6 +58,9 @@ func (p *Plugin) prepare(ctx context.Context, pod *abi.Pod, ranked []*candidate,
 	// follow in a goroutine while the gate holds the pod back.
 	p.nominate(pod, best.node)
 	if len(p.live(best.victims)) == 0 {
+		if rec := recordOf(ctx); rec != nil {
+			rec.Finish(best.node, nil)
+		}
 		return best.node, placed(best.node, ranked) // every victim is already leaving
 	}
 	if !p.startRun(pod.UID) {
@@ -64,7 +68,7 @@ func (p *Plugin) prepare(ctx context.Context, pod *abi.Pod, ranked []*candidate,
 	}
 	preemptor := *pod
 	p.wg.Add(1)
-	go p.runAsync(&preemptor, ranked, log)
+	go p.runAsync(withRecord(background(), recordOf(ctx)), &preemptor, ranked, log)
 	return best.node, placed(best.node, ranked)
 }
 
@@ -89,11 +93,11 @@ func placed(node string, ranked []*candidate) *framework.Status {
 // to activeQ (the room is made), after a failure through its backoff
 // (upstream activates at once, which spins against an API that keeps
 // failing).
-func (p *Plugin) runAsync(pod *abi.Pod, ranked []*candidate, log hclog.Logger) {
+func (p *Plugin) runAsync(ctx context.Context, pod *abi.Pod, ranked []*candidate, log hclog.Logger) {
 	defer p.wg.Done()
 	start := time.Now()
 	result := ResultSuccess
-	_, err := p.execute(background(), pod, ranked, true, log)
+	_, err := p.execute(ctx, pod, ranked, true, log)
 	if err != nil {
 		result = ResultError
 		log.Warn("asynchronous preemption failed; clearing the nomination", "error", err)
@@ -119,7 +123,13 @@ func (e *noneLeft) Error() string {
 // execute removes the victims of the first candidate that works, moving
 // to the next when a guarded victim's eviction is refused (KEP-3280),
 // and returns the node used. Other failures end it.
-func (p *Plugin) execute(ctx context.Context, pod *abi.Pod, ranked []*candidate, async bool, log hclog.Logger) (string, error) {
+//
+// The attempt's record, if any (recordOf), gets every victim's outcome,
+// the candidates abandoned and the node used.
+func (p *Plugin) execute(ctx context.Context, pod *abi.Pod, ranked []*candidate, async bool, log hclog.Logger) (used string, err error) {
+	if rec := recordOf(ctx); rec != nil {
+		defer func() { rec.Finish(used, err) }()
+	}
 	var tried []string
 	for i, c := range ranked {
 		if i > 0 {
@@ -130,6 +140,9 @@ func (p *Plugin) execute(ctx context.Context, pod *abi.Pod, ranked []*candidate,
 		if errors.Is(err, errRefused) {
 			log.Info("eviction refused (429) for a PDB-guarded victim", "node", c.node, "error", err)
 			tried = append(tried, c.node)
+			if rec := recordOf(ctx); rec != nil {
+				rec.Refused(c.node)
+			}
 			continue
 		}
 		if err != nil {
@@ -254,12 +267,18 @@ func (p *Plugin) checkGuarded(ctx context.Context, pod *abi.Pod, node string, gu
 	return forEach(ctx, guarded, func(ctx context.Context, v *abi.Pod) error {
 		err := dry.EvictPodDryRun(ctx, v)
 		switch {
-		case err == nil, errors.Is(err, podremoval.ErrNotFound):
+		case err == nil:
+			note(ctx, v, node, decision.VictimDryRunOK, nil)
+			return nil
+		case errors.Is(err, podremoval.ErrNotFound):
+			note(ctx, v, node, decision.VictimGone, nil)
 			return nil // a gone victim counts as done, as when removing it
 		case errors.Is(err, podremoval.ErrTooManyRequests):
+			note(ctx, v, node, decision.VictimDryRunNo, err)
 			p.evictionBlocked(pod, v, node, true, err, "the pod stays, and preemption tries the next candidate node")
 			return fmt.Errorf("victim %s/%s on %s (dry run): %w", v.Namespace, v.Name, node, errRefused)
 		}
+		note(ctx, v, node, decision.VictimFailed, err)
 		return fmt.Errorf("dry-run eviction of victim %s/%s: %w", v.Namespace, v.Name, err)
 	})
 }
@@ -318,32 +337,41 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 		msg := fmt.Sprintf("%s: preempting to accommodate a higher priority pod", p.profile)
 		if err := p.opts.API.MarkVictim(ctx, v, msg); err != nil {
 			if errors.Is(err, podremoval.ErrNotFound) {
+				note(ctx, v, node, decision.VictimGone, nil)
 				return nil
 			}
+			note(ctx, v, node, decision.VictimFailed, err)
 			return fmt.Errorf("mark victim %s/%s: %w", v.Namespace, v.Name, err)
 		}
 	}
 	var err error
-	how := "deleted"
+	how, outcome := "deleted", decision.VictimDeleted
 	switch {
 	case guard == nil:
 		err = p.deleteVictim(ctx, v)
 	default:
-		how = "evicted through the Eviction API"
+		how, outcome = "evicted through the Eviction API", decision.VictimEvicted
 		err = p.opts.API.EvictPod(ctx, v, nil)
 		if errors.Is(err, podremoval.ErrTooManyRequests) {
 			if protected {
+				note(ctx, v, node, decision.VictimRefused, err)
 				p.evictionBlocked(pod, v, node, false, err, "the pod stays, and preemption tries the next candidate node")
 				return fmt.Errorf("victim %s/%s on %s: %w", v.Namespace, v.Name, node, errRefused)
 			}
 			p.evictionBlocked(pod, v, node, false, err,
 				"deleting the pod instead, as its PriorityClass lets this priority violate the budget (KEP-3280 best effort)")
-			how = "deleted after the Eviction API refused (429)"
+			how, outcome = "deleted after the Eviction API refused (429)", decision.VictimFellBack
 			err = p.deleteVictim(ctx, v)
 		}
 	}
-	if err != nil && !errors.Is(err, podremoval.ErrNotFound) {
+	switch {
+	case errors.Is(err, podremoval.ErrNotFound):
+		note(ctx, v, node, decision.VictimGone, nil)
+	case err != nil:
+		note(ctx, v, node, decision.VictimFailed, err)
 		return fmt.Errorf("remove victim %s/%s: %w", v.Namespace, v.Name, err)
+	default:
+		note(ctx, v, node, outcome, nil)
 	}
 	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how))
 	return nil
@@ -423,4 +451,30 @@ func (p *Plugin) clearLowerNominations(ctx context.Context, pod *abi.Pod, node s
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// recordKey carries an explained attempt's preemption record through
+// the calls that carry the preemption out (on the cycle, or in the
+// asynchronous goroutine).
+type recordKey struct{}
+
+// withRecord returns ctx carrying rec (ctx itself when rec is nil).
+func withRecord(ctx context.Context, rec *decision.Preemption) context.Context {
+	if rec == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, recordKey{}, rec)
+}
+
+// recordOf is the record ctx carries, or nil.
+func recordOf(ctx context.Context) *decision.Preemption {
+	rec, _ := ctx.Value(recordKey{}).(*decision.Preemption)
+	return rec
+}
+
+// note records one victim's outcome in the attempt's record, if any.
+func note(ctx context.Context, v *abi.Pod, node, outcome string, err error) {
+	if rec := recordOf(ctx); rec != nil {
+		rec.Victim(decision.Limits{}, v.Namespace+"/"+v.Name, node, outcome, err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
@@ -203,6 +204,12 @@ type Options struct {
 	// Metrics counts policy module failures
 	// (wasmsched_vpod_policy_failures_total); nil records nothing.
 	Metrics *metrics.VPod
+	// Decisions, if set, receives a decision.VPod for every Schedule
+	// call it wants (key decision.VPodKey of the vpod) and a
+	// decision.VPodAutoscale for every autoscaler pass it wants (key
+	// decision.AutoscaleKey of the scheduler); nil records none and costs
+	// nothing.
+	Decisions decision.Sink
 }
 
 // RequeueError says a vpod could not be placed whole: Left vreplicas

@@ -15,10 +15,15 @@ import (
 func (s *Scheduler) Autoscale(ctx context.Context, scaleDown bool) (AutoscaleResult, error) {
 	s.asMu.Lock()
 	defer s.asMu.Unlock()
+	var res AutoscaleResult
+	var err error
 	if s.set.Strategy == StrategyMaxFillUpSpread {
-		return s.autoscaleSpread(ctx, scaleDown)
+		res, err = s.autoscaleSpread(ctx, scaleDown)
+	} else {
+		res, err = s.autoscale116(ctx, scaleDown)
 	}
-	return s.autoscale116(ctx, scaleDown)
+	s.recordAutoscale(res, err)
+	return res, err
 }
 
 // autoscale116 is Knative v1.16.0's doautoscale, with the target capped

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 )
 
 // stepHook, when set (tests), sees the state of every placement or
@@ -73,18 +75,21 @@ func (s *Scheduler) rebalance(ctx context.Context, log hclog.Logger, vw *view, b
 			}
 		}
 		if len(ids) == 0 {
+			sp.recordStep(bp, vd, cands, decision.StepPlace, -1, "no feasible pod for this vreplica: the autoscaler is asked for more")
 			log.Info("no feasible pod for this vreplica", "vreplica", i)
 			s.reserveAll(ss, placements)
 			diff = num - i
 			break
 		}
 		if vd.scoreErr != nil {
+			sp.recordStep(bp, vd, cands, decision.StepPlace, -1, "scoring failed: "+vd.scoreErr.Error())
 			log.Info("scoring feasible pods failed", "error", vd.scoreErr)
 			s.reserveAll(ss, placements)
 			diff = num - i
 			break
 		}
 		o := s.selectPod(ids, totals)
+		sp.recordStep(bp, vd, cands, decision.StepPlace, o, "")
 		var pod string
 		placements, pod = s.addSelection(o, placements)
 		for _, p := range placements {
@@ -169,20 +174,25 @@ func (s *Scheduler) removeWithPolicy(ctx context.Context, log hclog.Logger, vw *
 			}
 		}
 		if len(ids) == 1 {
+			sp.recordStep(bp, vd, cands, decision.StepRemove, ids[0], "")
 			placements = s.removeSelection(ss, ids[0], placements)
 			continue
 		}
 		if len(ids) == 0 {
+			sp.recordStep(bp, vd, cands, decision.StepRemove, -1, "no pod to remove a vreplica from")
 			log.Info("no pod to remove a vreplica from", "vreplica", i)
 			s.reserveAll(ss, placements)
 			break
 		}
 		if vd.scoreErr != nil {
+			sp.recordStep(bp, vd, cands, decision.StepRemove, -1, "scoring failed: "+vd.scoreErr.Error())
 			log.Info("scoring pods for removal failed", "error", vd.scoreErr)
 			s.reserveAll(ss, placements)
 			break
 		}
-		placements = s.removeSelection(ss, s.selectPod(ids, totals), placements)
+		o := s.selectPod(ids, totals)
+		sp.recordStep(bp, vd, cands, decision.StepRemove, o, "")
+		placements = s.removeSelection(ss, o, placements)
 	}
 	return placements, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/metrics"
 )
 
@@ -28,6 +29,11 @@ type Scheduler struct {
 	rand    func(int64) int64
 	now     func() time.Time
 	metrics *metrics.VPod
+	// decisions receives the records (Options.Decisions); rec is the
+	// record of the Schedule call running (guarded by mu), nil when it
+	// is not recorded.
+	decisions decision.Sink
+	rec       *decision.VPod
 
 	pols atomic.Pointer[Policies]
 
@@ -119,18 +125,19 @@ func New(s Settings, c Cluster, p *Policies, o Options) (*Scheduler, error) {
 		o.Now = time.Now
 	}
 	sch := &Scheduler{
-		set:      s,
-		c:        c,
-		log:      o.Log.With("scheduler", s.Name, "statefulset", s.Namespace+"/"+s.StatefulSet),
-		evict:    o.Evictor,
-		rand:     o.Rand,
-		now:      o.Now,
-		metrics:  o.Metrics,
-		failed:   map[Key]struct{}{},
-		cc:       newCommittedCache(),
-		asCC:     newCommittedCache(),
-		reserved: map[Key]map[string]int32{},
-		trigger:  make(chan struct{}, 1),
+		set:       s,
+		c:         c,
+		log:       o.Log.With("scheduler", s.Name, "statefulset", s.Namespace+"/"+s.StatefulSet),
+		evict:     o.Evictor,
+		rand:      o.Rand,
+		now:       o.Now,
+		metrics:   o.Metrics,
+		decisions: o.Decisions,
+		failed:    map[Key]struct{}{},
+		cc:        newCommittedCache(),
+		asCC:      newCommittedCache(),
+		reserved:  map[Key]map[string]int32{},
+		trigger:   make(chan struct{}, 1),
 		// Long enough ago that the first scale-down pass may compact.
 		lastCompact: o.Now().Add(-s.RefreshPeriod - time.Minute),
 	}
@@ -262,6 +269,10 @@ func (s *Scheduler) Schedule(ctx context.Context, v VPod) ([]Placement, error) {
 	defer s.resMu.Unlock()
 	var ps []Placement
 	var err error
+	if s.decisions != nil && s.decisions.Want(decision.KindVPod, decision.VPodKey(v.Key.String())) {
+		s.rec = s.newRecord(&v)
+		defer func() { s.finishRecord(ps, err) }()
+	}
 	if s.set.Strategy == StrategyMaxFillUpSpread {
 		ps, err = s.scheduleSpread(ctx, &v)
 		sortPlacements(ps)

@@ -67,6 +67,9 @@ type verdicts struct {
 	totals   []int64
 	// scoreErr is set when scoring failed for a feasible candidate.
 	scoreErr error
+	// replies are the modules' replies (bp.mods' order), kept only for a
+	// recorded call (Scheduler.rec).
+	replies []*abi.VPodStepReply
 }
 
 // fail is the error of a step that failed in module ms: a *PolicyError
@@ -137,6 +140,9 @@ func (sp *stepper) evaluate(ctx context.Context, bp *boundPolicy, ss *stepState,
 			}
 		}
 		replies[mi] = r
+	}
+	if sp.s.rec != nil {
+		out.replies = replies
 	}
 	any := false
 	for _, f := range out.feasible {

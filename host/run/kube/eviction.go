@@ -273,7 +273,7 @@ func newEvictionParts(ctx context.Context, o ServeOptions, modOpts modules.Optio
 	kopts.OnBlocked = func(uid string, until time.Time) { e.coord.Blocked(uid, until) }
 	e.killer = eviction.NewKiller(api, kopts)
 	e.coord = eviction.New(eviction.Options{Settings: eviction.SettingsFrom(settings), Cluster: cluster, Killer: e.killer,
-		Usage: src, Metrics: o.Metrics.Eviction(), Log: log}, set)
+		Usage: src, Metrics: o.Metrics.Eviction(), Log: log, Decisions: o.Decisions}, set)
 	names := make([]string, 0, len(set.Policies()))
 	for _, p := range set.Policies() {
 		names = append(names, p.Name())

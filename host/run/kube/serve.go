@@ -69,8 +69,10 @@ type ServeOptions struct {
 	// MaxBindingsInFlight bounds the bindings in flight: 0 means
 	// scheduler.DefaultMaxBindingsInFlight, negative no bound.
 	MaxBindingsInFlight int
-	// Decisions, if set, keeps every scheduling decision's record
-	// (/debug/explain answers from it).
+	// Decisions, if set, keeps the decision records of every engine:
+	// each scheduling attempt (with its preemption), eviction round,
+	// vpod Schedule call and autoscaler pass (/debug/explain answers from
+	// it).
 	Decisions decision.Sink
 	// RecordDecisions writes each placed pod's decision summary to its
 	// decision.AnnotationKey annotation, with the binding.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/engines/decision"
 	"github.com/wasmsched/wasmsched/host/engines/vpod"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
@@ -60,7 +61,7 @@ func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, 
 		events = rec.recorderFor(VPodComponent)
 	}
 	return newVPodPartsWith(ctx, vpodPartsOptions{Client: o.Client, Dynamic: dyn, Specs: specs, Registry: own, Log: log,
-		Events: events, Metrics: o.Metrics.VPod()})
+		Events: events, Metrics: o.Metrics.VPod(), Decisions: o.Decisions})
 }
 
 // errNoDynamic: vpod schedulers configured without a dynamic client.
@@ -111,6 +112,9 @@ type vpodPartsOptions struct {
 	// engines' policy module failures (nil: none).
 	Events  record.EventRecorder
 	Metrics *metrics.VPod
+	// Decisions receives the engines' Schedule and autoscaler records
+	// (nil: none).
+	Decisions decision.Sink
 	// newEngine replaces vpod.New and vpod.NewPolicies (tests).
 	newEngine func(s vpod.Settings, c vpod.Cluster, ev vpod.Evictor) (vpodEngine, error)
 	// wrapQueue, when set, wraps each controller's queue before any

@@ -185,7 +185,7 @@ func (p *vpodParts) buildUnit(ctx context.Context, spec vpodSpec, reg *modules.R
 		if u.pols, err = vpod.NewPolicies(ctx, reg, s.SchedPolicy, s.DeschedPolicy, log); err != nil {
 			return nil, fmt.Errorf("vpod scheduler %s: policies: %w", s.Name, err)
 		}
-		if u.sched, err = vpod.New(s, c.cluster, u.pols, vpod.Options{Log: log, Evictor: c.evict, Metrics: p.o.Metrics}); err != nil {
+		if u.sched, err = vpod.New(s, c.cluster, u.pols, vpod.Options{Log: log, Evictor: c.evict, Metrics: p.o.Metrics, Decisions: p.o.Decisions}); err != nil {
 			return nil, fmt.Errorf("vpod scheduler %s: %w", s.Name, err)
 		}
 		c.engine = u.sched

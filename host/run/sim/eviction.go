@@ -112,7 +112,7 @@ func (e *Env) startEviction(ctx context.Context) error {
 	kopts.OnBlocked = func(uid string, until time.Time) { coord.Blocked(uid, until) }
 	ev.killer = eviction.NewKiller(killAPI{e.cluster}, kopts)
 	coord = eviction.New(eviction.Options{Settings: eviction.SettingsFrom(s), Cluster: simCluster{e},
-		Killer: ev.killer, Usage: staticUsage{src}, Metrics: e.metrics.Eviction(), Log: e.log, Clock: e.clock}, set)
+		Killer: ev.killer, Usage: staticUsage{src}, Metrics: e.metrics.Eviction(), Log: e.log, Clock: e.clock, Decisions: e.sink()}, set)
 	ev.coord = coord
 	kctx, cancel := context.WithCancel(ctx)
 	ev.stop = cancel

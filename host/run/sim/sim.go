@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,13 +75,27 @@ type Options struct {
 	// the same modules (simulate --watch, loading each run's registry
 	// with modules.Options.Previous) keeps unchanged modules compiled.
 	Registry *modules.Registry
-	// Explain picks the pods (by namespace/name) whose scheduling
-	// decisions the report carries (Report.Explanations); nil explains
-	// none, at no cost.
+	// Explain picks the pods (by namespace/name) whose decisions the
+	// report carries: their scheduling attempts with the preemptions they
+	// ran (Report.Explanations) and the eviction rounds that name them
+	// (Report.EvictionExplanations); and the vpods (by "vpod:" and
+	// namespace/name, decision.VPodKey) whose Schedule calls and
+	// autoscaler passes it carries (Report.VPodExplanations,
+	// Report.AutoscaleExplanations). nil explains none, at no cost.
 	Explain func(key string) bool
 	// Decisions, if set and Explain is nil, receives every decision
 	// record, as serve's ring does (benchmarks measure its cost).
 	Decisions decision.Sink
+	// Progress, if set, is told after every scheduling cycle how far the
+	// run is, so that a long simulation can show it on a terminal. It
+	// runs on the scheduling loop: it must return quickly.
+	Progress func(Progress)
+}
+
+// Progress is how far a run is: cycles run, pods bound by them, and the
+// pods it schedules in all.
+type Progress struct {
+	Cycles, Scheduled, Pods int
 }
 
 // MaxExplanations bounds the decision records a run keeps: the latest
@@ -130,11 +145,22 @@ type Report struct {
 	Eviction *EvictionReport `json:"eviction,omitempty"`
 	// VPods is what the vpod schedulers did (nil without a vpod section).
 	VPods *VPodReport `json:"vpods,omitempty"`
+	// Nodes are the cluster's nodes as the run left them, by name: zone,
+	// requests against allocatable, pods (Run sets them; Settle does not).
+	Nodes []NodeResult `json:"nodes,omitempty"`
 	// Explanations are the decision records of the pods Options.Explain
 	// picked, one per scheduling attempt, oldest first (at most
 	// MaxExplanations; ExplanationsDropped counts older ones let go).
 	Explanations        []*decision.Scheduling `json:"explanations,omitempty"`
 	ExplanationsDropped int                    `json:"explanationsDropped,omitempty"`
+	// EvictionExplanations are the records of the eviction rounds that
+	// name a pod Options.Explain picks, oldest first.
+	EvictionExplanations []*decision.Eviction `json:"evictionExplanations,omitempty"`
+	// VPodExplanations are the records of the vpod Schedule calls of the
+	// vpods Options.Explain picks; AutoscaleExplanations those of the
+	// autoscaler passes that counted one of them pending.
+	VPodExplanations      []*decision.VPod          `json:"vpodExplanations,omitempty"`
+	AutoscaleExplanations []*decision.VPodAutoscale `json:"autoscaleExplanations,omitempty"`
 	// Timeline is every call the scheduler made to the in-memory API
 	// except bindings: nominations, victim conditions, deletions,
 	// evictions, events.
@@ -171,6 +197,7 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 		rep.VPods = vp
 	}
 	if env.eviction == nil {
+		rep.Nodes = env.nodes()
 		return rep, nil
 	}
 	rounds := env.cfg.Eviction.Defaulted().SimulateRounds
@@ -184,6 +211,7 @@ func Run(ctx context.Context, objs *Objects, opts Options) (*Report, error) {
 	rep = env.report(rep.Cycles)
 	rep.Eviction = ev
 	rep.VPods = vp
+	rep.Nodes = env.nodes()
 	return rep, nil
 }
 
@@ -204,7 +232,8 @@ type Env struct {
 	// decisions keeps the records Options.Explain asks for (nil: none).
 	decisions   *decision.Ring
 	decisionsTo decision.Sink // Options.Decisions
-	order       []string      // pod UIDs in input order
+	explain     func(string) bool
+	order       []string // pod UIDs in input order
 	objs        *Objects
 	maxCycles   int
 	cfg         *config.Configuration
@@ -213,6 +242,7 @@ type Env struct {
 	// eviction is the eviction coordinator, when the configuration has
 	// eviction policies.
 	eviction *evictionEnv
+	progress func(Progress) // Options.Progress
 	// seed is Options.Seed, for the vpod engines' tie-breaking.
 	seed uint64
 	// vpodPolicies are the vpod schedulers' policies by scheduler name,
@@ -272,9 +302,23 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 		rec:      &recorder{results: map[string]*PodResult{}},
 	}
 	env.decisionsTo = opts.Decisions
+	env.progress = opts.Progress
 	if opts.Explain != nil {
 		env.decisions = decision.NewRing(MaxExplanations)
-		env.decisions.Match = func(kind, key string) bool { return kind == decision.KindScheduling && opts.Explain(key) }
+		env.explain = opts.Explain
+		env.decisions.Match = func(kind, key string) bool {
+			switch kind {
+			case decision.KindScheduling:
+				return opts.Explain(key)
+			case decision.KindVPod:
+				// An autoscaler pass is kept when it counted an
+				// explained vpod pending (report).
+				return strings.HasPrefix(key, "autoscaler/") || opts.Explain(key)
+			}
+			// Which pods a round names is known once it ran: report
+			// keeps the rounds that name an explained pod.
+			return kind == decision.KindEviction
+		}
 	}
 	env.cluster.SetLatency(opts.APILatency)
 	if opts.APIFailures != nil {
@@ -381,6 +425,9 @@ func (e *Env) Settle(ctx context.Context) (*Report, error) {
 			e.Scheduler.WaitBindings()
 			e.waitPreemptions()
 			cycles++
+			if e.progress != nil {
+				e.progress(Progress{Cycles: cycles, Scheduled: e.rec.binds(), Pods: len(e.order)})
+			}
 			continue
 		case backoff > 0:
 			if b := e.rec.binds() + e.deletions(); b == bindsAtRound {
@@ -436,7 +483,20 @@ func (e *Env) report(cycles int) *Report {
 	rep := &Report{Cycles: cycles}
 	if e.decisions != nil {
 		for _, r := range e.decisions.All() {
-			rep.Explanations = append(rep.Explanations, r.Scheduling)
+			switch {
+			case r.Scheduling != nil:
+				rep.Explanations = append(rep.Explanations, r.Scheduling)
+			case r.Eviction != nil:
+				if slices.ContainsFunc(r.Eviction.Named(), e.explain) {
+					rep.EvictionExplanations = append(rep.EvictionExplanations, r.Eviction)
+				}
+			case r.VPod != nil:
+				rep.VPodExplanations = append(rep.VPodExplanations, r.VPod)
+			case r.Autoscale != nil:
+				if slices.ContainsFunc(r.Autoscale.PendingVPods, func(v string) bool { return e.explain(decision.VPodKey(v)) }) {
+					rep.AutoscaleExplanations = append(rep.AutoscaleExplanations, r.Autoscale)
+				}
+			}
 		}
 		_, _, _, rep.ExplanationsDropped = e.decisions.Stats()
 	}

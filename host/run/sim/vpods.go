@@ -276,11 +276,12 @@ func (e *Env) startVPods(ctx context.Context, set config.VPodSettings, all []con
 	rng := rand.New(rand.NewPCG(e.seed, e.seed^0x5bd1e995))
 	var err error
 	run.sched, err = vpod.New(vpod.SettingsFrom(set), run.cluster, pols, vpod.Options{
-		Log:     e.log.With("vpodScheduler", set.Name),
-		Evictor: run.evict,
-		Rand:    func(n int64) int64 { return rng.Int64N(n) },
-		Now:     e.clock.Now,
-		Metrics: e.metrics.VPod(),
+		Log:       e.log.With("vpodScheduler", set.Name),
+		Evictor:   run.evict,
+		Rand:      func(n int64) int64 { return rng.Int64N(n) },
+		Now:       e.clock.Now,
+		Metrics:   e.metrics.VPod(),
+		Decisions: e.sink(),
 	})
 	if err != nil {
 		pols.Close(ctx)
