@@ -17,22 +17,22 @@ const shipped = "wazero"
 var defaultRows = []Row{
 	{
 		Name: "pernode-wasmtime", Title: "whole default set, per node", Runtime: "wasmtime",
-		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesPerNode/set=default/backend=(native|tinygo-wasmtime)$", Benchtime: "300x",
+		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesPerNode$/set=default/backend=(native|tinygo-wasmtime)$", Benchtime: "300x",
 		Wasm: "/backend=tinygo-wasmtime$", Native: "/backend=native$", Unit: "ns/node", Target: Target{Op: "<=", Ratio: 1.2},
 	},
 	{
 		Name: "pernode-wazero", Title: "whole default set, per node", Runtime: "wazero",
-		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesPerNode/set=default/backend=(native|tinygo-wazero)$", Benchtime: "300x",
+		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesPerNode$/set=default/backend=(native|tinygo-wazero)$", Benchtime: "300x",
 		Wasm: "/backend=tinygo-wazero$", Native: "/backend=native$", Unit: "ns/node", Target: Target{Op: "<=", Ratio: 1.3},
 	},
 	{
 		Name: "topology-wasmtime", Title: "topology plugins (PodTopologySpread + InterPodAffinity), per node, 3000 and 30 000 pods", Runtime: "wasmtime",
-		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesTopology/.*/.*/backend=(native|tinygo-wasmtime)$", Benchtime: "1500x",
+		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesTopology$/.*/.*/backend=(native|tinygo-wasmtime)$", Benchtime: "1500x",
 		Wasm: "/backend=tinygo-wasmtime$", Native: "/backend=native$", Unit: "ns/node", Target: Target{Op: "<=", Ratio: 1.3},
 	},
 	{
 		Name: "topology-wazero", Title: "topology plugins (PodTopologySpread + InterPodAffinity), per node, 3000 and 30 000 pods", Runtime: "wazero",
-		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesTopology/.*/.*/backend=(native|tinygo-wazero)$", Benchtime: "1500x",
+		Pkg: "host/platform/runtime/wasmtime", Tags: "wasmtime", Bench: "RuntimesTopology$/.*/.*/backend=(native|tinygo-wazero)$", Benchtime: "1500x",
 		Wasm: "/backend=tinygo-wazero$", Native: "/backend=native$", Unit: "ns/node", Target: Target{Op: "<=", Ratio: 1.3},
 	},
 	{
@@ -47,27 +47,27 @@ var defaultRows = []Row{
 	},
 	{
 		Name: "preemption-wasmtime", Title: "PreemptionAsync, 5000 nodes", Runtime: "wasmtime",
-		Pkg: "host/run/sim", Tags: "wasmtime", Bench: "PreemptionAsync/mode=async/backend=(native|wasmtime)$", Benchtime: "1x",
+		Pkg: "host/run/sim", Tags: "wasmtime", Bench: "PreemptionAsync$/mode=async/backend=(native|wasmtime)$", Benchtime: "1x",
 		Wasm: "/backend=wasmtime$", Native: "/backend=native$", Unit: "pods/s", Target: Target{Op: ">=", Ratio: 0.85},
 	},
 	{
 		Name: "preemption-wazero", Title: "PreemptionAsync, 5000 nodes", Runtime: "wazero",
-		Pkg: "host/run/sim", Bench: "PreemptionAsync/mode=async/backend=(native|wasm)$", Benchtime: "1x",
+		Pkg: "host/run/sim", Bench: "PreemptionAsync$/mode=async/backend=(native|wasm)$", Benchtime: "1x",
 		Wasm: "/backend=wasm$", Native: "/backend=native$", Unit: "pods/s", Target: Target{Op: ">=", Ratio: 0.85},
 	},
 	{
 		Name: "eviction-wazero", Title: "eviction round, 5000 nodes / 50 000 pods, steady", Runtime: "wazero",
-		Pkg: "host/engines/eviction", Bench: "EvictionRound/backend=(wasm|native)/steady$", Benchtime: "3x",
+		Pkg: "host/engines/eviction", Bench: "EvictionRound$/backend=(wasm|native)/steady$", Benchtime: "3x",
 		Wasm: "/backend=wasm/steady$", Native: "/backend=native/steady$", Unit: "ns/op", Target: Target{Op: "<=", Ratio: 1.3},
 	},
 	{
 		Name: "vpod-wazero", Title: "vpod PlaceAll, per vreplica", Runtime: "wazero",
-		Pkg: "host/engines/vpod", Bench: "PlaceAll/backend=(wasm|native)$", Benchtime: "1x",
+		Pkg: "host/engines/vpod", Bench: "PlaceAll$/backend=(wasm|native)$", Benchtime: "1x",
 		Wasm: "/backend=wasm$", Native: "/backend=native$", Unit: "ns/vreplica", Target: Target{Op: "<=", Ratio: 1.3},
 	},
 	{
 		Name: "schedbasic15k-wazero", Title: "SchedulingBasic, 15 000 nodes (no target: compare with kube-scheduler)", Runtime: "wazero",
-		Pkg: "host/run/sim", Bench: "SchedulingBasic15000/pods=15000/backend=(native|wasm)$", Benchtime: "1x",
+		Pkg: "host/run/sim", Bench: "SchedulingBasic15000$/pods=15000/backend=(native|wasm)$", Benchtime: "1x",
 		Wasm: "/backend=wasm$", Native: "/backend=native$", Unit: "pods/s",
 	},
 	{
