@@ -75,9 +75,5 @@ func (a PreemptionAPI) SetNomination(_ context.Context, pod *abi.Pod, node strin
 
 // Event implements preemption.API.
 func (a PreemptionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
-	typ := corev1.EventTypeNormal
-	if warning {
-		typ = corev1.EventTypeWarning
-	}
-	a.Recorder.recorderFor(pod.SchedulerName).Event(ref(pod), typ, reason, message)
+	a.Recorder.event(pod.SchedulerName, ref(pod), nil, warning, reason, ActionPreempting, message)
 }

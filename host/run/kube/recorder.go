@@ -7,14 +7,19 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -26,14 +31,24 @@ import (
 // condition PodScheduled=False with the reason and message (and
 // status.nominatedNodeName when preemption nominated the pod). It
 // implements scheduler.Recorder without blocking the scheduling cycle:
-// Events go through client-go's asynchronous broadcaster, status patches
-// through a queue drained by Run.
+// Events go through client-go's asynchronous events.k8s.io/v1
+// broadcaster (k8s.io/client-go/tools/events, as kube-scheduler posts
+// them), status patches through a queue drained by Run.
+//
+// The broadcaster never drops an Event for want of room: every Event it
+// is given waits in a goroutine of its own for the Event client's rate
+// limiter (its bounded queues only hand Events over to those goroutines),
+// so a backlog delays Events instead of losing them. An Event repeated
+// for the same object (same type, reason, action and reporting
+// controller) within six minutes becomes one Event whose series counts
+// the repeats.
 type Recorder struct {
 	client      kubernetes.Interface
-	broadcaster record.EventBroadcaster
-	host        string
+	broadcaster events.EventBroadcaster // nil: legacy in use
+	legacy      record.EventBroadcaster // core/v1, when events.k8s.io/v1 is not served
+	instance    string
 	mu          sync.Mutex
-	events      map[string]record.EventRecorder // by profile
+	events      map[string]events.EventRecorder // by reporting controller
 	patches     chan statusPatch
 	log         hclog.Logger
 }
@@ -44,47 +59,183 @@ type statusPatch struct {
 	body            []byte
 }
 
+// RecorderOptions configure NewRecorder.
+type RecorderOptions struct {
+	// Client writes pod status patches.
+	Client kubernetes.Interface
+	// EventClient posts Events; nil: Client. kube-scheduler posts Events
+	// through a clientset of their own, so a burst of Events waits for
+	// its own rate limiter and never delays a binding.
+	EventClient kubernetes.Interface
+	// Instance is the Events' reportingInstance (core/v1: source.host):
+	// the replica's identity, so Events tell which replica scheduled a
+	// pod. Empty: the host name.
+	Instance string
+	Log      hclog.Logger
+}
+
+// eventsGroupVersion is the API the Events are posted to when served.
+const eventsGroupVersion = "events.k8s.io/v1"
+
+// discoveryPatience bounds how long NewRecorder keeps asking an API
+// server that does not answer whether it serves events.k8s.io/v1 before
+// taking the answer every server since Kubernetes 1.19 gives (yes).
+const discoveryPatience = 30 * time.Second
+
 // NewRecorder returns a recorder whose Events name the pod's profile
-// (its schedulerName) as their source component, as kube-scheduler's
-// do, and host as the source host (the replica's identity, so Events
-// tell which replica scheduled a pod).
-func NewRecorder(client kubernetes.Interface, host string, log hclog.Logger) *Recorder {
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	return &Recorder{
-		client:      client,
-		broadcaster: b,
-		host:        host,
-		events:      map[string]record.EventRecorder{},
-		patches:     make(chan statusPatch, 1024),
-		log:         log,
+// (its schedulerName) as their reporting controller, as kube-scheduler's
+// do, and o.Instance as their reporting instance. Events go to
+// events.k8s.io/v1 when the API server serves it (asked once, here) and
+// to core/v1 otherwise, as client-go's event broadcaster adapter chooses.
+// Recording starts at once and stops when ctx ends.
+func NewRecorder(ctx context.Context, o RecorderOptions) *Recorder {
+	log := o.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ec := o.EventClient
+	if ec == nil {
+		ec = o.Client
+	}
+	instance := o.Instance
+	if instance == "" {
+		instance, _ = os.Hostname()
+	}
+	instance = truncate(instance, reportingInstanceLimit)
+	r := &Recorder{
+		client:   o.Client,
+		instance: instance,
+		events:   map[string]events.EventRecorder{},
+		patches:  make(chan statusPatch, 1024),
+		log:      log,
+	}
+	if servesEventsV1(ctx, ec, log) {
+		r.broadcaster = events.NewBroadcaster(&instanceSink{EventSinkImpl: events.EventSinkImpl{Interface: ec.EventsV1()}, instance: instance})
+		if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			log.Error("events: cannot record to the API server", "error", err)
+		}
+	} else {
+		log.Info("the API server does not serve " + eventsGroupVersion + "; Events are posted as core/v1 Events")
+		r.legacy = record.NewBroadcaster(record.WithContext(ctx))
+		r.legacy.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: ec.CoreV1().Events("")})
+	}
+	return r
+}
+
+// servesEventsV1 asks the API server's discovery whether it serves
+// events.k8s.io/v1. "Not found" is a no; while the server does not
+// answer it asks again, for discoveryPatience, and then assumes yes.
+func servesEventsV1(ctx context.Context, client kubernetes.Interface, log hclog.Logger) bool {
+	ctx, cancel := context.WithTimeout(ctx, discoveryPatience)
+	defer cancel()
+	var last error
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		_, err := client.Discovery().ServerResourcesForGroupVersion(eventsGroupVersion)
+		switch {
+		case err == nil:
+			return true
+		case apierrors.IsNotFound(err):
+			return false
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			log.Warn("events: discovery of "+eventsGroupVersion+" did not answer; posting Events there", "error", last)
+			return true
+		case <-time.After(delay):
+		}
 	}
 }
 
-// recorderFor returns the Event recorder of a profile.
-func (r *Recorder) recorderFor(profile string) record.EventRecorder {
+// instanceSink is client-go's events.k8s.io/v1 sink with the Events'
+// reportingInstance set to the replica's identity (client-go's
+// recorders set the controller's name and the host name).
+type instanceSink struct {
+	events.EventSinkImpl
+	instance string
+}
+
+func (s *instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	e.ReportingInstance = s.instance
+	return s.EventSinkImpl.Create(ctx, e)
+}
+
+func (s *instanceSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	e.ReportingInstance = s.instance
+	return s.EventSinkImpl.Update(ctx, e)
+}
+
+// recorderFor returns the Event recorder of a reporting controller (a
+// profile's name, or one of the engines' components).
+func (r *Recorder) recorderFor(controller string) events.EventRecorder {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	er := r.events[profile]
+	er := r.events[controller]
 	if er == nil {
-		er = r.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: profile, Host: r.host})
-		r.events[profile] = er
+		if r.broadcaster != nil {
+			er = r.broadcaster.NewRecorder(scheme.Scheme, controller)
+		} else {
+			er = record.NewEventRecorderAdapter(r.legacy.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller, Host: r.instance}))
+		}
+		r.events[controller] = er
 	}
 	return er
 }
 
-func ref(pod *abi.Pod) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}}
+// Limits the API server puts on an events.k8s.io/v1 Event: a longer
+// note or instance is refused (and the Event lost), so they are cut.
+const (
+	noteLimit              = 1024
+	reportingInstanceLimit = 128
+)
+
+// truncate cuts s to at most n bytes, at a rune boundary, ending it with
+// " ..." as kube-scheduler ends a FailedScheduling note it cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const suffix = " ..."
+	cut := n - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + suffix
+}
+
+// event posts one Event through the controller's recorder, the note as
+// given (never read as a format) and cut to the API's limit.
+func (r *Recorder) event(controller string, regarding, related runtime.Object, warning bool, reason, action, note string) {
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	r.recorderFor(controller).Eventf(regarding, related, typ, reason, action, "%s", truncate(note, noteLimit))
+}
+
+// Actions of the Events, as kube-scheduler names them (Scheduling,
+// Binding, Preempting) and for what the eviction engine does.
+const (
+	ActionScheduling = "Scheduling"
+	ActionBinding    = "Binding"
+	ActionPreempting = "Preempting"
+	ActionEvicting   = "Evicting"
+	ActionLoading    = "Loading"
+)
+
+// ref is the Event reference of a pod.
+func ref(pod *abi.Pod) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}
 }
 
 // Scheduled implements scheduler.Recorder.
 func (r *Recorder) Scheduled(pod *abi.Pod, profile, node string) {
-	r.recorderFor(profile).Eventf(ref(pod), corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+	r.event(profile, ref(pod), nil, false, "Scheduled", ActionBinding, fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node))
 }
 
 // FailedScheduling implements scheduler.Recorder.
 func (r *Recorder) FailedScheduling(pod *abi.Pod, profile, reason, message string) {
-	r.recorderFor(profile).Event(ref(pod), corev1.EventTypeWarning, "FailedScheduling", message)
+	r.event(profile, ref(pod), nil, true, "FailedScheduling", ActionScheduling, message)
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": string(corev1.PodScheduled), "status": string(corev1.ConditionFalse),
 		"reason": reason, "message": message, "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
@@ -113,7 +264,7 @@ func (r *Recorder) enqueue(p statusPatch) {
 // Run applies queued status patches until ctx ends. A pod deleted in the
 // meantime (NotFound) is skipped.
 func (r *Recorder) Run(ctx context.Context) {
-	defer r.broadcaster.Shutdown()
+	defer r.shutdown()
 	for {
 		select {
 		case <-ctx.Done():
@@ -124,6 +275,15 @@ func (r *Recorder) Run(ctx context.Context) {
 				r.log.Debug("patch pod status", "pod", p.namespace+"/"+p.name, "error", fmt.Sprint(err))
 			}
 		}
+	}
+}
+
+func (r *Recorder) shutdown() {
+	if r.broadcaster != nil {
+		r.broadcaster.Shutdown()
+	}
+	if r.legacy != nil {
+		r.legacy.Shutdown()
 	}
 }
 
@@ -138,9 +298,12 @@ func (r *Recorder) ModuleUnavailable(unavailable []modules.Unavailable) {
 		return
 	}
 	self := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: name}
-	er := r.recorderFor("wasmsched")
 	for _, u := range unavailable {
-		er.Eventf(self, corev1.EventTypeWarning, "ModuleUnavailable",
-			"module %q (%s) could not be fetched or verified; failStrategy FailOpen: running without its plugins: %v", u.Module, u.Field, u.Err)
+		r.event(SelfComponent, self, nil, true, "ModuleUnavailable", ActionLoading,
+			fmt.Sprintf("module %q (%s) could not be fetched or verified; failStrategy FailOpen: running without its plugins: %v", u.Module, u.Field, u.Err))
 	}
 }
+
+// SelfComponent is the reporting controller of the Events on the
+// scheduler's own Pod.
+const SelfComponent = "wasmsched"

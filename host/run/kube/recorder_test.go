@@ -1,0 +1,145 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/preemption"
+	"github.com/wasmsched/wasmsched/internal/testwait"
+)
+
+// eventsV1Clientset is a fake clientset whose discovery serves
+// events.k8s.io/v1, as every API server since Kubernetes 1.19 does.
+func eventsV1Clientset() *fake.Clientset {
+	client := fake.NewSimpleClientset()
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: eventsGroupVersion, APIResources: []metav1.APIResource{{Name: "events", Namespaced: true, Kind: "Event"}}}}
+	return client
+}
+
+// waitEventV1 waits for the one events.k8s.io/v1 Event of a reason in a
+// namespace and returns it.
+func waitEventV1(t *testing.T, ctx context.Context, client *fake.Clientset, ns, reason string) eventsv1.Event {
+	t.Helper()
+	var found []eventsv1.Event
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		found = found[:0]
+		evs, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason {
+				found = append(found, e)
+			}
+		}
+		return len(found) > 0
+	}, "no %s Event recorded", reason)
+	if len(found) != 1 {
+		t.Fatalf("%d %s Events, want one: %+v", len(found), reason, found)
+	}
+	return found[0]
+}
+
+// TestRecorderPostsEventsV1AsKubeScheduler: Scheduled, FailedScheduling
+// and Preempted go to events.k8s.io/v1 with kube-scheduler's reason,
+// action and words, the profile as reporting controller and the
+// replica's identity as reporting instance; a repeated Event becomes a
+// series; a note past the API's limit is cut, not refused.
+func TestRecorderPostsEventsV1AsKubeScheduler(t *testing.T) {
+	client := eventsV1Clientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := NewRecorder(ctx, RecorderOptions{Client: client, Instance: "replica-7"})
+	go rec.Run(ctx)
+	p := &abi.Pod{UID: "u1", Namespace: "ns", Name: "web", SchedulerName: "my-profile"}
+	rec.Scheduled(p, "my-profile", "n1")
+	e := waitEventV1(t, ctx, client, "ns", "Scheduled")
+	if e.Type != corev1.EventTypeNormal || e.Action != ActionBinding || e.Note != "Successfully assigned ns/web to n1" ||
+		e.ReportingController != "my-profile" || e.ReportingInstance != "replica-7" ||
+		e.Regarding.Kind != "Pod" || e.Regarding.APIVersion != "v1" || e.Regarding.Name != "web" || e.Regarding.UID != "u1" || e.Series != nil {
+		t.Fatalf("Scheduled: %+v", e)
+	}
+	if got, _ := client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{}); len(got.Items) != 0 {
+		t.Fatalf("core/v1 Events posted too: %+v", got.Items)
+	}
+
+	// A message with a percent sign is the note as given; a second
+	// identical failure counts in the first Event's series.
+	const msg = "0/3 nodes are available: 3 Insufficient cpu (100% used)."
+	q := &abi.Pod{UID: "u2", Namespace: "ns", Name: "big", SchedulerName: "my-profile"}
+	rec.FailedScheduling(q, "my-profile", "Unschedulable", msg)
+	e = waitEventV1(t, ctx, client, "ns", "FailedScheduling")
+	if e.Type != corev1.EventTypeWarning || e.Action != ActionScheduling || e.Note != msg || e.ReportingController != "my-profile" {
+		t.Fatalf("FailedScheduling: %+v", e)
+	}
+	rec.FailedScheduling(q, "my-profile", "Unschedulable", msg)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		evs, err := client.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedScheduling" && e.Series != nil && e.Series.Count == 2 {
+				return true
+			}
+		}
+		return false
+	}, "the repeated FailedScheduling did not become a series of 2")
+
+	long := strings.Repeat("é", 700) // 1400 bytes
+	PreemptionAPI{Client: client, Recorder: rec}.Event(&abi.Pod{UID: "u3", Namespace: "ns", Name: "victim", SchedulerName: "my-profile"}, false, preemption.ReasonPreempted, long)
+	e = waitEventV1(t, ctx, client, "ns", preemption.ReasonPreempted)
+	if len(e.Note) > noteLimit || !utf8.ValidString(e.Note) || !strings.HasSuffix(e.Note, " ...") || !strings.HasPrefix(long, strings.TrimSuffix(e.Note, " ...")) ||
+		e.Action != ActionPreempting || e.Regarding.Name != "victim" {
+		t.Fatalf("Preempted: note of %d bytes %q, %+v", len(e.Note), e.Note, e)
+	}
+}
+
+// TestRecorderFallsBackToCoreV1: a server that does not serve
+// events.k8s.io/v1 gets core/v1 Events with the same words, the profile
+// as source component and the replica's identity as source host.
+func TestRecorderFallsBackToCoreV1(t *testing.T) {
+	client := fake.NewSimpleClientset() // its discovery serves nothing
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := NewRecorder(ctx, RecorderOptions{Client: client, Instance: "replica-7"})
+	go rec.Run(ctx)
+	rec.Scheduled(&abi.Pod{UID: "u1", Namespace: "ns", Name: "web"}, "my-profile", "n1")
+	var evs *corev1.EventList
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		evs, err = client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		return err == nil && len(evs.Items) == 1
+	}, "no core/v1 Event recorded")
+	e := evs.Items[0]
+	if e.Reason != "Scheduled" || e.Message != "Successfully assigned ns/web to n1" || e.Source.Component != "my-profile" || e.Source.Host != "replica-7" ||
+		e.InvolvedObject.Name != "web" || e.InvolvedObject.UID != "u1" {
+		t.Fatalf("event %+v", e)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"0123456789abc", 10, "012345 ..."},
+		{"ééééé", 8, "éé ..."}, // 10 bytes: cut at a rune boundary
+	} {
+		if got := truncate(tc.in, tc.n); got != tc.want || len(got) > tc.n {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
