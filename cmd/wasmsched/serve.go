@@ -89,11 +89,18 @@ token or client certificate whose identity may get that nonResourceURL
 			if err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
+			// Events get a clientset, and so a rate limiter, of their own
+			// (as kube-scheduler's do): a backlog of Events waits for it
+			// without delaying bindings and status updates.
+			eventClient, err := kubernetes.NewForConfig(set.clientsetConfig(restConfig))
+			if err != nil {
+				return fmt.Errorf("kubernetes client for Events: %w", err)
+			}
 			srv, err := serving.start(ctx, log, set.kubeconfig, cfg)
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
+			opts := kube.ServeOptions{Client: client, EventClient: eventClient, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set,
 				Decisions: srv.decisions, RecordDecisions: recordDecisions}
 			if set.leaderElect {
