@@ -37,8 +37,9 @@ import (
 //
 // The broadcaster never drops an Event for want of room: every Event it
 // is given waits in a goroutine of its own for the Event client's rate
-// limiter (its bounded queues only hand Events over to those goroutines),
-// so a backlog delays Events instead of losing them. An Event repeated
+// limiter and a write slot (instanceSink; its bounded queues only hand
+// Events over to those goroutines), so a backlog delays Events instead
+// of losing them. An Event repeated
 // for the same object (same type, reason, action and reporting
 // controller) within six minutes becomes one Event whose series counts
 // the repeats.
@@ -110,7 +111,7 @@ func NewRecorder(ctx context.Context, o RecorderOptions) *Recorder {
 		log:      log,
 	}
 	if servesEventsV1(ctx, ec, log) {
-		r.broadcaster = events.NewBroadcaster(&instanceSink{EventSinkImpl: events.EventSinkImpl{Interface: ec.EventsV1()}, instance: instance})
+		r.broadcaster = events.NewBroadcaster(newInstanceSink(ec, instance))
 		if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 			log.Error("events: cannot record to the API server", "error", err)
 		}
@@ -149,20 +150,70 @@ func servesEventsV1(ctx context.Context, client kubernetes.Interface, log hclog.
 
 // instanceSink is client-go's events.k8s.io/v1 sink with the Events'
 // reportingInstance set to the replica's identity (client-go's
-// recorders set the controller's name and the host name).
+// recorders set the controller's name and the host name), and at most
+// cap(slots) writes in flight.
+//
+// client-go's broadcaster writes each Event from a goroutine of its own,
+// bounded only by the client's rate limiter. A backlog drained at a high
+// --kube-api-qps would put thousands of Event writes in flight at once,
+// past the API server's streams per HTTP/2 connection, so client-go
+// would open connection after connection and bindings would wait behind
+// Events. With the slots, waiting Events stay goroutines parked here
+// (kube-scheduler's wait the same way, in its rate limiter), none is
+// dropped, and the writes in flight stay well under one connection's
+// streams beside the bindings' (DefaultMaxBindingsInFlight) and the
+// informers' watches.
 type instanceSink struct {
 	events.EventSinkImpl
 	instance string
+	slots    chan struct{}
 }
 
+// maxEventWritesInFlight is the slots of instanceSink. An Event write
+// takes the API server a few milliseconds, so 16 in flight post
+// thousands a second: more than a backlog drain binds.
+const maxEventWritesInFlight = 16
+
+func newInstanceSink(client kubernetes.Interface, instance string) *instanceSink {
+	return &instanceSink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}, instance: instance, slots: make(chan struct{}, maxEventWritesInFlight)}
+}
+
+// acquire takes a write slot; release gives it back.
+func (s *instanceSink) acquire(ctx context.Context) error {
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("post an Event: %w", ctx.Err())
+	}
+}
+
+func (s *instanceSink) release() { <-s.slots }
+
 func (s *instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
 	e.ReportingInstance = s.instance
 	return s.EventSinkImpl.Create(ctx, e)
 }
 
 func (s *instanceSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
 	e.ReportingInstance = s.instance
 	return s.EventSinkImpl.Update(ctx, e)
+}
+
+func (s *instanceSink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	return s.EventSinkImpl.Patch(ctx, e, data)
 }
 
 // recorderFor returns the Event recorder of a reporting controller (a

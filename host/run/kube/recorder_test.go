@@ -2,7 +2,12 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -10,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/engines/preemption"
@@ -141,5 +148,72 @@ func TestTruncate(t *testing.T) {
 		if got := truncate(tc.in, tc.n); got != tc.want || len(got) > tc.n {
 			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestRecorderBoundsEventWritesInFlight: a burst of Events is written
+// with at most maxEventWritesInFlight requests at once, as an API server
+// sees them, and every one of them is written.
+func TestRecorderBoundsEventWritesInFlight(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, peak, created := 0, 0, 0
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet && r.URL.Path == "/apis/"+eventsGroupVersion {
+			_, _ = w.Write([]byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"events.k8s.io/v1","resources":[{"name":"events","namespaced":true,"kind":"Event","verbs":["create"]}]}`))
+			return
+		}
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		created++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := NewRecorder(ctx, RecorderOptions{Client: client, Instance: "replica-7"})
+	go rec.Run(ctx)
+	const n = 5 * maxEventWritesInFlight
+	for i := range n {
+		rec.Scheduled(&abi.Pod{UID: fmt.Sprint("u", i), Namespace: "ns", Name: fmt.Sprint("p", i)}, "my-profile", "n1")
+	}
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return inFlight == maxEventWritesInFlight
+	}, "the writes in flight did not reach the bound")
+	time.Sleep(100 * time.Millisecond) // room to overshoot, were it possible
+	close(release)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return created == n
+	}, "not every Event was written")
+	if peak != maxEventWritesInFlight {
+		t.Errorf("peak %d writes in flight, want %d", peak, maxEventWritesInFlight)
 	}
 }
