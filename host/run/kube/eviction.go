@@ -90,7 +90,7 @@ func (a EvictionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
 	if a.Recorder == nil {
 		return
 	}
-	a.Recorder.event(EvictionComponent, ref(pod), nil, warning, reason, ActionEvicting, message)
+	a.Recorder.event(EvictionComponent, a.Recorder.podRef(pod), nil, warning, reason, ActionEvicting, message)
 }
 
 // NodeUpdater is told of a node changed by the coordinator before the

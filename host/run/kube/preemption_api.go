@@ -75,5 +75,5 @@ func (a PreemptionAPI) SetNomination(_ context.Context, pod *abi.Pod, node strin
 
 // Event implements preemption.API.
 func (a PreemptionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
-	a.Recorder.event(pod.SchedulerName, ref(pod), nil, warning, reason, ActionPreempting, message)
+	a.Recorder.event(pod.SchedulerName, a.Recorder.podRef(pod), nil, warning, reason, ActionPreempting, message)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +53,33 @@ type Recorder struct {
 	events      map[string]events.EventRecorder // by reporting controller
 	patches     chan statusPatch
 	log         hclog.Logger
+	// pods reads the informer's copy of a pod (nil until Serve's
+	// informers set it; see usePods).
+	pods atomic.Pointer[podLookup]
+}
+
+// podLookup returns the informer's copy of a pod, or nil.
+type podLookup func(namespace, name string) *corev1.Pod
+
+// usePods makes the recorder read pods from the informer, as
+// kube-scheduler reads the pod it reports on: an Event's reference then
+// carries the pod's resourceVersion, so a pod whose status changed (a new
+// failure message) gets a new Event rather than a count on the old one,
+// and a failure whose condition the pod already shows writes nothing.
+func (r *Recorder) usePods(l podLookup) { r.pods.Store(&l) }
+
+// cached is the informer's copy of pod, or nil (no lookup yet, not
+// there, or another pod of the same name).
+func (r *Recorder) cached(pod *abi.Pod) *corev1.Pod {
+	l := r.pods.Load()
+	if l == nil {
+		return nil
+	}
+	p := (*l)(pod.Namespace, pod.Name)
+	if p == nil || string(p.UID) != pod.UID {
+		return nil
+	}
+	return p
 }
 
 type statusPatch struct {
@@ -274,22 +302,51 @@ const (
 	ActionLoading    = "Loading"
 )
 
-// ref is the Event reference of a pod.
-func ref(pod *abi.Pod) *corev1.ObjectReference {
-	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}
+// ref is the Event reference of a pod: with the resourceVersion of
+// the informer's copy when there is one (cached), as kube-scheduler's
+// reference to the pod object it holds.
+func ref(pod *abi.Pod, cached *corev1.Pod) *corev1.ObjectReference {
+	o := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}
+	if cached != nil {
+		o.ResourceVersion = cached.ResourceVersion
+	}
+	return o
 }
+
+// podRef is ref with the informer's copy looked up.
+func (r *Recorder) podRef(pod *abi.Pod) *corev1.ObjectReference { return ref(pod, r.cached(pod)) }
 
 // Scheduled implements scheduler.Recorder.
 func (r *Recorder) Scheduled(pod *abi.Pod, profile, node string) {
-	r.event(profile, ref(pod), nil, false, "Scheduled", ActionBinding, fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node))
+	r.event(profile, r.podRef(pod), nil, false, "Scheduled", ActionBinding, fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node))
 }
 
-// FailedScheduling implements scheduler.Recorder.
+// FailedScheduling implements scheduler.Recorder. As kube-scheduler's, it
+// writes the PodScheduled=False condition only when the pod does not
+// show it already (with this reason and message), and keeps the
+// condition's lastTransitionTime when its status stays False; so a pod
+// that fails again the same way costs no write, keeps its
+// resourceVersion, and its Events become one series.
 func (r *Recorder) FailedScheduling(pod *abi.Pod, profile, reason, message string) {
-	r.event(profile, ref(pod), nil, true, "FailedScheduling", ActionScheduling, message)
+	cached := r.cached(pod)
+	r.event(profile, ref(pod, cached), nil, true, "FailedScheduling", ActionScheduling, message)
+	since := metav1.Now()
+	if cached != nil {
+		for _, c := range cached.Status.Conditions {
+			if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+				continue
+			}
+			if c.Reason == reason && c.Message == message {
+				return
+			}
+			if !c.LastTransitionTime.IsZero() {
+				since = c.LastTransitionTime
+			}
+		}
+	}
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": string(corev1.PodScheduled), "status": string(corev1.ConditionFalse),
-		"reason": reason, "message": message, "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+		"reason": reason, "message": message, "lastTransitionTime": since.UTC().Format(time.RFC3339),
 	}}}})
 	if err == nil {
 		r.enqueue(statusPatch{namespace: pod.Namespace, name: pod.Name, uid: pod.UID, body: body})

@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/engines/preemption"
@@ -215,5 +217,85 @@ func TestRecorderBoundsEventWritesInFlight(t *testing.T) {
 	}, "not every Event was written")
 	if peak != maxEventWritesInFlight {
 		t.Errorf("peak %d writes in flight, want %d", peak, maxEventWritesInFlight)
+	}
+}
+
+// TestRecorderFailedSchedulingWritesOnlyAChange: with the informer's
+// copy of the pod, a FailedScheduling refers to the pod's
+// resourceVersion (a changed pod gets a new Event), writes the condition
+// only when the pod does not show it already, and keeps its
+// lastTransitionTime while it stays False, as kube-scheduler does.
+func TestRecorderFailedSchedulingWritesOnlyAChange(t *testing.T) {
+	client := eventsV1Clientset()
+	var mu sync.Mutex
+	var patches []string
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		patches = append(patches, string(a.(k8stesting.PatchAction).GetPatch()))
+		return true, &corev1.Pod{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := NewRecorder(ctx, RecorderOptions{Client: client, Instance: "replica-7"})
+	go rec.Run(ctx)
+	cached := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "big", UID: "u1", ResourceVersion: "10"}}
+	var cmu sync.Mutex
+	rec.usePods(func(namespace, name string) *corev1.Pod {
+		cmu.Lock()
+		defer cmu.Unlock()
+		if namespace == "ns" && name == "big" {
+			return cached.DeepCopy()
+		}
+		return nil
+	})
+	p := &abi.Pod{UID: "u1", Namespace: "ns", Name: "big", SchedulerName: "my-profile"}
+	patchCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(patches)
+	}
+	eventAt := func(rv string) {
+		t.Helper()
+		testwait.Eventually(t, 10*time.Second, func() bool {
+			evs, err := client.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false
+			}
+			for _, e := range evs.Items {
+				if e.Reason == "FailedScheduling" && e.Regarding.ResourceVersion == rv {
+					return true
+				}
+			}
+			return false
+		}, "no FailedScheduling Event referring to resourceVersion %s", rv)
+	}
+
+	rec.FailedScheduling(p, "my-profile", "Unschedulable", "first")
+	eventAt("10")
+	testwait.Eventually(t, 10*time.Second, func() bool { return patchCount() == 1 }, "the condition was not written")
+
+	// The pod shows the condition now: the same failure writes nothing.
+	since := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	cmu.Lock()
+	cached.ResourceVersion = "11"
+	cached.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "first", LastTransitionTime: since}}
+	cmu.Unlock()
+	rec.FailedScheduling(p, "my-profile", "Unschedulable", "first")
+	eventAt("11")
+	time.Sleep(100 * time.Millisecond)
+	if n := patchCount(); n != 1 {
+		t.Fatalf("%d status patches after an unchanged failure, want 1", n)
+	}
+
+	// A new message is written, keeping the time the pod became
+	// unschedulable.
+	rec.FailedScheduling(p, "my-profile", "Unschedulable", "second")
+	testwait.Eventually(t, 10*time.Second, func() bool { return patchCount() == 2 }, "the changed condition was not written")
+	mu.Lock()
+	last := patches[1]
+	mu.Unlock()
+	if !strings.Contains(last, `"message":"second"`) || !strings.Contains(last, `"lastTransitionTime":"2026-01-02T03:04:05Z"`) {
+		t.Errorf("patch %s: want the new message and the old lastTransitionTime", last)
 	}
 }

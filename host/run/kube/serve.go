@@ -155,7 +155,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := Watch(ctx, o.Client, parts.Scheduler, log); err != nil {
+	if err := watchCluster(ctx, o.Client, parts.Scheduler, log, rec); err != nil {
 		return fmt.Errorf("watch the cluster: %w", err)
 	}
 	go parts.Queue.Run(ctx)
