@@ -16,6 +16,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/run/kube"
 )
 
@@ -196,5 +197,77 @@ func waitForEvery(t *testing.T, ctx context.Context, interval time.Duration, wha
 	t.Helper()
 	if !waitUntil(ctx, interval, cond) {
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestFailedSchedulingRepeatsBecomeASeries: a pod that keeps failing the
+// same way (retried each time an assigned pod goes) gets, as from
+// kube-scheduler, one Event before its condition is written and one
+// after, which becomes a series; the API server accepts the series'
+// write. (client-go's broadcaster writes a series when it starts, then
+// its count every 30 minutes and when it ends, six minutes after the
+// last repeat: in between the count the API shows is behind.)
+func TestFailedSchedulingRepeatsBecomeASeries(t *testing.T) {
+	client := controlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	createNode(t, ctx, client, node("n1", "4"))
+	reg := metrics.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default(), Metrics: met})
+	unschedulable := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "scheduler_schedule_attempts_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "result" && lp.GetValue() == metrics.ResultUnschedulable {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod("too-big", "", "10"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "too-big's first failure", func() bool { return unschedulable() >= 1 })
+	// Each bound pod that goes is a chance for too-big to fit: a retry.
+	for i := range 4 {
+		name := fmt.Sprintf("small-%d", i)
+		if _, err := client.CoreV1().Pods("default").Create(ctx, pod(name, "", "100m"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, name+" to be bound", func() bool { return boundTo(ctx, client, name) == "n1" })
+		before := unschedulable()
+		if err := client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "too-big to be retried", func() bool { return unschedulable() > before })
+	}
+	var evs []string
+	waitFor(t, ctx, "a FailedScheduling series", func() bool {
+		evs = nil
+		series := false
+		for _, e := range events(ctx, client, "too-big") {
+			if e.Reason == "FailedScheduling" {
+				evs = append(evs, fmt.Sprintf("rv %s ×%d", e.Regarding.ResourceVersion, occurrences(e)))
+				series = series || e.Series != nil && e.Series.Count >= 2
+			}
+		}
+		return series
+	})
+	t.Logf("%v failures; FailedScheduling Events: %v", unschedulable(), evs)
+	if len(evs) > 2 {
+		t.Errorf("%d FailedScheduling Events %v for one unchanged failure: want at most 2 (before and after the condition)", len(evs), evs)
 	}
 }
