@@ -34,8 +34,10 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		Short: "Schedule the pods of a real cluster",
 		Long: `serve watches a cluster (the kubeconfig's, or the in-cluster one) and schedules
 the pending pods whose spec.schedulerName names one of its profiles, binding
-them through the API and reporting Scheduled/FailedScheduling Events and the
-PodScheduled condition as kube-scheduler does. It runs until interrupted.
+them through the API and reporting Scheduled/FailedScheduling Events
+(events.k8s.io/v1) and the PodScheduled condition as kube-scheduler does,
+speaking protobuf to the API server unless clientConnection.contentType says
+application/json. It runs until interrupted.
 
 Policy changes need no restart: when the --config file or a module file it
 names changes (a mounted ConfigMap's update included), or on SIGHUP, the new
