@@ -17,9 +17,9 @@ import (
 )
 
 // PreemptionAPI makes preemption's calls against the Kubernetes API.
-// Nominations go through the Recorder's status patch queue, so they keep
-// their order with the PodScheduled condition patches and never block the
-// scheduling cycle.
+// Nominations go through the Recorder's status patch queue, beside the
+// PodScheduled condition patches: they never block the scheduling cycle,
+// and a pod's latest nomination is written.
 //
 // RBAC: patch pods/status (the DisruptionTarget condition and
 // nominatedNodeName), delete pods, create pods/eviction, create events.

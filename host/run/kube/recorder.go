@@ -40,10 +40,11 @@ import (
 // is given waits in a goroutine of its own for the Event client's rate
 // limiter and a write slot (instanceSink; its bounded queues only hand
 // Events over to those goroutines), so a backlog delays Events instead
-// of losing them. An Event repeated
-// for the same object (same type, reason, action and reporting
-// controller) within six minutes becomes one Event whose series counts
-// the repeats.
+// of losing them. An Event repeated for the same object version (same
+// type, reason, action and reporting controller) within six minutes
+// becomes one Event whose series counts the repeats. Status patches are
+// never dropped either: a pod has at most one condition patch and one
+// nomination patch waiting, the latest (patchQueue).
 type Recorder struct {
 	client      kubernetes.Interface
 	broadcaster events.EventBroadcaster // nil: legacy in use
@@ -51,7 +52,7 @@ type Recorder struct {
 	instance    string
 	mu          sync.Mutex
 	events      map[string]events.EventRecorder // by reporting controller
-	patches     chan statusPatch
+	patches     patchQueue
 	log         hclog.Logger
 	// pods reads the informer's copy of a pod (nil until Serve's
 	// informers set it; see usePods).
@@ -85,7 +86,77 @@ func (r *Recorder) cached(pod *abi.Pod) *corev1.Pod {
 type statusPatch struct {
 	namespace, name string
 	uid             string
+	kind            patchKind
 	body            []byte
+}
+
+// patchKind tells a pod's status patches apart: each kind writes its own
+// fields, so a newer patch replaces a waiting one of its kind only.
+type patchKind uint8
+
+const (
+	patchCondition patchKind = iota
+	patchNomination
+)
+
+type patchKey struct {
+	uid  string
+	kind patchKind
+}
+
+// patchQueue holds the status patches waiting for Run: first in, first
+// out, the latest per pod and kind (a newer patch takes the waiting one's
+// place), as kube-scheduler's API dispatcher merges a pod's pending
+// calls. It is unbounded, but holds at most two patches per pod the
+// scheduler reported on, so under a backlog the conditions users read
+// come late rather than never.
+type patchQueue struct {
+	mu      sync.Mutex
+	waiting map[patchKey]statusPatch
+	order   []patchKey // keys in waiting, oldest first
+	wake    chan struct{}
+}
+
+func newPatchQueue() patchQueue {
+	return patchQueue{waiting: map[patchKey]statusPatch{}, wake: make(chan struct{}, 1)}
+}
+
+func (q *patchQueue) add(p statusPatch) {
+	k := patchKey{p.uid, p.kind}
+	q.mu.Lock()
+	if _, ok := q.waiting[k]; !ok {
+		q.order = append(q.order, k)
+	}
+	q.waiting[k] = p
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest waiting patch.
+func (q *patchQueue) next() (statusPatch, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		return statusPatch{}, false
+	}
+	k := q.order[0]
+	q.order[0] = patchKey{}
+	q.order = q.order[1:]
+	if len(q.order) == 0 {
+		q.order = nil // let the drained array go
+	}
+	p := q.waiting[k]
+	delete(q.waiting, k)
+	return p, true
+}
+
+func (q *patchQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.order)
 }
 
 // RecorderOptions configure NewRecorder.
@@ -135,7 +206,7 @@ func NewRecorder(ctx context.Context, o RecorderOptions) *Recorder {
 		client:   o.Client,
 		instance: instance,
 		events:   map[string]events.EventRecorder{},
-		patches:  make(chan statusPatch, 1024),
+		patches:  newPatchQueue(),
 		log:      log,
 	}
 	if servesEventsV1(ctx, ec, log) {
@@ -349,7 +420,7 @@ func (r *Recorder) FailedScheduling(pod *abi.Pod, profile, reason, message strin
 		"reason": reason, "message": message, "lastTransitionTime": since.UTC().Format(time.RFC3339),
 	}}}})
 	if err == nil {
-		r.enqueue(statusPatch{namespace: pod.Namespace, name: pod.Name, uid: pod.UID, body: body})
+		r.patches.add(statusPatch{namespace: pod.Namespace, name: pod.Name, uid: pod.UID, kind: patchCondition, body: body})
 	}
 }
 
@@ -357,15 +428,7 @@ func (r *Recorder) FailedScheduling(pod *abi.Pod, profile, reason, message strin
 func (r *Recorder) Nominated(pod *abi.Pod, _, node string) {
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": node}})
 	if err == nil {
-		r.enqueue(statusPatch{namespace: pod.Namespace, name: pod.Name, uid: pod.UID, body: body})
-	}
-}
-
-func (r *Recorder) enqueue(p statusPatch) {
-	select {
-	case r.patches <- p:
-	default:
-		r.log.Warn("status patch queue full; dropping a pod condition update", "pod", p.namespace+"/"+p.name)
+		r.patches.add(statusPatch{namespace: pod.Namespace, name: pod.Name, uid: pod.UID, kind: patchNomination, body: body})
 	}
 }
 
@@ -373,15 +436,18 @@ func (r *Recorder) enqueue(p statusPatch) {
 // meantime (NotFound) is skipped.
 func (r *Recorder) Run(ctx context.Context) {
 	defer r.shutdown()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case p := <-r.patches:
-			_, err := r.client.CoreV1().Pods(p.namespace).Patch(ctx, p.name, types.StrategicMergePatchType, p.body, metav1.PatchOptions{}, "status")
-			if err != nil && ctx.Err() == nil {
-				r.log.Debug("patch pod status", "pod", p.namespace+"/"+p.name, "error", fmt.Sprint(err))
+	for ctx.Err() == nil {
+		p, ok := r.patches.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+			case <-r.patches.wake:
 			}
+			continue
+		}
+		_, err := r.client.CoreV1().Pods(p.namespace).Patch(ctx, p.name, types.StrategicMergePatchType, p.body, metav1.PatchOptions{}, "status")
+		if err != nil && ctx.Err() == nil {
+			r.log.Debug("patch pod status", "pod", p.namespace+"/"+p.name, "error", fmt.Sprint(err))
 		}
 	}
 }

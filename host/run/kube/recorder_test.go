@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -298,4 +299,48 @@ func TestRecorderFailedSchedulingWritesOnlyAChange(t *testing.T) {
 	if !strings.Contains(last, `"message":"second"`) || !strings.Contains(last, `"lastTransitionTime":"2026-01-02T03:04:05Z"`) {
 		t.Errorf("patch %s: want the new message and the old lastTransitionTime", last)
 	}
+}
+
+// TestPatchQueueKeepsTheLatestPerPodAndKind: a newer patch of a pod
+// replaces its waiting one of the same kind, in the older one's place;
+// other kinds and pods keep theirs, oldest first.
+func TestPatchQueueKeepsTheLatestPerPodAndKind(t *testing.T) {
+	q := newPatchQueue()
+	q.add(statusPatch{uid: "a", kind: patchCondition, body: []byte("a1")})
+	q.add(statusPatch{uid: "b", kind: patchCondition, body: []byte("b1")})
+	q.add(statusPatch{uid: "a", kind: patchNomination, body: []byte("an")})
+	q.add(statusPatch{uid: "a", kind: patchCondition, body: []byte("a2")})
+	if q.len() != 3 {
+		t.Fatalf("%d waiting, want 3", q.len())
+	}
+	var got []string
+	for p, ok := q.next(); ok; p, ok = q.next() {
+		got = append(got, string(p.body))
+	}
+	if fmt.Sprint(got) != "[a2 b1 an]" {
+		t.Errorf("drained %v, want [a2 b1 an]", got)
+	}
+}
+
+// TestRecorderDropsNoStatusPatchUnderABacklog: thousands of failures
+// reported before the patcher runs are all written.
+func TestRecorderDropsNoStatusPatchUnderABacklog(t *testing.T) {
+	client := eventsV1Clientset()
+	var patched atomic.Int64
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		patched.Add(1)
+		return true, &corev1.Pod{}, nil
+	})
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &eventsv1.Event{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := NewRecorder(ctx, RecorderOptions{Client: client, Instance: "replica-7"})
+	const n = 3000
+	for i := range n {
+		rec.FailedScheduling(&abi.Pod{UID: fmt.Sprint("u", i), Namespace: "ns", Name: fmt.Sprint("p", i)}, "my-profile", "Unschedulable", "no")
+	}
+	go rec.Run(ctx)
+	testwait.Eventually(t, 20*time.Second, func() bool { return patched.Load() == n }, "%d of %d status patches written", patched.Load(), n)
 }
