@@ -1,5 +1,5 @@
 // Package parity compares wasmsched's default profile with kube-scheduler
-// v1.35's own framework and plugins on generated clusters: for one
+// v1.37's own framework and plugins on generated clusters: for one
 // pending pod, wasmsched's node must be among the nodes upstream scores
 // highest (kube-scheduler breaks ties at random), and when no node fits,
 // both must print the same message. It is its own Go module so that the

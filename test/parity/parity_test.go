@@ -54,7 +54,7 @@ func families(t *testing.T) []Family {
 
 // TestParity generates -parity.n cases, the families in turn, and checks
 // each pending pod's outcome under wasmsched against kube-scheduler
-// v1.35's. Mismatches are reported per family, the smallest cases in
+// v1.37's. Mismatches are reported per family, the smallest cases in
 // full.
 func TestParity(t *testing.T) {
 	ctx := context.Background()

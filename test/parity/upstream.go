@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
@@ -19,6 +20,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/core/install" // core/v1 defaulting and conversion in legacyscheme
 	"k8s.io/kubernetes/pkg/apis/core/validation"
 	"k8s.io/kubernetes/pkg/scheduler"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 )
@@ -31,7 +33,7 @@ type NodeScore struct {
 	Plugins map[string]int64
 }
 
-// Upstream is what kube-scheduler v1.35 does with a case's pending pod.
+// Upstream is what kube-scheduler v1.37 does with a case's pending pod.
 type Upstream struct {
 	// Top are the nodes with the highest total score, sorted: the node
 	// kube-scheduler picks is one of them at random. With one feasible
@@ -53,7 +55,7 @@ type Upstream struct {
 
 // RunUpstream schedules c's pending pod with kube-scheduler's own
 // Scheduler (scheduler.New: the v1 default profile, feature gates at
-// their 1.35 defaults) over a fake clientset holding c's objects as the
+// their 1.37 defaults) over a fake clientset holding c's objects as the
 // API server would store them: defaulted, priority admitted, finished
 // pods left out as the scheduler's pod informer's field selector does.
 func RunUpstream(ctx context.Context, c *Case) (*Upstream, error) {
@@ -87,8 +89,10 @@ func RunUpstream(ctx context.Context, c *Case) (*Upstream, error) {
 
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	recorders := func(string) events.EventRecorder { return &events.FakeRecorder{} }
-	sched, err := scheduler.New(ctx, client, factory, nil, recorders, scheduler.WithPercentageOfNodesToScore(ptr.To[int32](100)))
+	recorders := func(string) events.EventRecorderLogger { return &events.FakeRecorder{} }
+	snapshot := internalcache.NewEmptySnapshot()
+	sched, err := scheduler.New(ctx, client, factory, nil, recorders,
+		scheduler.WithPercentageOfNodesToScore(ptr.To[int32](100)), scheduler.WithNodeInfoSnapshot(snapshot))
 	if err != nil {
 		return nil, fmt.Errorf("upstream scheduler: %w", err)
 	}
@@ -107,9 +111,18 @@ func RunUpstream(ctx context.Context, c *Case) (*Upstream, error) {
 		return nil, errors.New("upstream has no default-scheduler profile")
 	}
 
+	// As schedulingCycle does before SchedulePod: the cycle's snapshot
+	// of the cache.
+	if err := sched.Cache.UpdateSnapshot(klog.FromContext(ctx), snapshot); err != nil {
+		return nil, fmt.Errorf("upstream snapshot: %w", err)
+	}
 	out := &Upstream{}
 	state := framework.NewCycleState()
-	res, err := sched.SchedulePod(ctx, prof, state, pending)
+	pi, err := framework.NewPodInfo(pending)
+	if err != nil {
+		return nil, fmt.Errorf("upstream pod info: %w", err)
+	}
+	res, err := sched.SchedulePod(ctx, prof, state, &framework.QueuedPodInfo{PodInfo: pi})
 	if err != nil {
 		var fit *framework.FitError
 		if !errors.As(err, &fit) {
