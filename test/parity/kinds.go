@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -132,17 +133,35 @@ func (g *gen) preemptionCase() {
 			g.c.Bound = append(g.c.Bound, g.boundPod(n.Name))
 		}
 	}
+	uniform := g.chance(0.3)
+	// Every pod has started, each at its own time on its node: among
+	// pods of equal priority and start, and for pods that have not
+	// started (upstream reads the clock for them), which one preemption
+	// spares depends on the order of the node's pods, which is
+	// arbitrary. The same times recur on other nodes, so that nodes can
+	// tie.
+	onNode := map[string]int{}
+	for _, p := range g.c.Bound {
+		onNode[p.Spec.NodeName]++
+	}
+	starts := map[string][]int{}
+	for _, n := range g.c.Nodes { // in order: draws must not follow map order
+		starts[n.Name] = g.r.Perm(onNode[n.Name])
+	}
 	for _, p := range g.c.Bound {
 		if c := g.r.IntN(4); c < 3 {
 			p.Spec.PriorityClassName = g.c.PriorityClasses[c%2].Name
 		}
-		if g.chance(0.9) {
-			t := metav1.NewTime(created.Add(time.Duration(g.between(0, 5)) * time.Minute))
-			p.Status.StartTime = &t
-		}
+		st := starts[p.Spec.NodeName]
+		t := metav1.NewTime(created.Add(time.Duration(st[0]) * time.Minute))
+		starts[p.Spec.NodeName] = st[1:]
+		p.Status.StartTime = &t
 		if g.chance(0.2) {
 			raiseRequest(&p.Spec.Containers[0], corev1.ResourceCPU, milli(50*g.between(10, 30)))
 		}
+	}
+	if uniform {
+		g.uniformNodes()
 	}
 	for i := g.between(0, 2); i > 0; i-- {
 		app := pick(g, apps)
@@ -303,3 +322,27 @@ func (g *gen) labelKeysCase() {
 
 // labelVersion is the label matchLabelKeys name most.
 const labelVersion = "version"
+
+// uniformNodes makes every node a copy of the first, its pods included
+// (as replicas of the same workloads would be): preemption then finds
+// equally good candidates on several nodes.
+func (g *gen) uniformNodes() {
+	first := g.c.Nodes[0]
+	var tmpl []*corev1.Pod
+	for _, p := range g.c.Bound {
+		if p.Spec.NodeName == first.Name {
+			tmpl = append(tmpl, p)
+		}
+	}
+	g.c.Bound = nil
+	for _, n := range g.c.Nodes {
+		n.Status = *first.Status.DeepCopy()
+		for _, t := range tmpl {
+			p := t.DeepCopy()
+			p.Name = fmt.Sprintf("bound-%d", len(g.c.Bound))
+			p.UID = types.UID("uid-" + p.Namespace + "-" + p.Name)
+			p.Spec.NodeName = n.Name
+			g.c.Bound = append(g.c.Bound, p)
+		}
+	}
+}

@@ -65,10 +65,12 @@ func (g *gen) profilesCase() {
 	switch g.r.IntN(3) {
 	case 0:
 		var cs []any
-		for i := g.between(0, 2); i > 0; i-- {
+		keys := []string{labelZone, labelHostname}
+		g.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		for _, key := range keys[:g.between(0, 2)] { // one constraint per key: upstream refuses duplicates
 			cs = append(cs, map[string]any{
 				"maxSkew":           g.between(1, 3),
-				"topologyKey":       pick(g, []string{labelZone, labelHostname}),
+				"topologyKey":       key,
 				"whenUnsatisfiable": pick(g, []string{"DoNotSchedule", "ScheduleAnyway"}),
 			})
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -129,12 +130,20 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 		if err := admit(o, classes); err != nil {
 			return nil, err
 		}
+		if p, ok := o.(*corev1.Pod); ok {
+			if err := applyCreateStrategy(p); err != nil {
+				return nil, err
+			}
+		}
 		objs = append(objs, o)
 	}
 	var queue []*corev1.Pod
 	for _, p := range c.pendings() {
 		p = p.DeepCopy()
 		if err := admit(p, classes); err != nil {
+			return nil, err
+		}
+		if err := applyCreateStrategy(p); err != nil {
 			return nil, err
 		}
 		queue = append(queue, p)
@@ -316,6 +325,14 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 		}
 		mu.Unlock()
 		sort.Strings(o.Victims)
+		// The dry run must have found what the real PostFilter did.
+		found := false
+		for _, ch := range o.Choices {
+			found = found || (ch.Node == o.Nominated && slices.Equal(ch.Victims, o.Victims))
+		}
+		if !found {
+			return nil, fmt.Errorf("harness: pod %s: preemption removed %v on %s, not one of the dry run's choices %v", o.Pod, o.Victims, o.Nominated, o.Choices)
+		}
 	}
 	return order, nil
 }
