@@ -301,8 +301,8 @@ func (k *kubeConverter) convert(kc *kubev1.KubeSchedulerConfiguration) *Configur
 		c.Profiles = append(c.Profiles, p)
 	}
 	if len(dropped) > 0 {
-		k.warn("profiles %s: kube-scheduler's default plugins %s are left out: wasmsched has no volume or dynamic resource allocation plugins, "+
-			"so pods' PersistentVolumeClaims and ResourceClaims are not considered; schedule such pods with kube-scheduler, "+
+		k.warn("profiles %s: kube-scheduler's default plugins %s are left out: wasmsched has no volume, dynamic resource allocation or node declared features plugins, "+
+			"so pods' PersistentVolumeClaims and ResourceClaims, and the node features a pod's spec needs (nodes' status.declaredFeatures), are not considered; schedule such pods with kube-scheduler, "+
 			"or list these plugins under plugins.multiPoint.disabled to say you know",
 			strings.Join(dropped, ", "), strings.Join(kubeDefaultsMissing, ", "))
 	}
@@ -431,7 +431,27 @@ func (k *kubeConverter) plugins(f string, in *kubev1.Plugins) *Plugins {
 		}
 	}
 	k.preEnqueue(f+".preEnqueue", &in.PreEnqueue)
+	k.podGroupPoints(f, in)
 	return out
+}
+
+// podGroupPoints refuses kube-scheduler v1.37's pod group extension
+// points (f is "profiles[i].plugins"): wasmsched schedules pods one at a
+// time and has no pod group cycle to run them in, so a list there, even
+// an empty one, would be ignored. kube-scheduler runs them only with its
+// GenericWorkload or TopologyAwareWorkloadScheduling feature gates, off
+// by default.
+func (k *kubeConverter) podGroupPoints(f string, in *kubev1.Plugins) {
+	for _, pt := range []struct {
+		name string
+		set  *kubev1.PluginSet
+	}{{"placementGenerate", &in.PlacementGenerate}, {"placementScore", &in.PlacementScore}, {"podGroupPostFilter", &in.PodGroupPostFilter}} {
+		if _, written := k.lines[f+"."+pt.name]; !written && len(pt.set.Enabled) == 0 && len(pt.set.Disabled) == 0 {
+			continue
+		}
+		k.fail(f+"."+pt.name, "wasmsched has no pod group (workload) scheduling cycle, so it runs no %s plugins: remove this section "+
+			"(kube-scheduler runs it only with its GenericWorkload or TopologyAwareWorkloadScheduling feature gates, off by default)", pt.name)
+	}
 }
 
 // enabledOnce refuses a plugin enabled twice in one point's list (pf is

@@ -35,7 +35,9 @@ var (
 		workaround: "schedule pods that use PersistentVolumeClaims with kube-scheduler (a schedulerName it serves and no wasmsched profile has)"}
 	draFamily = &missingFamily{what: "dynamic resource allocation (DynamicResources)",
 		workaround: "schedule pods with resourceClaims with kube-scheduler (a schedulerName it serves and no wasmsched profile has)"}
-	alphaFamily = &missingFamily{what: "alpha plugins behind kube-scheduler feature gates (NodeDeclaredFeatures, GangScheduling)",
+	ndfFamily = &missingFamily{what: "node declared features (NodeDeclaredFeatures, which matches the node features a pod's spec needs against nodes' status.declaredFeatures)",
+		workaround: "schedule pods that need declared node features (a restartPolicyRules action RestartAllContainers, hostNetwork with hostUsers: false) with kube-scheduler"}
+	gatedFamily = &missingFamily{what: "plugins behind kube-scheduler feature gates that are off by default (GangScheduling, DeferredPodScheduling, TopologyPlacementGenerator, PodGroupPodsCount: workload scheduling and deferred resizes)",
 		workaround: "leave the plugin out; kube-scheduler does not enable it by default either"}
 )
 
@@ -46,7 +48,7 @@ const (
 	kubeDynamicResources  = "DynamicResources"
 )
 
-// kubePlugins are kube-scheduler v1.35's in-tree plugins (and the cloud
+// kubePlugins are kube-scheduler v1.37's in-tree plugins (and the cloud
 // volume-limit plugins its documentation still lists). Those without
 // `missing` are served by the builtin Wasm bundle or the host: the queue
 // sort, the binder and preemption are host plugins; SchedulingGates is
@@ -67,23 +69,27 @@ var kubePlugins = map[string]kubePlugin{
 	"ImageLocality":                   {score: true},
 	"DefaultBinder":                   {},
 
-	"VolumeBinding":        {missing: volumeFamily, args: reflect.TypeFor[kubev1.VolumeBindingArgs]()},
-	"VolumeRestrictions":   {missing: volumeFamily},
-	"VolumeZone":           {missing: volumeFamily},
-	"NodeVolumeLimits":     {missing: volumeFamily},
-	"EBSLimits":            {missing: volumeFamily, removed: true},
-	"GCEPDLimits":          {missing: volumeFamily, removed: true},
-	"AzureDiskLimits":      {missing: volumeFamily, removed: true},
-	"CinderLimits":         {missing: volumeFamily, removed: true},
-	"DynamicResources":     {missing: draFamily, args: reflect.TypeFor[kubev1.DynamicResourcesArgs]()},
-	"NodeDeclaredFeatures": {missing: alphaFamily},
-	"GangScheduling":       {missing: alphaFamily},
+	"VolumeBinding":              {missing: volumeFamily, args: reflect.TypeFor[kubev1.VolumeBindingArgs]()},
+	"VolumeRestrictions":         {missing: volumeFamily},
+	"VolumeZone":                 {missing: volumeFamily},
+	"NodeVolumeLimits":           {missing: volumeFamily},
+	"EBSLimits":                  {missing: volumeFamily, removed: true},
+	"GCEPDLimits":                {missing: volumeFamily, removed: true},
+	"AzureDiskLimits":            {missing: volumeFamily, removed: true},
+	"CinderLimits":               {missing: volumeFamily, removed: true},
+	"DynamicResources":           {missing: draFamily, args: reflect.TypeFor[kubev1.DynamicResourcesArgs]()},
+	"NodeDeclaredFeatures":       {missing: ndfFamily},
+	"GangScheduling":             {missing: gatedFamily},
+	"DeferredPodScheduling":      {missing: gatedFamily},
+	"TopologyPlacementGenerator": {missing: gatedFamily},
+	"PodGroupPodsCount":          {missing: gatedFamily, score: true},
 }
 
-// kubeDefaultsMissing are the plugins of kube-scheduler v1.35's default
+// kubeDefaultsMissing are the plugins of kube-scheduler v1.37's default
 // multiPoint set that wasmsched leaves out (framework.DefaultPlugins is
-// the rest, with the same weights).
-var kubeDefaultsMissing = []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
+// the rest, with the same weights). NodeDeclaredFeatures joined the
+// default set in v1.36 (its feature gate beta, GA in v1.37).
+var kubeDefaultsMissing = []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources", "NodeDeclaredFeatures"}
 
 // KubeSchedulerPlugins lists, sorted, the kube-scheduler plugins a
 // KubeSchedulerConfiguration may enable: those wasmsched serves (from the

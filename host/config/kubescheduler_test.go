@@ -97,7 +97,7 @@ profiles:
 profiles:
 - plugins:
     multiPoint:
-      disabled: [{name: VolumeBinding}, {name: VolumeRestrictions}, {name: VolumeZone}, {name: NodeVolumeLimits}, {name: DynamicResources}, {name: ImageLocality}]
+      disabled: [{name: VolumeBinding}, {name: VolumeRestrictions}, {name: VolumeZone}, {name: NodeVolumeLimits}, {name: DynamicResources}, {name: NodeDeclaredFeatures}, {name: ImageLocality}]
 `, func(t *testing.T, c *Configuration) {
 			if w := c.Warnings(); len(w) != 0 {
 				t.Errorf("warnings = %q", w)
@@ -218,6 +218,16 @@ func TestKubeSchedulerConfigurationRefusals(t *testing.T) {
 		{"DRA plugin enabled at a point", kubeHeader + "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NodeName}, {name: DynamicResources}]\n",
 			[]string{`profiles[0].plugins.filter.enabled[1].name: wasmsched has no dynamic resource allocation (DynamicResources)`,
 				`schedule pods with resourceClaims with kube-scheduler`}},
+		{"pod group point", kubeHeader + "profiles:\n- plugins:\n    placementScore:\n      enabled: [{name: NodeResourcesFit, weight: 1}]\n",
+			[]string{`line 5: profiles[0].plugins.placementScore: wasmsched has no pod group (workload) scheduling cycle, so it runs no placementScore plugins`}},
+		{"empty pod group point", kubeHeader + "profiles:\n- plugins:\n    podGroupPostFilter: {}\n",
+			[]string{`line 5: profiles[0].plugins.podGroupPostFilter: wasmsched has no pod group (workload) scheduling cycle`}},
+		{"placementGenerate", kubeHeader + "profiles:\n- plugins:\n    placementGenerate:\n      disabled: [{name: '*'}]\n",
+			[]string{`profiles[0].plugins.placementGenerate: wasmsched has no pod group (workload) scheduling cycle`}},
+		{"NodeDeclaredFeatures enabled", kubeHeader + "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NodeDeclaredFeatures}]\n",
+			[]string{`profiles[0].plugins.filter.enabled[0].name: wasmsched has no node declared features`}},
+		{"a 1.37 gated plugin", kubeHeader + "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: DeferredPodScheduling}]\n",
+			[]string{`profiles[0].plugins.multiPoint.enabled[0].name: wasmsched has no plugins behind kube-scheduler feature gates that are off by default`}},
 		{"out-of-tree plugin", kubeHeader + "profiles:\n- plugins:\n    score:\n      enabled: [{name: MyCustomPluginA, weight: 2}]\n",
 			[]string{`profiles[0].plugins.score.enabled[0].name: "MyCustomPluginA" is not one of kube-scheduler's in-tree plugins`, "wasmsched.io/v1alpha1"}},
 		// The entry after a dropped SchedulingGates is still named by its
@@ -303,7 +313,7 @@ profiles:
 		"enableProfiling: serve exposes /debug/pprof/ only with --profiling",
 		`leaderElection.resourceName: "kube-scheduler" is kube-scheduler's own Lease`,
 		// Profile b disabled every default: only a is named.
-		"profiles a: kube-scheduler's default plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources are left out",
+		"profiles a: kube-scheduler's default plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources, NodeDeclaredFeatures are left out",
 		"profiles[1].plugins.preEnqueue.disabled: ignored",
 	} {
 		if !strings.Contains(got, w) {

@@ -132,6 +132,11 @@ func parseScoringStrategy(v *abi.Value) (ScoringStrategy, error) {
 		}
 	}
 	if rv := v.Get("requestedToCapacityRatio"); !rv.IsNull() {
+		// kube-scheduler v1.37 refuses a shape the strategy would not
+		// use, rather than validating and ignoring it.
+		if s.Type != RequestedToCapacityRatio {
+			return s, argparse.Errorf(path+".requestedToCapacityRatio", "Forbidden: must be nil when type is not RequestedToCapacityRatio")
+		}
 		s.HasShape = true
 		if s.Shape, err = parseShape(rv, path+".requestedToCapacityRatio"); err != nil {
 			return s, err

@@ -8,8 +8,8 @@ import (
 var balancedPreScoreKey = plugin.NewStateKey()
 
 // BalancedAllocation is NodeResourcesBalancedAllocation: it prefers nodes
-// where, with the pod placed, the requested fractions of the configured
-// resources are closest to each other.
+// whose balance the pod improves, the balance being how close the
+// requested fractions of the configured resources are to each other.
 type BalancedAllocation struct {
 	resources []resourceSpec
 	// requested and allocatable are Score's per-node scratch space, one
@@ -17,7 +17,7 @@ type BalancedAllocation struct {
 	// call at a time and builds its own plugin objects, so no lock is
 	// needed, and TinyGo would move stack arrays passed as slices to the
 	// heap on every call.
-	requested, allocatable []int64
+	requested, allocated, allocatable []int64
 }
 
 // NewBalancedAllocation builds the plugin from
@@ -32,6 +32,7 @@ func NewBalancedAllocation(args *abi.Value, _ plugin.Handle) (plugin.Plugin, err
 		b.resources = append(b.resources, newResourceSpec(r.Name, r.Weight))
 	}
 	b.requested = make([]int64, len(b.resources))
+	b.allocated = make([]int64, len(b.resources))
 	b.allocatable = make([]int64, len(b.resources))
 	return b, nil
 }
@@ -61,8 +62,14 @@ func isBestEffort(reqs []int64) bool {
 	return true
 }
 
-// Score is (1 - std(fractions)) * MaxScore, fractions being
-// requested/allocatable per resource with the pod placed.
+// Score rates the change in the node's balance the pod makes, as
+// kube-scheduler does since v1.37: with b(x) = (1 - std(fractions)) *
+// MaxScore over the requested/allocatable fractions, it is MaxScore/2 +
+// (MaxScore/2 + b(with the pod) - b(without it))/2, in integer
+// arithmetic. A change of nothing scores 75; a pod that evens the node
+// out scores towards 100, one that unbalances it towards 50. Scoring the
+// balance with the pod alone would prefer an already balanced node even
+// when the pod fits a lopsided one better.
 func (b *BalancedAllocation) Score(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) (int64, *plugin.Status) {
 	rl, ok := state.Read(balancedPreScoreKey).(*requestList)
 	if !ok {
@@ -75,10 +82,12 @@ func (b *BalancedAllocation) Score(state *plugin.CycleState, pod *abi.Pod, node 
 	if rl.bestEffort {
 		return 0, nil // PreScore would have skipped Score
 	}
-	requested, allocatable := b.requested, b.allocatable
+	requested, allocated, allocatable := b.requested, b.allocated, b.allocatable
 	n := &node.NodeInfo
 	for i := range b.resources {
 		allocatable[i], requested[i] = b.resources[i].allocatableRequested(n, rl.requests[i], true)
+		allocated[i] = requested[i] - rl.requests[i]
 	}
-	return balancedScore(requested, allocatable), nil
+	with, without := balancedScore(requested, allocatable), balancedScore(allocated, allocatable)
+	return abi.MaxScore/2 + (abi.MaxScore/2+with-without)/2, nil
 }

@@ -337,37 +337,53 @@ func TestBalancedAllocation(t *testing.T) {
 				mkNode().Name("small").Capacity(res(4000, 10000)),
 				mkNode().Name("large").Capacity(res(6000, 10000)),
 			},
-			// small: 0.75, 0.5 -> std 0.125 -> 87.5 -> 87; large: 0.5, 0.5 -> 100
-			want: []int64{87, 100}},
+			// balance with the pod: small 0.75, 0.5 -> std 0.125 -> 87;
+			// large 0.5, 0.5 -> 100; both empty nodes are at 100 without it:
+			// 50 + (50+87-100)/2 = 68 and 50 + (50+100-100)/2 = 75
+			want: []int64{68, 75}},
 		{name: "existing pods count by actual requests",
 			pod: pod,
 			nodes: []*plugintest.NodeWrapper{
 				mkNode().Capacity(res(6000, 10000)).AddPod(mkPod().Name("bare").Container("x").Obj()).
 					AddPod(mkPod().Name("p").Req(res(1000, 0)).Obj()),
 			},
-			// cpu (1000+3000)/6000 = 0.667, mem 0.5 -> std 0.0833 -> 91.67 -> 91
-			want: []int64{91}},
+			// with: cpu (1000+3000)/6000 = 0.667, mem 0.5 -> std 0.0833 -> 91;
+			// without: cpu 1000/6000, mem 0 -> the same 91 -> 75
+			want: []int64{75}},
+		{name: "a pod that evens the node out scores above 75",
+			pod: mkPod().Req(res(0, 5000)),
+			nodes: []*plugintest.NodeWrapper{
+				mkNode().Capacity(res(4000, 10000)).AddPod(mkPod().Name("p").Req(res(2000, 0)).Obj()),
+			},
+			// without: 0.5, 0 -> 75; with: 0.5, 0.5 -> 100; 50 + (50+100-75)/2 = 87
+			want: []int64{87}},
+		{name: "a pod that unbalances an empty node scores below 75",
+			pod:   mkPod().Req(res(3000, 0)),
+			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000))},
+			// with: 0.75, 0 -> 62; without: 100; 50 + (50+62-100)/2 = 56
+			want: []int64{56}},
 		{name: "fractions capped at 1",
 			pod:   pod,
 			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(1000, 10000))},
-			// 1, 0.5 -> 75
-			want: []int64{75}},
+			// with: 1, 0.5 -> 75; without: 100; 50 + 25/2 = 62
+			want: []int64{62}},
 		{name: "three resources use the standard deviation",
 			args:  `{"resources":[{"name":"cpu"},{"name":"memory"},{"name":"example.com/gpu","weight":1}]}`,
 			pod:   mkPod().Req(res(3000, 5000, gpu, 1)),
 			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
-			// 0.75, 0.5, 0.25: mean 0.5, std sqrt(0.125/3) = 0.2041 -> 79.58 -> 79
-			want: []int64{79}},
+			// 0.75, 0.5, 0.25: mean 0.5, std sqrt(0.125/3) = 0.2041 -> 79;
+			// without: 100; 50 + 29/2 = 64
+			want: []int64{64}},
 		{name: "unrequested extended resource and missing allocatable are skipped",
 			args:  `{"resources":[{"name":"cpu"},{"name":"memory"},{"name":"example.com/gpu"},{"name":"ephemeral-storage"}]}`,
 			pod:   pod,
 			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000, gpu, 4))},
-			want:  []int64{87}},
+			want:  []int64{68}},
 		{name: "a single resource has no deviation",
 			args:  `{"resources":[{"name":"cpu"}]}`,
 			pod:   pod,
 			nodes: []*plugintest.NodeWrapper{mkNode().Capacity(res(4000, 10000))},
-			want:  []int64{100}},
+			want:  []int64{75}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,21 +51,36 @@ func (p *Plugin) prepare(ctx context.Context, pod *abi.Pod, ranked []*candidate,
 			return "", framework.AsStatus(fmt.Errorf("preemption: %w", err))
 		}
 		p.nominate(pod, node)
-		return node, nil
+		return node, placed(node, ranked)
 	}
 	// Async: nominate now, so the next cycles keep the room; the API calls
 	// follow in a goroutine while the gate holds the pod back.
 	p.nominate(pod, best.node)
 	if len(p.live(best.victims)) == 0 {
-		return best.node, nil // every victim is already leaving
+		return best.node, placed(best.node, ranked) // every victim is already leaving
 	}
 	if !p.startRun(pod.UID) {
-		return best.node, nil // one is already running (cannot pass the gate; defensive)
+		return best.node, placed(best.node, ranked) // one is already running (cannot pass the gate; defensive)
 	}
 	preemptor := *pod
 	p.wg.Add(1)
 	go p.runAsync(&preemptor, ranked, log)
-	return best.node, nil
+	return best.node, placed(best.node, ranked)
+}
+
+// placed is the Success status of a preemption that nominated node: its
+// message ends the pod's FailedScheduling text, in kube-scheduler v1.37's
+// words, the victims being all of that candidate's.
+func placed(node string, ranked []*candidate) *framework.Status {
+	victims := 0
+	for _, c := range ranked {
+		if c.node == node {
+			victims = len(c.victims)
+			break
+		}
+	}
+	return &framework.Status{Code: abi.Success, Plugin: Name,
+		Reasons: []string{fmt.Sprintf("preemption: found a potential placement for pod on node %v, preempting %d victims", node, victims)}}
 }
 
 // runAsync is the preemption goroutine (KEP-4832). Whatever happens, it

@@ -120,7 +120,7 @@ spec:
 	// n1's 1 CPU can never hold 2 (Unresolvable), and the nodes left out
 	// are Unresolvable too: no preemption candidate.
 	want := "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
-	if p := rep.Pod("default", "p"); p == nil || p.Message != want+" no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling." {
+	if p := rep.Pod("default", "p"); p == nil || p.Message != want+" preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling." {
 		t.Fatalf("p = %+v,\nwant message %q (then preemption's)", p, want)
 	}
 	// A PreFilter's Unresolvable verdict ends the cycle before upstream's
@@ -131,7 +131,7 @@ spec:
 	}
 }
 
-// One reason for any untolerated taint, as 1.35 prints it.
+// One reason for any untolerated taint, as 1.37 prints it.
 func TestUntoleratedTaintsShareOneReason(t *testing.T) {
 	rep := runYAML(t, `apiVersion: v1
 kind: Node
@@ -150,9 +150,9 @@ kind: Pod
 metadata: {name: p}
 spec: {containers: [{name: c, image: i}]}
 `)
-	// DynamicResources (on in v1.35's default profile) has no claims to
-	// deallocate, and says so before preemption.
-	want := "0/2 nodes are available: 2 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+	// DynamicResources (on in v1.37's default profile) has no claims to
+	// deallocate and, since v1.37, says nothing before preemption.
+	want := "0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	if p := rep.Pod("default", "p"); p == nil || p.Message != want {
 		t.Fatalf("p = %+v,\nwant message %q", p, want)
 	}

@@ -688,7 +688,8 @@ func selectHost(totals []int64, rng *rand.Rand) int {
 
 // runPostFilter runs the PostFilter plugins (preemption) after a cycle
 // found no node, as kube-scheduler's RunPostFilterPlugins does: the first
-// that succeeds (nominating a node or not) ends the point, and so does an
+// that succeeds (nominating a node or not) ends the point, its message
+// becoming the FitError's PostFilter message, and so does an
 // UnschedulableAndUnresolvable verdict, whose message becomes the
 // FitError's PostFilter message; the reasons of the plugins that said
 // Unschedulable are joined into it. An Error status makes the cycle's
@@ -701,6 +702,13 @@ func (prof *Profile) runPostFilter(ctx context.Context, state *CycleState, pod *
 		node, st := p.PostFilter(ctx, state, pod, fit, dr)
 		switch {
 		case st.IsSuccess():
+			// What a nominating plugin says ends the FailedScheduling
+			// text, as kube-scheduler v1.37 prints it ("preemption: found
+			// a potential placement for pod on node n1, preempting 1
+			// victims").
+			if m := st.Message(); m != "" {
+				fit.Diagnosis.PostFilterMsg = m
+			}
 			if node == "" {
 				return fit
 			}

@@ -102,7 +102,7 @@ func TestDefaultProfileHasKubeSchedulerWeightsAndFilterOrder(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("score plugins = %v", got)
 	}
-	if f := strings.Join(p.FilterPlugins(), ","); f != "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity" {
+	if f := strings.Join(p.FilterPlugins(), ","); f != "NodeName,NodeUnschedulable,TaintToleration,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity" {
 		t.Errorf("filter order = %s", f)
 	}
 }

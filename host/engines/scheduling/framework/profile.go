@@ -18,13 +18,14 @@ import (
 )
 
 // DefaultPlugins is kube-scheduler's default multiPoint set with its
-// weights, limited to the plugins wasmsched has. A default whose plugin
+// weights and in its order (v1.37 runs NodeName before NodeUnschedulable),
+// limited to the plugins wasmsched has. A default whose plugin
 // no module or host provides is left out quietly (so a profile keeps
 // working before a plugin is written); one a user names is an error.
 var DefaultPlugins = []config.Plugin{
 	{Name: config.DefaultQueueSort},
-	{Name: "NodeUnschedulable"},
 	{Name: "NodeName"},
+	{Name: "NodeUnschedulable"},
 	{Name: "TaintToleration", Weight: 3},
 	{Name: "NodeAffinity", Weight: 2},
 	{Name: "NodePorts"},
