@@ -125,8 +125,9 @@ spec:
 	}
 	// A PreFilter's Unresolvable verdict ends the cycle before upstream's
 	// DynamicResources PreFilter runs, so its PostFilter fails on its
-	// missing state ("not found") and preemption never runs.
-	if p := rep.Pod("default", "conflict"); p == nil || p.Message != "0/3 nodes are available: pod affinity terms conflict. not found." {
+	// missing state ("not found", with no period: kube-scheduler adds
+	// none after the PostFilter message) and preemption never runs.
+	if p := rep.Pod("default", "conflict"); p == nil || p.Message != "0/3 nodes are available: pod affinity terms conflict. not found" {
 		t.Fatalf("conflict = %+v", p)
 	}
 }
