@@ -35,15 +35,27 @@ func CompareCycles(c *Case, up, ws []*PodOutcome) *CycleMismatch {
 		m.Kind = KindRefused
 		return m
 	}
+	// A preemptor's next cycle goes to the node it was nominated to;
+	// when the two drew different nodes among equally good ones, that
+	// is upstream's node on one side and wasmsched's on the other.
+	drew := map[string][2]string{}
 	for i := 0; i < max(len(up), len(ws)); i++ {
 		m.Index = i
 		if i >= len(up) || i >= len(ws) || up[i].Pod != ws[i].Pod {
 			m.Kind = KindOrder
 			return m
 		}
-		if k := compareOutcome(up[i], ws[i]); k != "" {
+		u, w := up[i], ws[i]
+		if d, ok := drew[u.Pod]; ok && len(u.Top) == 1 && u.Top[0] == d[0] && w.Chosen == d[1] {
+			u = &PodOutcome{Pod: u.Pod, Top: []string{d[1]}, Chosen: d[1]}
+		}
+		delete(drew, u.Pod)
+		if k := compareOutcome(u, w); k != "" {
 			m.Kind = k
 			return m
+		}
+		if u.Nominated != "" && w.Nominated != "" {
+			drew[u.Pod] = [2]string{u.Nominated, w.Nominated}
 		}
 	}
 	return nil
@@ -58,8 +70,11 @@ func compareOutcome(u, w *PodOutcome) string {
 		}
 		for _, ch := range u.Choices {
 			if ch.Node == w.Nominated && slices.Equal(ch.Victims, w.Victims) {
-				if u.Message != w.Message {
-					return messageKind(u.Message, w.Message)
+				// The message names the node upstream drew; had it drawn
+				// wasmsched's, it would name that one.
+				want := strings.Replace(u.Message, "on node "+u.Nominated+",", "on node "+w.Nominated+",", 1)
+				if want != w.Message {
+					return messageKind(want, w.Message)
 				}
 				return ""
 			}

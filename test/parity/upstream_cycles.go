@@ -21,6 +21,7 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -69,6 +70,7 @@ type VictimChoice struct {
 	Node          string
 	Victims       []string
 	PDBViolations int64
+	pods          []*corev1.Pod
 }
 
 func (v VictimChoice) String() string {
@@ -151,7 +153,8 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 
 	client := fake.NewClientset(objs...)
 	var mu sync.Mutex
-	removed := map[string]bool{} // pods preemption deleted or evicted
+	removed := map[string]bool{}    // pods preemption deleted or evicted
+	attributed := map[string]bool{} // ... and already counted for a cycle
 	// Binding is a subresource the fake tracker does not apply: the
 	// pod stays assumed in the scheduler's cache, which is all the next
 	// cycles need.
@@ -202,14 +205,19 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 		evals    = map[string]*defaultpreemption.DefaultPreemption{}
 		pdbLists = factory.Policy().V1().PodDisruptionBudgets().Lister()
 	)
-	outcome := func(p *corev1.Pod) *PodOutcome {
-		o := byUID[string(p.UID)]
-		if o == nil {
-			o = &PodOutcome{Pod: p.Namespace + "/" + p.Name}
-			byUID[string(p.UID)] = o
-			order = append(order, o)
-		}
+	// Each cycle starts at SchedulePod, which opens its outcome; the
+	// failure handler completes the pod's latest.
+	newOutcome := func(p *corev1.Pod) *PodOutcome {
+		o := &PodOutcome{Pod: p.Namespace + "/" + p.Name}
+		byUID[string(p.UID)] = o
+		order = append(order, o)
 		return o
+	}
+	outcome := func(p *corev1.Pod) *PodOutcome {
+		if o := byUID[string(p.UID)]; o != nil {
+			return o
+		}
+		return newOutcome(p)
 	}
 	fail := func(err error) {
 		if harness == nil {
@@ -220,7 +228,7 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 	schedulePod := sched.SchedulePod
 	sched.SchedulePod = func(ctx context.Context, fw framework.Framework, state fwk.CycleState, pi *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
 		res, err := schedulePod(ctx, fw, state, pi)
-		o := outcome(pi.Pod)
+		o := newOutcome(pi.Pod)
 		if err != nil {
 			return res, err
 		}
@@ -297,44 +305,88 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 		if cycles > 2*len(queue) {
 			return nil, fmt.Errorf("harness: upstream ran %d cycles for %d pods", cycles, len(queue))
 		}
+		before := len(order)
 		sched.ScheduleOne(ctx)
 		if harness != nil {
 			return nil, harness
 		}
-	}
-	// Preemption removes its victims through the API, maybe
-	// asynchronously: wait for the ones of the chosen candidates.
-	for _, o := range order {
-		if o.Nominated == "" {
-			continue
-		}
-		want := 0
-		for _, ch := range o.Choices {
-			if ch.Node == o.Nominated {
-				want = len(ch.Victims)
+		if len(order) > before && order[len(order)-1].Nominated != "" {
+			o := order[len(order)-1]
+			if err := retryPreemptor(ctx, sched, factory, o, queue); err != nil {
+				return nil, err
 			}
-		}
-		_ = waitFor(ctx, func() bool {
+			// The pods this preemption removed through the API.
 			mu.Lock()
-			defer mu.Unlock()
-			return len(removed) >= want
-		})
-		mu.Lock()
-		for v := range removed {
-			o.Victims = append(o.Victims, v)
-		}
-		mu.Unlock()
-		sort.Strings(o.Victims)
-		// The dry run must have found what the real PostFilter did.
-		found := false
-		for _, ch := range o.Choices {
-			found = found || (ch.Node == o.Nominated && slices.Equal(ch.Victims, o.Victims))
-		}
-		if !found {
-			return nil, fmt.Errorf("harness: pod %s: preemption removed %v on %s, not one of the dry run's choices %v", o.Pod, o.Victims, o.Nominated, o.Choices)
+			for v := range removed {
+				if !attributed[v] {
+					attributed[v] = true
+					o.Victims = append(o.Victims, v)
+				}
+			}
+			mu.Unlock()
+			sort.Strings(o.Victims)
+			// The dry run must have found what the real PostFilter did.
+			found := false
+			for _, ch := range o.Choices {
+				found = found || (ch.Node == o.Nominated && slices.Equal(ch.Victims, o.Victims))
+			}
+			if !found {
+				return nil, fmt.Errorf("harness: pod %s: preemption removed %v on %s, not one of the dry run's choices %v", o.Pod, o.Victims, o.Nominated, o.Choices)
+			}
 		}
 	}
 	return order, nil
+}
+
+// retryPreemptor waits until the victims of o's preemption are gone
+// from the scheduler's informer and o's pod carries its nominated node,
+// then activates the pod, which kube-scheduler's queue would retry once
+// its backoff ends (the clock here never gets there; wasmsched's
+// preemption activates it as soon as the victims are gone).
+func retryPreemptor(ctx context.Context, sched *scheduler.Scheduler, factory informers.SharedInformerFactory, o *PodOutcome, queue []*corev1.Pod) error {
+	var want []*corev1.Pod
+	for _, ch := range o.Choices {
+		if ch.Node == o.Nominated {
+			want = ch.pods
+		}
+	}
+	lister := factory.Core().V1().Pods().Lister()
+	var pod *corev1.Pod
+	err := waitFor(ctx, func() bool {
+		for _, v := range want { // gone from the scheduler's cache
+			if _, err := sched.Cache.GetPod(v); err == nil {
+				return false
+			}
+		}
+		for _, q := range queue {
+			if q.Namespace+"/"+q.Name == o.Pod {
+				p, err := lister.Pods(q.Namespace).Get(q.Name)
+				if err != nil || p.Status.NominatedNodeName != o.Nominated {
+					return false
+				}
+				pod = p
+			}
+		}
+		return pod != nil
+	})
+	if err != nil {
+		return fmt.Errorf("harness: pod %s: the victims never left, or the nomination never arrived", o.Pod)
+	}
+	logger := klog.FromContext(ctx)
+	// DefaultPreemption's PreEnqueue holds the pod back until its
+	// preemption goroutine ends.
+	if err := waitFor(ctx, func() bool {
+		sched.SchedulingQueue.Activate(logger, map[string]*corev1.Pod{pod.Name: pod})
+		for _, p := range sched.SchedulingQueue.PodsInActiveQ() {
+			if p.UID == pod.UID {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return fmt.Errorf("harness: pod %s could not be activated after its preemption", o.Pod)
+	}
+	return nil
 }
 
 // waitFor polls cond for up to ten seconds.
@@ -416,7 +468,7 @@ func preemptionChoices(ctx context.Context, fw framework.Framework, ev *preempti
 		if v == nil || len(v.Pods) == 0 {
 			continue
 		}
-		vc := cand{VictimChoice: VictimChoice{Node: c.Name(), PDBViolations: v.NumPDBViolations}, pods: v.Pods}
+		vc := cand{VictimChoice: VictimChoice{Node: c.Name(), PDBViolations: v.NumPDBViolations, pods: v.Pods}, pods: v.Pods}
 		for _, p := range v.Pods {
 			vc.Victims = append(vc.Victims, p.Namespace+"/"+p.Name)
 		}

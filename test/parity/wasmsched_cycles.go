@@ -45,6 +45,7 @@ func (w *Wasmsched) Cycles(ctx context.Context, c *Case) ([]*PodOutcome, error) 
 	defer env.Close(ctx)
 
 	attempts := map[string]int{}
+	seen := 0 // preemptions reported by earlier cycles
 	var out []*PodOutcome
 	for cycles := 0; ; cycles++ {
 		if active, _, _ := env.Queue.PendingPods(); active == 0 {
@@ -84,11 +85,12 @@ func (w *Wasmsched) Cycles(ctx context.Context, c *Case) ([]*PodOutcome, error) 
 			o.Message = tried.Message
 			o.Nominated = tried.NominatedNode
 		}
-		for _, p := range rep.Preemptions {
+		for _, p := range rep.Preemptions[seen:] { // this cycle's
 			if p.Preemptor == key {
 				o.Victims = append(o.Victims, p.Victim)
 			}
 		}
+		seen = len(rep.Preemptions)
 		sort.Strings(o.Victims)
 		out = append(out, o)
 	}
