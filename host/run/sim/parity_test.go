@@ -158,3 +158,47 @@ spec: {containers: [{name: c, image: i}]}
 		t.Fatalf("p = %+v,\nwant message %q", p, want)
 	}
 }
+
+// A nominated node that fails the filters is tried before a PreFilter's
+// narrowing is applied, and kube-scheduler records the plugins that
+// rejected it among the plugins the nodes left out "didn't satisfy".
+func TestNominatedNodeRejectorsJoinTheNarrowersMessage(t *testing.T) {
+	o, err := read(t, `apiVersion: v1
+kind: Node
+metadata: {name: node-small}
+status: {allocatable: {cpu: "1", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-big}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+spec: {unschedulable: true}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pending}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [node-small]}]}]
+  containers: [{name: main, image: i, resources: {requests: {cpu: "2", memory: 100Mi}}}]
+status: {nominatedNodeName: n2}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), o, Options{NativeBuiltin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy plugin(s) [NodeAffinity NodeUnschedulable], 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+	if p := rep.Pod("default", "pending"); p == nil || p.Message != want {
+		t.Fatalf("pending = %+v\nwant message %q", p, want)
+	}
+}
