@@ -73,7 +73,12 @@ func runKind(t *testing.T, ctx context.Context, ws *Wasmsched, k Kind) {
 	start := time.Now()
 	for i := 0; i < *flagN; i++ {
 		c := GenerateKind(k, *flagSeed+uint64(i))
-		up, err := RunUpstreamCycles(ctx, c)
+		res, err := ws.Cycles(ctx, c)
+		if err != nil {
+			harness = append(harness, fmt.Sprintf("seed %d: %v", c.Seed, err))
+			continue
+		}
+		up, err := RunUpstreamCycles(ctx, c, res)
 		if err != nil {
 			harness = append(harness, fmt.Sprintf("seed %d: %v", c.Seed, err))
 			continue
@@ -89,11 +94,6 @@ func runKind(t *testing.T, ctx context.Context, ws *Wasmsched, k Kind) {
 					tied++
 				}
 			}
-		}
-		res, err := ws.Cycles(ctx, c)
-		if err != nil {
-			harness = append(harness, fmt.Sprintf("seed %d: %v", c.Seed, err))
-			continue
 		}
 		m := CompareCycles(c, up, res)
 		if *flagV {

@@ -100,9 +100,15 @@ func decodeConfig(data []byte) (*schedconfig.KubeSchedulerConfiguration, error) 
 // then arrival, as PrioritySort does), and runs ScheduleOne while activeQ
 // holds a pod: the real queue (gated pods stay out), the real scheduling
 // cycle with the assumed pods of earlier cycles, PostFilter. Each pod is
-// tried once (the clock is fake and never reaches a backoff's end). It
-// returns the outcome of each cycle in the order they ran.
-func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
+// tried once (the clock is fake and never reaches a backoff's end),
+// except that a pod that preempted is retried once its victims are gone.
+// It returns the outcome of each cycle in the order they ran.
+//
+// follow, if given, is wasmsched's outcomes of the same case: where a
+// cycle's best nodes tie and wasmsched's node for the same pod is among
+// them, upstream takes that node instead of drawing one, as its draw
+// could have. Later cycles then see the same cluster on both sides.
+func RunUpstreamCycles(ctx context.Context, c *Case, follow []*PodOutcome) ([]*PodOutcome, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -247,6 +253,9 @@ func RunUpstreamCycles(ctx context.Context, c *Case) ([]*PodOutcome, error) {
 		}
 		o.Scores = scores
 		o.Top = topNodes(scores)
+		if i := len(order) - 1; i < len(follow) && follow[i].Pod == o.Pod && follow[i].Chosen != "" && slices.Contains(o.Top, follow[i].Chosen) {
+			res.SuggestedHost, o.Chosen = follow[i].Chosen, follow[i].Chosen
+		}
 		found := false
 		for _, n := range o.Top {
 			found = found || n == res.SuggestedHost
