@@ -11,6 +11,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
 var flagKind = flag.String("parity.kind", "", "comma-separated case kinds to run: single (the families), "+
@@ -164,4 +166,80 @@ func dumpCycles(dir string, m *CycleMismatch) error {
 		}
 	}
 	return nil
+}
+
+// TestGenerateKindIsDeterministic: a seed names a case of every kind.
+func TestGenerateKindIsDeterministic(t *testing.T) {
+	for _, k := range Kinds {
+		a, err := GenerateKind(k, 42).YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := GenerateKind(k, 42).YAML()
+		if string(a) != string(b) || string(GenerateKind(k, 42).Config) != string(GenerateKind(k, 42).Config) {
+			t.Errorf("kind %s: seed 42 gave two different cases", k.Name)
+		}
+		c, _ := GenerateKind(k, 43).YAML()
+		if string(a) == string(c) {
+			t.Errorf("kind %s: seeds 42 and 43 gave the same case", k.Name)
+		}
+	}
+}
+
+// TestGeneratedKindsAreValid: every object passes kube-apiserver's
+// validation, and every configuration kube-scheduler's.
+func TestGeneratedKindsAreValid(t *testing.T) {
+	for _, k := range Kinds {
+		for seed := uint64(1); seed <= 100; seed++ {
+			c := GenerateKind(k, seed)
+			classes := map[string]*schedulingv1.PriorityClass{}
+			for _, pc := range c.PriorityClasses {
+				classes[pc.Name] = pc
+			}
+			for _, o := range c.objects() {
+				if err := admit(o.DeepCopyObject(), classes); err != nil {
+					t.Errorf("kind %s seed %d: %v", k.Name, seed, err)
+				}
+			}
+			if len(c.Config) > 0 {
+				if _, err := decodeConfig(c.Config); err != nil {
+					t.Errorf("kind %s seed %d: %v", k.Name, seed, err)
+				}
+			}
+		}
+	}
+}
+
+// TestCompareCycles checks the verdicts on several cycles.
+func TestCompareCycles(t *testing.T) {
+	c := twoNodes("1")
+	placed := func(pod string, top ...string) *PodOutcome { return &PodOutcome{Pod: pod, Top: top, Chosen: top[0]} }
+	chose := func(pod, node string) *PodOutcome { return &PodOutcome{Pod: pod, Chosen: node} }
+	msg := "0/2 nodes are available: 2 Insufficient cpu. preemption: found a potential placement for pod on node a, preempting 1 victims"
+	preempt := &PodOutcome{Pod: "p", Message: msg, Nominated: "a", Choices: []VictimChoice{{Node: "a", Victims: []string{"v1"}}, {Node: "b", Victims: []string{"v2"}}}}
+	wsMsg := "0/2 nodes are available: 2 Insufficient cpu. preemption: found a potential placement for pod on node b, preempting 1 victims"
+	for _, tc := range []struct {
+		name   string
+		up, ws []*PodOutcome
+		want   string
+	}{
+		{"same order, tie member", []*PodOutcome{placed("p", "a"), placed("q", "a", "b")}, []*PodOutcome{chose("p", "a"), chose("q", "b")}, ""},
+		{"other order", []*PodOutcome{placed("p", "a"), placed("q", "a")}, []*PodOutcome{chose("q", "a"), chose("p", "a")}, KindOrder},
+		{"a pod more", []*PodOutcome{placed("p", "a")}, []*PodOutcome{chose("p", "a"), chose("q", "a")}, KindOrder},
+		{"outside the best", []*PodOutcome{placed("p", "a")}, []*PodOutcome{chose("p", "b")}, KindPlacement},
+		{"an equally good victim set, then its node", []*PodOutcome{preempt, placed("p", "a")},
+			[]*PodOutcome{{Pod: "p", Message: wsMsg, Nominated: "b", Victims: []string{"v2"}}, chose("p", "b")}, ""},
+		{"other victims", []*PodOutcome{preempt}, []*PodOutcome{{Pod: "p", Message: wsMsg, Nominated: "b", Victims: []string{"v1"}}}, KindVictims},
+		{"no preemption", []*PodOutcome{preempt}, []*PodOutcome{{Pod: "p", Message: "x"}}, KindPreemption},
+		{"refused", []*PodOutcome{placed("p", "a")}, []*PodOutcome{{Pod: refusedPod, Message: "bad"}}, KindRefused},
+	} {
+		m := CompareCycles(c, tc.up, tc.ws)
+		got := ""
+		if m != nil {
+			got = m.Kind
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
