@@ -15,7 +15,7 @@
 #   make manifest  regenerate deploy/wasmsched.yaml from the chart
 #   make e2e     end-to-end tests against a real kube-apiserver (builds it once)
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
-#   make parity  wasmsched against kube-scheduler v1.37's own framework on generated
+#   make parity  wasmsched against kube-scheduler v1.37.2's own framework on generated
 #                clusters: 1000 cases of each kind (single pod, queue, preemption,
 #                profiles, labelkeys; test/parity, docs/PARITY.md; not part of make test)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
@@ -150,7 +150,7 @@ perf-e2e:
 	scripts/controlplane.sh build >/dev/null
 	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
 
-# parity compares wasmsched with kube-scheduler v1.37 (its framework,
+# parity compares wasmsched with kube-scheduler v1.37.2 (its framework,
 # queue and plugins imported from k8s.io/kubernetes) on generated
 # clusters: 1000 cases of each kind (one pod under the default profile,
 # a queue of pods, preemption, KubeSchedulerConfiguration profiles,

@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 5
+	VersionMinor = 6
 )
 
 // PackVersion packs a major and minor version into the u32 that
@@ -61,7 +61,8 @@ const (
 	FuncInit Func = 2
 	// FuncSync: input SyncRequest; applies a mirror delta.
 	FuncSync Func = 3
-	// FuncCycle: input CycleRequest; starts a scheduling cycle for a pod
+	// FuncCycle: input CycleRequest (a Pod, then from v1.6 its image
+	// volumes); starts a scheduling cycle for a pod
 	// and resets the cycle state.
 	FuncCycle Func = 4
 	// FuncPreFilter: arg = plugin index; no input; replies a PluginStatus.

@@ -454,6 +454,27 @@ func (d *Decoder) Pod(p *Pod) {
 	}
 }
 
+// CycleRequest appends the input of FuncCycle: the pod, then (ABI v1.6,
+// for a reader of v1.6 or later) its image volumes. They follow the
+// whole Pod rather than sit in it so that the Pod encoding, which node
+// records carry in lists, stays as v1.5 wrote it.
+func (e *Encoder) CycleRequest(p *Pod) {
+	e.Pod(p)
+	if e.peerReads(6) {
+		e.Strings(p.ImageVolumes)
+	}
+}
+
+// CycleRequest reads what Encoder.CycleRequest wrote into p. A request
+// that ends after the pod (a writer before v1.6) has no image volumes.
+func (d *Decoder) CycleRequest(p *Pod) {
+	d.Pod(p)
+	p.ImageVolumes = nil
+	if d.peerWrote(6) && d.Remaining() > 0 {
+		p.ImageVolumes = d.Strings()
+	}
+}
+
 // Node appends a node.
 func (e *Encoder) Node(n *Node) {
 	e.String(n.Name)

@@ -462,6 +462,12 @@ type Pod struct {
 	// topology spread constraints use; nil when nothing selects it. The
 	// host computes it, since guests see no such objects.
 	ControllerSelector *LabelSelector
+	// ImageVolumes are the images of the pod's image volumes
+	// (spec.volumes[].image.reference), which ImageLocality counts with
+	// the containers' images; nil when it has none. Only the pod a cycle
+	// schedules carries them (ABI v1.6, at the end of the cycle request):
+	// the Pod encoding, and so node records and add_pod, leaves them out.
+	ImageVolumes []string
 
 	// The fields below are host bookkeeping for preemption. They are not
 	// part of the ABI v1 Pod encoding (a v1.0 guest decoding node records

@@ -21,7 +21,7 @@ type cycle struct {
 // CycleState and no what-if view.
 func (g *Guest) startCycle(in []byte) error {
 	g.codec.dec.Reset(in, false)
-	g.codec.dec.Pod(&g.cycle.pod)
+	g.codec.dec.CycleRequest(&g.cycle.pod)
 	if err := g.codec.dec.Err(); err != nil {
 		g.cycle.havePod = false
 		return err

@@ -60,8 +60,8 @@ type wantedImage struct {
 // preScoreState is the pod's images, immutable, so Clone shares it.
 type preScoreState struct {
 	images []wantedImage
-	// containers counts init and app containers: it scales the top
-	// threshold.
+	// containers counts init and app containers and image volumes: it
+	// scales the top threshold.
 	containers int
 }
 
@@ -69,24 +69,30 @@ type preScoreState struct {
 func (s *preScoreState) Clone() plugin.StateData { return s }
 
 func (pl *ImageLocality) newState(pod *abi.Pod) *preScoreState {
-	s := &preScoreState{containers: len(pod.InitContainers) + len(pod.Containers)}
-	s.images = pl.appendWanted(s.images, pod.InitContainers)
-	s.images = pl.appendWanted(s.images, pod.Containers)
+	// Image volumes count as images, each one more for the threshold,
+	// as kube-scheduler v1.37 counts them.
+	s := &preScoreState{containers: len(pod.InitContainers) + len(pod.Containers) + len(pod.ImageVolumes)}
+	for i := range pod.InitContainers {
+		s.images = pl.appendWanted(s.images, pod.InitContainers[i].Image)
+	}
+	for i := range pod.Containers {
+		s.images = pl.appendWanted(s.images, pod.Containers[i].Image)
+	}
+	for _, ref := range pod.ImageVolumes {
+		s.images = pl.appendWanted(s.images, ref)
+	}
 	return s
 }
 
-// appendWanted adds the images of cs that some node holds.
-func (pl *ImageLocality) appendWanted(dst []wantedImage, cs []abi.Container) []wantedImage {
+// appendWanted adds image if some node holds it.
+func (pl *ImageLocality) appendWanted(dst []wantedImage, image string) []wantedImage {
 	total := float64(pl.handle.NumNodes())
-	for i := range cs {
-		name := normalizedImageName(cs[i].Image)
-		held := pl.handle.ImageNumNodes(name)
-		if held == 0 || total == 0 {
-			continue // on no node: it would add 0 everywhere
-		}
-		dst = append(dst, wantedImage{name: name, id: pl.handle.StringID(name), spread: float64(held) / total})
+	name := normalizedImageName(image)
+	held := pl.handle.ImageNumNodes(name)
+	if held == 0 || total == 0 {
+		return dst // on no node: it would add 0 everywhere
 	}
-	return dst
+	return append(dst, wantedImage{name: name, id: pl.handle.StringID(name), spread: float64(held) / total})
 }
 
 // PreScore resolves the pod's image names and their spread once per cycle

@@ -27,8 +27,10 @@ func TestScore(t *testing.T) {
 		name   string
 		handle *plugintest.Handle
 		pod    *plugintest.PodWrapper
-		nodes  []*plugintest.NodeWrapper
-		want   []int64
+		// volumes are the pod's image volumes (abi.Pod.ImageVolumes).
+		volumes []string
+		nodes   []*plugintest.NodeWrapper
+		want    []int64
 	}{
 		{
 			name:   "small image scores 0, larger one scores by size",
@@ -81,6 +83,15 @@ func TestScore(t *testing.T) {
 			want: []int64{2},
 		},
 		{
+			name:    "image volumes count as images, for the sum and the threshold",
+			handle:  &plugintest.Handle{NodeCount: 1, Images: map[string]int{"model:v2": 1}},
+			pod:     plugintest.MakePod().Container("b:1"),
+			volumes: []string{"model:v2", "data"},
+			nodes:   []*plugintest.NodeWrapper{plugintest.MakeNode().Image(900*mb, "model:v2")},
+			// 900MB on the node; 3 images: 100*(900-23)/(3000-23) = 29
+			want: []int64{29},
+		},
+		{
 			name:   "found by digest",
 			handle: &plugintest.Handle{NodeCount: 1, Images: map[string]int{"a@sha256:1": 1}},
 			pod:    plugintest.MakePod().Container("a@sha256:1"),
@@ -96,6 +107,7 @@ func TestScore(t *testing.T) {
 			}
 			pl := p.(*ImageLocality)
 			pod := tt.pod.Obj()
+			pod.ImageVolumes = tt.volumes
 			for _, withPreScore := range []bool{true, false} {
 				state := &plugin.CycleState{}
 				if withPreScore {

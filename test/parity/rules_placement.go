@@ -5,6 +5,7 @@ package parity
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -191,6 +192,11 @@ func (g *gen) images() {
 		c := g.container("second")
 		c.Image = g.imageRef()
 		p.Spec.Containers = append(p.Spec.Containers, c)
+	}
+	// Image volumes, which ImageLocality scores as images since 1.37.
+	for i, n := 0, g.r.IntN(3); i < n; i++ {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "image-" + strconv.Itoa(i),
+			VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: g.imageRef()}}})
 	}
 }
 

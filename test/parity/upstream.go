@@ -220,7 +220,7 @@ func scoreAll(ctx context.Context, prof framework.Framework, pod *corev1.Pod) ([
 }
 
 // admit does to o what kube-apiserver does before storing it: core/v1
-// defaulting, a pod's namespace, its priority and preemption policy from
+// defaulting, a pod's namespace, its pod-level resource defaults, its priority and preemption policy from
 // its PriorityClass (none: 0), a PriorityClass's default policy, and
 // validation of pods and nodes (a refusal means the generator made an
 // object no cluster would hold).
@@ -251,6 +251,13 @@ func admit(o runtime.Object, classes map[string]*schedulingv1.PriorityClass) err
 		var in core.Pod
 		if err := legacyscheme.Scheme.Convert(t, &in, nil); err != nil {
 			return fmt.Errorf("convert pod %s: %w", t.Name, err)
+		}
+		// The pod strategy's PrepareForCreate defaults pod-level
+		// resources since 1.37 (PodLevelResourcesFixDefaulting), no
+		// longer core/v1 defaulting: the stored pod carries them.
+		podutil.DefaultPodLevelResources(&in)
+		if err := legacyscheme.Scheme.Convert(&in, t, nil); err != nil {
+			return fmt.Errorf("convert pod %s back: %w", t.Name, err)
 		}
 		opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&in.Spec, nil, &in.ObjectMeta, nil)
 		if errs := validation.ValidatePodCreate(&in, opts); len(errs) > 0 {

@@ -59,6 +59,11 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 		return nil, err
 	}
 	out.PodLevel = podLevelRequests(p, out) // from the spec, before a resize folds in status
+	for _, v := range p.Spec.Volumes {
+		if v.Image != nil {
+			out.ImageVolumes = append(out.ImageVolumes, v.Image.Reference)
+		}
+	}
 	applyResize(p, out)
 	if a := p.Spec.Affinity; a != nil {
 		if a.NodeAffinity != nil {

@@ -168,3 +168,16 @@ func TestNegativeStatusResourcesCountAsNothing(t *testing.T) {
 		t.Fatalf("requests %d m: a negative status made the pod give CPU back", r.MilliCPU)
 	}
 }
+
+// Image volumes' references reach the ABI pod, in the spec's order, for
+// ImageLocality (kube-scheduler v1.37 scores them as images).
+func TestImageVolumesAreCarried(t *testing.T) {
+	p := convertPod(t, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "app:1"}}, Volumes: []corev1.Volume{
+		{Name: "model", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/model:v2"}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "data", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "data"}}},
+	}}})
+	if len(p.ImageVolumes) != 2 || p.ImageVolumes[0] != "registry.example/model:v2" || p.ImageVolumes[1] != "data" {
+		t.Fatalf("image volumes = %q", p.ImageVolumes)
+	}
+}

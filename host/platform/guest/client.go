@@ -119,7 +119,7 @@ func (c *Client) push(ctx context.Context, fn abi.Func, input []byte) ([]byte, e
 // StartCycle hands the guest the pod to schedule and resets its cycle state.
 func (c *Client) StartCycle(ctx context.Context, pod *abi.Pod) error {
 	c.enc.Reset()
-	c.enc.Pod(pod)
+	c.enc.CycleRequest(pod)
 	_, err := c.run(ctx, abi.FuncCycle, moduleWide, c.enc.B)
 	return err
 }

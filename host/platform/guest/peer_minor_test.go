@@ -76,11 +76,13 @@ func peerClient(t *testing.T, minor uint16) (*peerFake, *guest.Client) {
 }
 
 // The pod of a cycle reaches each module in the format of its minor
-// version: a v1.3 module reads it whole, with no bytes it does not know.
+// version: a v1.3 module reads it whole, with no bytes it does not know,
+// and a v1.5 module gets the pod alone, without v1.6's image volumes.
 func TestCyclePodIsWrittenForTheModulesMinorVersion(t *testing.T) {
 	pod := &abi.Pod{UID: "u", Name: "p", Containers: []abi.Container{{Given: abi.GivesMemory}},
-		PodLevel: &abi.PodLevelRequests{Given: abi.GivesCPU, Requests: abi.Resources{MilliCPU: 500}}}
-	for _, minor := range []uint16{3, abi.VersionMinor} {
+		PodLevel:     &abi.PodLevelRequests{Given: abi.GivesCPU, Requests: abi.Resources{MilliCPU: 500}},
+		ImageVolumes: []string{"model:v1"}}
+	for _, minor := range []uint16{3, 5, abi.VersionMinor} {
 		f, c := peerClient(t, minor)
 		if err := c.StartCycle(context.Background(), pod); err != nil {
 			t.Fatal(err)
@@ -89,11 +91,17 @@ func TestCyclePodIsWrittenForTheModulesMinorVersion(t *testing.T) {
 		d := abi.NewDecoder(f.cycle)
 		d.SetPeerMinor(minor)
 		d.Pod(&got)
+		if minor >= 6 {
+			got.ImageVolumes = d.Strings()
+		}
 		if d.Err() != nil || d.Remaining() != 0 {
 			t.Fatalf("v1.%d: err %v, %d bytes left", minor, d.Err(), d.Remaining())
 		}
 		if (got.PodLevel != nil) != (minor >= 4) {
 			t.Errorf("v1.%d: pod-level requests sent = %v", minor, got.PodLevel != nil)
+		}
+		if (len(got.ImageVolumes) == 1) != (minor >= 6) {
+			t.Errorf("v1.%d: image volumes sent = %q", minor, got.ImageVolumes)
 		}
 	}
 }

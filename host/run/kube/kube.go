@@ -13,9 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
@@ -61,13 +63,18 @@ type Binder struct{ Client kubernetes.Interface }
 
 // Bind implements framework.Binder. A pod that is gone, or already bound
 // (Conflict), is reported as scheduler.ErrPodGone so it is dropped rather
-// than retried.
+// than retried. A transient failure (500, 503, connection refused) is
+// retried at once a few times (10, 50, 250 ms apart), as kube-scheduler
+// v1.37 does, so a blip of the API server does not cost the pod its
+// assumed place and a backoff.
 func (b Binder) Bind(ctx context.Context, pod *abi.Pod, node string) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
-	err := b.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	err := retry.OnError(retry.DefaultBackoff, transient, func() error {
+		return b.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	})
 	switch {
 	case err == nil:
 		return nil
@@ -75,4 +82,10 @@ func (b Binder) Bind(ctx context.Context, pod *abi.Pod, node string) error {
 		return fmt.Errorf("bind %s/%s to %s: %w (%v)", pod.Namespace, pod.Name, node, scheduler.ErrPodGone, err)
 	}
 	return fmt.Errorf("bind %s/%s to %s: %w", pod.Namespace, pod.Name, node, err)
+}
+
+// transient reports the API errors kube-scheduler retries a binding on:
+// an internal error, an unavailable server, a refused connection.
+func transient(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || utilnet.IsConnectionRefused(err)
 }

@@ -50,6 +50,31 @@ func TestBindSendsABindingAndMapsGonePods(t *testing.T) {
 	}
 }
 
+// TestBinderRetriesTransientErrors: a 503 or 500 from the API server is
+// retried, as kube-scheduler v1.37's binding is; the pod binds on the
+// attempt that succeeds.
+func TestBinderRetriesTransientErrors(t *testing.T) {
+	client := fake.NewClientset()
+	calls := 0
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		calls++
+		switch calls {
+		case 1:
+			return true, nil, apierrors.NewServiceUnavailable("apiserver restarting")
+		case 2:
+			return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
+		}
+		return true, nil, nil
+	})
+	pod := &abi.Pod{UID: "u1", Namespace: "ns", Name: "p"}
+	if err := (Binder{Client: client}).Bind(context.Background(), pod, "n1"); err != nil || calls != 3 {
+		t.Fatalf("err = %v after %d calls; want success on the third", err, calls)
+	}
+}
+
 func TestPodConversionSkipsFinishedPods(t *testing.T) {
 	done := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
 	if _, err := convertPod(done); err == nil {
