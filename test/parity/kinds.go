@@ -134,28 +134,11 @@ func (g *gen) preemptionCase() {
 		}
 	}
 	uniform := g.chance(0.3)
-	// Every pod has started, each at its own time on its node: among
-	// pods of equal priority and start, and for pods that have not
-	// started (upstream reads the clock for them), which one preemption
-	// spares depends on the order of the node's pods, which is
-	// arbitrary. The same times recur on other nodes, so that nodes can
-	// tie.
-	onNode := map[string]int{}
-	for _, p := range g.c.Bound {
-		onNode[p.Spec.NodeName]++
-	}
-	starts := map[string][]int{}
-	for _, n := range g.c.Nodes { // in order: draws must not follow map order
-		starts[n.Name] = g.r.Perm(onNode[n.Name])
-	}
+	g.startTimes()
 	for _, p := range g.c.Bound {
 		if c := g.r.IntN(4); c < 3 {
 			p.Spec.PriorityClassName = g.c.PriorityClasses[c%2].Name
 		}
-		st := starts[p.Spec.NodeName]
-		t := metav1.NewTime(created.Add(time.Duration(st[0]) * time.Minute))
-		starts[p.Spec.NodeName] = st[1:]
-		p.Status.StartTime = &t
 		if g.chance(0.2) {
 			raiseRequest(&p.Spec.Containers[0], corev1.ResourceCPU, milli(50*g.between(10, 30)))
 		}
@@ -344,5 +327,27 @@ func (g *gen) uniformNodes() {
 			p.Spec.NodeName = n.Name
 			g.c.Bound = append(g.c.Bound, p)
 		}
+	}
+}
+
+// startTimes gives every bound pod its own start time on its node:
+// among victims of equal priority and start, and for pods that have not
+// started (upstream reads the clock for them), which one preemption
+// spares depends on the order of the node's pods, which is arbitrary.
+// The same times recur on other nodes, so that nodes can tie.
+func (g *gen) startTimes() {
+	onNode := map[string]int{}
+	for _, p := range g.c.Bound {
+		onNode[p.Spec.NodeName]++
+	}
+	starts := map[string][]int{}
+	for _, n := range g.c.Nodes { // in order: draws must not follow map order
+		starts[n.Name] = g.r.Perm(onNode[n.Name])
+	}
+	for _, p := range g.c.Bound {
+		st := starts[p.Spec.NodeName]
+		t := metav1.NewTime(created.Add(time.Duration(st[0]) * time.Minute))
+		starts[p.Spec.NodeName] = st[1:]
+		p.Status.StartTime = &t
 	}
 }

@@ -26,6 +26,7 @@ var filterPlugins = []string{"TaintToleration", "NodeAffinity", "NodePorts", "Po
 // changes weights and sets plugin args.
 func (g *gen) profilesCase() {
 	g.mixed()
+	g.startTimes() // preemption may run: its victims must not tie on start
 	if g.chance(0.4) {
 		g.c.More = append(g.c.More, g.pod("pending-1", corev1.NamespaceDefault))
 		g.c.More[0].Spec.TopologySpreadConstraints = nil
