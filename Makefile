@@ -21,8 +21,9 @@
 #   make e2e     end-to-end tests against a real kube-apiserver v1.37.2 (builds it once);
 #                K8S_VERSION=1.35.4 make e2e against v1.35.4
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
-#   make parity  the default profile against kube-scheduler v1.37.2's own framework on
-#                generated clusters (test/parity, docs/PARITY.md; not part of make test)
+#   make parity  wasmsched against kube-scheduler v1.37.2's own framework on generated
+#                clusters: 1000 cases of each kind (single pod, queue, preemption,
+#                profiles, labelkeys; test/parity, docs/PARITY.md; not part of make test)
 #   make tinygo  install TinyGo (needs root/sudo for apt)
 
 GO            ?= go
@@ -173,14 +174,17 @@ perf-e2e:
 	scripts/controlplane.sh build >/dev/null
 	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
 
-# parity compares the default profile with kube-scheduler v1.37.2 (its
-# framework and plugins imported from k8s.io/kubernetes) on generated
-# clusters; test/parity is its own module so the main module never
+# parity compares wasmsched with kube-scheduler v1.37.2 (its framework,
+# queue and plugins imported from k8s.io/kubernetes) on generated
+# clusters: 1000 cases of each kind (one pod under the default profile,
+# a queue of pods, preemption, KubeSchedulerConfiguration profiles,
+# matchLabelKeys); test/parity is its own module so the main module never
 # depends on k8s.io/kubernetes. PARITY_FLAGS passes its flags, e.g.
-# PARITY_FLAGS='-parity.only=taints -parity.n=1000' (docs/PARITY.md).
+# PARITY_FLAGS='-parity.kind=queue -parity.n=200' (docs/PARITY.md); a
+# plain go test there runs 20 cases of each kind.
 PARITY_FLAGS ?=
 parity:
-	cd test/parity && $(GO) test -count=1 -timeout 60m ./... $(PARITY_FLAGS)
+	cd test/parity && $(GO) test -count=1 -timeout 90m ./... -parity.n=1000 $(PARITY_FLAGS)
 
 # check-wasm rebuilds every committed TinyGo build and fails if a byte
 # differs. With no TinyGo it installs one when CI=true and otherwise says

@@ -17,7 +17,7 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 6
+	VersionMinor = 7
 )
 
 // PackVersion packs a major and minor version into the u32 that
@@ -62,7 +62,7 @@ const (
 	// FuncSync: input SyncRequest; applies a mirror delta.
 	FuncSync Func = 3
 	// FuncCycle: input CycleRequest (a Pod, then from v1.6 its image
-	// volumes); starts a scheduling cycle for a pod
+	// volumes, from v1.7 its required node features); starts a scheduling cycle for a pod
 	// and resets the cycle state.
 	FuncCycle Func = 4
 	// FuncPreFilter: arg = plugin index; no input; replies a PluginStatus.

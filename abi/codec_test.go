@@ -33,7 +33,7 @@ func samplePod() Pod {
 func sampleNodeInfo() NodeInfo {
 	return NodeInfo{
 		Node: Node{Name: "n1", Labels: Labels{{Key: "zone", Value: "a"}}, Taints: []Taint{{Key: "gpu", Value: "true", Effect: EffectNoSchedule}}, Unschedulable: true,
-			Allocatable: Resources{MilliCPU: 4000, Memory: 32 << 30, Scalars: []Scalar{{"nvidia.com/gpu", 4}}}, AllowedPods: 110,
+			Allocatable: Resources{MilliCPU: 4000, Memory: 32 << 30, Scalars: []Scalar{{"nvidia.com/gpu", 4}}}, AllowedPods: 110, DeclaredFeatures: 0b101,
 			Images: []ImageState{{Names: []string{"nginx:1.25", "nginx@sha256:abc"}, Size: 50 << 20}}},
 		Requested: Resources{MilliCPU: 100}, NonZeroRequested: Resources{MilliCPU: 100, Memory: 200 << 20}, PodCount: 1,
 		UsedPorts: []HostPort{{Port: 80}},
@@ -62,8 +62,11 @@ func TestPodAndNodeInfoRoundTrip(t *testing.T) {
 func TestEveryTruncationIsAnErrorNotAPanic(t *testing.T) {
 	ni := sampleNodeInfo()
 	var e Encoder
-	e.NodeInfo(&ni)
-	for n := 0; n < len(e.B); n++ {
+	// A record cut right before its v1.7 declared features reads as an
+	// older writer's (which a record's length prefix makes unambiguous):
+	// every shorter cut must fail.
+	end := e.NodeInfoBeforeV17(&ni)
+	for n := 0; n < end; n++ {
 		var got NodeInfo
 		d := NewDecoder(e.B[:n])
 		d.NodeInfo(&got)

@@ -463,15 +463,22 @@ func (e *Encoder) CycleRequest(p *Pod) {
 	if e.peerReads(6) {
 		e.Strings(p.ImageVolumes)
 	}
+	if e.peerReads(7) {
+		e.Uvarint(p.RequiredFeatures)
+	}
 }
 
 // CycleRequest reads what Encoder.CycleRequest wrote into p. A request
-// that ends after the pod (a writer before v1.6) has no image volumes.
+// that ends after the pod (a writer before v1.6) has no image volumes,
+// one that ends after them (before v1.7) no required features.
 func (d *Decoder) CycleRequest(p *Pod) {
 	d.Pod(p)
-	p.ImageVolumes = nil
+	p.ImageVolumes, p.RequiredFeatures = nil, 0
 	if d.peerWrote(6) && d.Remaining() > 0 {
 		p.ImageVolumes = d.Strings()
+	}
+	if d.peerWrote(7) && d.Remaining() > 0 {
+		p.RequiredFeatures = d.Uvarint()
 	}
 }
 
@@ -557,6 +564,31 @@ func (e *Encoder) NodeInfo(ni *NodeInfo) {
 		e.Labels(g.Labels)
 		e.Varint(int64(g.Count))
 	}
+	if e.peerReads(7) {
+		e.Uvarint(ni.Node.DeclaredFeatures)
+	}
+}
+
+// NodeInfoBeforeV17 appends a node with its aggregates, as NodeInfo does,
+// and returns where in e.B a record for a reader before v1.7 ends: the
+// same bytes without the trailing declared features. A host caches one
+// encoding and hands older modules its prefix.
+func (e *Encoder) NodeInfoBeforeV17(ni *NodeInfo) (end int) {
+	e.NodeInfo(ni)
+	if !e.peerReads(7) {
+		return len(e.B)
+	}
+	return len(e.B) - uvarintLen(ni.Node.DeclaredFeatures)
+}
+
+// uvarintLen is how many bytes Uvarint writes for v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
 }
 
 // NodeInfo reads a node with its aggregates, overwriting every field.
@@ -592,6 +624,10 @@ func (d *Decoder) NodeInfo(ni *NodeInfo) {
 			}
 			g.Count = d.Int32()
 		}
+	}
+	ni.Node.DeclaredFeatures = 0
+	if d.peerWrote(7) && d.Remaining() > 0 {
+		ni.Node.DeclaredFeatures = d.Uvarint()
 	}
 }
 

@@ -468,6 +468,15 @@ type Pod struct {
 	// schedules carries them (ABI v1.6, at the end of the cycle request):
 	// the Pod encoding, and so node records and add_pod, leaves them out.
 	ImageVolumes []string
+	// RequiredFeatures are the node features the pod's spec needs, as
+	// kube-scheduler's NodeDeclaredFeatures infers them (a restart rule
+	// that restarts all containers, hostNetwork with hostUsers false, bind
+	// mount options): a bit set over the host's feature registry, the same
+	// numbering as Node.DeclaredFeatures, so a guest tests a subset with
+	// one AND and never learns the inference rules. 0 when it needs none.
+	// Only the pod a cycle schedules carries them (ABI v1.7, at the end of
+	// the cycle request).
+	RequiredFeatures uint64
 
 	// The fields below are host bookkeeping for preemption. They are not
 	// part of the ABI v1 Pod encoding (a v1.0 guest decoding node records
@@ -541,6 +550,12 @@ type Node struct {
 	// host bookkeeping for eviction (ABI v1.2), sent to eviction policies
 	// in observation records, not in the v1.0 Node encoding.
 	Conditions []NodeCondition `abi:"host"`
+	// DeclaredFeatures are the node's status.declaredFeatures that the
+	// host's feature registry knows, as a bit set (see
+	// Pod.RequiredFeatures); features the registry does not know are
+	// dropped, as kube-scheduler drops them. Node records carry it last,
+	// after the NodeInfo's pod groups (ABI v1.7).
+	DeclaredFeatures uint64
 }
 
 // NodeInfo is a node with the aggregates the host keeps for it, as in

@@ -34,8 +34,10 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		Short: "Schedule the pods of a real cluster",
 		Long: `serve watches a cluster (the kubeconfig's, or the in-cluster one) and schedules
 the pending pods whose spec.schedulerName names one of its profiles, binding
-them through the API and reporting Scheduled/FailedScheduling Events and the
-PodScheduled condition as kube-scheduler does. It runs until interrupted.
+them through the API and reporting Scheduled/FailedScheduling Events
+(events.k8s.io/v1) and the PodScheduled condition as kube-scheduler does,
+speaking protobuf to the API server unless clientConnection.contentType says
+application/json. It runs until interrupted.
 
 Policy changes need no restart: when the --config file or a module file it
 names changes (a mounted ConfigMap's update included), or on SIGHUP, the new
@@ -89,11 +91,18 @@ token or client certificate whose identity may get that nonResourceURL
 			if err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
+			// Events get a clientset, and so a rate limiter, of their own
+			// (as kube-scheduler's do): a backlog of Events waits for it
+			// without delaying bindings and status updates.
+			eventClient, err := kubernetes.NewForConfig(set.clientsetConfig(restConfig))
+			if err != nil {
+				return fmt.Errorf("kubernetes client for Events: %w", err)
+			}
 			srv, err := serving.start(ctx, log, set.kubeconfig, cfg)
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
+			opts := kube.ServeOptions{Client: client, EventClient: eventClient, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set,
 				Decisions: srv.decisions, RecordDecisions: recordDecisions, CheckAPIServer: true}
 			if set.leaderElect {

@@ -21,7 +21,7 @@ type serveSettings struct {
 	kubeconfig  string
 	qps         float32
 	burst       int
-	contentType string // empty: client-go's default (JSON)
+	contentType string // empty: protobuf, kube-scheduler's default
 	accept      string
 	leaderElect bool
 	election    kube.LeaderElection
@@ -109,14 +109,19 @@ func (s serveSettings) restConfig() (*rest.Config, error) {
 }
 
 // clientsetConfig is rc with the configured content types, for the
-// clientset that reads pods and nodes and writes bindings, Events and
-// the Lease (as kube-scheduler applies them to its client). The dynamic
-// and metrics clients made from rc keep client-go's JSON.
+// clientsets that read pods and nodes and write bindings, Events and the
+// Lease (as kube-scheduler applies them to its clients). The content
+// type defaults, as kube-scheduler's clientConnection.contentType does,
+// to protobuf: the built-in types are served in it, and decoding it
+// costs the scheduler and the API server less than JSON;
+// clientConnection.contentType: application/json turns it off. The
+// dynamic and metrics clients made from rc keep client-go's JSON (custom
+// resources and aggregated APIs are not served as protobuf).
 func (s serveSettings) clientsetConfig(rc *rest.Config) *rest.Config {
-	if s.contentType == "" && s.accept == "" {
-		return rc
-	}
 	c := rest.CopyConfig(rc)
 	c.ContentType, c.AcceptContentTypes = s.contentType, s.accept
+	if c.ContentType == "" {
+		c.ContentType = config.ContentTypeProtobuf
+	}
 	return c
 }

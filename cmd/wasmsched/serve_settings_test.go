@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/wasmsched/wasmsched/host/config"
@@ -107,6 +114,60 @@ func TestServeSettingsContentTypesApplyToTheClientset(t *testing.T) {
 	}
 	if rc.ContentType != "" || rc.AcceptContentTypes != "" {
 		t.Errorf("the shared config was changed: %+v", rc)
+	}
+}
+
+// TestServeClientsetSpeaksProtobufByDefault: as kube-scheduler's, serve's
+// clientset asks for and sends protobuf unless clientConnection says
+// application/json; the headers are the ones a server sees.
+func TestServeClientsetSpeaksProtobufByDefault(t *testing.T) {
+	type seen struct{ accept, contentType string }
+	var mu sync.Mutex
+	var got []seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, seen{r.Header.Get("Accept"), r.Header.Get("Content-Type")})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name               string
+		s                  serveSettings
+		accept, sendsPlain string
+	}{
+		{"default", serveSettings{}, config.ContentTypeProtobuf, config.ContentTypeProtobuf},
+		{"clientConnection.contentType: application/json", serveSettings{contentType: config.ContentTypeJSON}, config.ContentTypeJSON, config.ContentTypeJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			rc := &rest.Config{Host: srv.URL}
+			client, err := kubernetes.NewForConfig(tc.s.clientsetConfig(rc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			_, _ = client.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+			_ = client.CoreV1().Pods("ns").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 2 {
+				t.Fatalf("%d requests, want 2: %+v", len(got), got)
+			}
+			if !strings.HasPrefix(got[0].accept, tc.accept) || !strings.HasPrefix(got[1].accept, tc.accept) {
+				t.Errorf("Accept %q and %q, want %s first", got[0].accept, got[1].accept, tc.accept)
+			}
+			if got[1].contentType != tc.sendsPlain {
+				t.Errorf("a binding was sent as %q, want %s", got[1].contentType, tc.sendsPlain)
+			}
+			if rc.ContentType != "" {
+				t.Errorf("the shared config (dynamic and metrics clients) was changed: %q", rc.ContentType)
+			}
+		})
 	}
 }
 

@@ -301,8 +301,8 @@ func (k *kubeConverter) convert(kc *kubev1.KubeSchedulerConfiguration) *Configur
 		c.Profiles = append(c.Profiles, p)
 	}
 	if len(dropped) > 0 {
-		k.warn("profiles %s: kube-scheduler's default plugins %s are left out: wasmsched has no volume, dynamic resource allocation or node declared features plugins, "+
-			"so pods' PersistentVolumeClaims and ResourceClaims, and the node features a pod's spec needs (nodes' status.declaredFeatures), are not considered; schedule such pods with kube-scheduler, "+
+		k.warn("profiles %s: kube-scheduler's default plugins %s are left out: wasmsched has no volume or dynamic resource allocation plugins, "+
+			"so pods' PersistentVolumeClaims and ResourceClaims are not considered; schedule such pods with kube-scheduler, "+
 			"or list these plugins under plugins.multiPoint.disabled to say you know",
 			strings.Join(dropped, ", "), strings.Join(kubeDefaultsMissing, ", "))
 	}

@@ -35,8 +35,6 @@ var (
 		workaround: "schedule pods that use PersistentVolumeClaims with kube-scheduler (a schedulerName it serves and no wasmsched profile has)"}
 	draFamily = &missingFamily{what: "dynamic resource allocation (DynamicResources)",
 		workaround: "schedule pods with resourceClaims with kube-scheduler (a schedulerName it serves and no wasmsched profile has)"}
-	ndfFamily = &missingFamily{what: "node declared features (NodeDeclaredFeatures, which matches the node features a pod's spec needs against nodes' status.declaredFeatures)",
-		workaround: "schedule pods that need declared node features (a restartPolicyRules action RestartAllContainers, hostNetwork with hostUsers: false) with kube-scheduler"}
 	gatedFamily = &missingFamily{what: "plugins behind kube-scheduler feature gates that are off by default (GangScheduling, DeferredPodScheduling, TopologyPlacementGenerator, PodGroupPodsCount: workload scheduling and deferred resizes)",
 		workaround: "leave the plugin out; kube-scheduler does not enable it by default either"}
 )
@@ -68,6 +66,7 @@ var kubePlugins = map[string]kubePlugin{
 	"NodeResourcesBalancedAllocation": {score: true, args: reflect.TypeFor[kubev1.NodeResourcesBalancedAllocationArgs]()},
 	"ImageLocality":                   {score: true},
 	"DefaultBinder":                   {},
+	"NodeDeclaredFeatures":            {},
 
 	"VolumeBinding":              {missing: volumeFamily, args: reflect.TypeFor[kubev1.VolumeBindingArgs]()},
 	"VolumeRestrictions":         {missing: volumeFamily},
@@ -78,7 +77,6 @@ var kubePlugins = map[string]kubePlugin{
 	"AzureDiskLimits":            {missing: volumeFamily, removed: true},
 	"CinderLimits":               {missing: volumeFamily, removed: true},
 	"DynamicResources":           {missing: draFamily, args: reflect.TypeFor[kubev1.DynamicResourcesArgs]()},
-	"NodeDeclaredFeatures":       {missing: ndfFamily},
 	"GangScheduling":             {missing: gatedFamily},
 	"DeferredPodScheduling":      {missing: gatedFamily},
 	"TopologyPlacementGenerator": {missing: gatedFamily},
@@ -87,9 +85,8 @@ var kubePlugins = map[string]kubePlugin{
 
 // kubeDefaultsMissing are the plugins of kube-scheduler v1.37's default
 // multiPoint set that wasmsched leaves out (framework.DefaultPlugins is
-// the rest, with the same weights). NodeDeclaredFeatures joined the
-// default set in v1.36 (its feature gate beta, GA in v1.37).
-var kubeDefaultsMissing = []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources", "NodeDeclaredFeatures"}
+// the rest, with the same weights).
+var kubeDefaultsMissing = []string{"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
 
 // KubeSchedulerPlugins lists, sorted, the kube-scheduler plugins a
 // KubeSchedulerConfiguration may enable: those wasmsched serves (from the

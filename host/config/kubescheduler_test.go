@@ -104,7 +104,7 @@ profiles:
 			}
 			// Only what wasmsched has is handed on (DynamicResources'
 			// PostFilter stand-in included).
-			if got := c.Profiles[0].Plugins.MultiPoint.Disabled; !reflect.DeepEqual(got, []Plugin{{Name: "DynamicResources"}, {Name: "ImageLocality"}}) {
+			if got := c.Profiles[0].Plugins.MultiPoint.Disabled; !reflect.DeepEqual(got, []Plugin{{Name: "DynamicResources"}, {Name: "NodeDeclaredFeatures"}, {Name: "ImageLocality"}}) {
 				t.Errorf("disabled = %+v", got)
 			}
 		}},
@@ -224,8 +224,6 @@ func TestKubeSchedulerConfigurationRefusals(t *testing.T) {
 			[]string{`line 5: profiles[0].plugins.podGroupPostFilter: wasmsched has no pod group (workload) scheduling cycle`}},
 		{"placementGenerate", kubeHeader + "profiles:\n- plugins:\n    placementGenerate:\n      disabled: [{name: '*'}]\n",
 			[]string{`profiles[0].plugins.placementGenerate: wasmsched has no pod group (workload) scheduling cycle`}},
-		{"NodeDeclaredFeatures enabled", kubeHeader + "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NodeDeclaredFeatures}]\n",
-			[]string{`profiles[0].plugins.filter.enabled[0].name: wasmsched has no node declared features`}},
 		{"a 1.37 gated plugin", kubeHeader + "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: DeferredPodScheduling}]\n",
 			[]string{`profiles[0].plugins.multiPoint.enabled[0].name: wasmsched has no plugins behind kube-scheduler feature gates that are off by default`}},
 		{"out-of-tree plugin", kubeHeader + "profiles:\n- plugins:\n    score:\n      enabled: [{name: MyCustomPluginA, weight: 2}]\n",
@@ -313,7 +311,7 @@ profiles:
 		"enableProfiling: serve exposes /debug/pprof/ only with --profiling",
 		`leaderElection.resourceName: "kube-scheduler" is kube-scheduler's own Lease`,
 		// Profile b disabled every default: only a is named.
-		"profiles a: kube-scheduler's default plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources, NodeDeclaredFeatures are left out",
+		"profiles a: kube-scheduler's default plugins VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources are left out",
 		"profiles[1].plugins.preEnqueue.disabled: ignored",
 	} {
 		if !strings.Contains(got, w) {
@@ -360,5 +358,20 @@ func TestOwnFormatTakesServingSettings(t *testing.T) {
 	_, err = Parse([]byte(header + "clientConnection: {burst: -2}\nprofiles: [{schedulerName: a}]\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 3: clientConnection.burst: -2 must not be negative") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// NodeDeclaredFeatures is a default plugin wasmsched serves: enabling it
+// converts, and keeping it in the default set warns of nothing.
+func TestKubeSchedulerNodeDeclaredFeaturesIsServed(t *testing.T) {
+	c, err := Parse([]byte(kubeHeader + "profiles:\n- plugins:\n    multiPoint:\n      disabled: [{name: NodeDeclaredFeatures}]\n    filter:\n      enabled: [{name: NodeDeclaredFeatures}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); strings.Contains(w, "NodeDeclaredFeatures") {
+		t.Fatalf("warnings name NodeDeclaredFeatures:\n%s", w)
+	}
+	if !strings.Contains(strings.Join(KubeSchedulerPlugins(), " "), "NodeDeclaredFeatures") {
+		t.Fatal("NodeDeclaredFeatures is not among the plugins a file may enable")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/wasmsched/wasmsched/plugins-wasm/imagelocality"
 	"github.com/wasmsched/wasmsched/plugins-wasm/interpodaffinity"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodeaffinity"
+	"github.com/wasmsched/wasmsched/plugins-wasm/nodedeclaredfeatures"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodename"
 	"github.com/wasmsched/wasmsched/plugins-wasm/nodeports"
 	"github.com/wasmsched/wasmsched/plugins-wasm/noderesources"
@@ -33,5 +34,7 @@ func Plugins() []plugin.Registration {
 		noderesources.BalancedAllocationRegistration,
 		imagelocality.Registration,
 		defaultpreemption.Registration,
+		// Last, as kube-scheduler appends it to its default set.
+		nodedeclaredfeatures.Registration,
 	}
 }

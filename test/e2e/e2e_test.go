@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -96,13 +97,23 @@ func startServe(t *testing.T, ctx context.Context, o kube.ServeOptions) {
 	}
 }
 
-// events lists the Events about a pod in the default namespace.
-func events(ctx context.Context, client kubernetes.Interface, pod string) []corev1.Event {
-	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+// events lists the Events about a pod in the default namespace, through
+// events.k8s.io/v1, where serve posts them (as kube-scheduler does).
+func events(ctx context.Context, client kubernetes.Interface, pod string) []eventsv1.Event {
+	evs, err := client.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("regarding.name", pod).String()})
 	if err != nil {
 		return nil
 	}
 	return evs.Items
+}
+
+// occurrences is how many times an Event happened: its series' count
+// when repeats made it a series, else once.
+func occurrences(e eventsv1.Event) int {
+	if e.Series != nil {
+		return int(max(e.Series.Count, 1))
+	}
+	return 1
 }
 
 // boundTo returns the node a pod is bound to ("" when pending or gone).
@@ -161,7 +172,7 @@ func TestServeBindsAndReports(t *testing.T) {
 	for pod, want := range map[string]string{"fits": "Successfully assigned default/fits to n1", "too-big": msg} {
 		waitFor(t, ctx, "an Event for "+pod, func() bool {
 			for _, e := range events(ctx, client, pod) {
-				if strings.Contains(e.Message, want) && e.Source.Component == "default-scheduler" {
+				if strings.Contains(e.Note, want) && e.ReportingController == "default-scheduler" {
 					return true
 				}
 			}

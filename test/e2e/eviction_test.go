@@ -289,10 +289,10 @@ func TestServeEvictionEvictsThroughTheAPIAndTaintsNodesUnderPressure(t *testing.
 	for _, name := range []string{"low", "mid"} {
 		var created, succeeded bool
 		for _, e := range events(ctx, admin, name) {
-			if e.Source.Component != kube.EvictionComponent {
+			if e.ReportingController != kube.EvictionComponent {
 				continue
 			}
-			created = created || e.Reason == eviction.ReasonEvictCreated && strings.Contains(e.Message, "eviction accepted for policy ResourceOvercommit")
+			created = created || e.Reason == eviction.ReasonEvictCreated && strings.Contains(e.Note, "eviction accepted for policy ResourceOvercommit")
 			succeeded = succeeded || e.Reason == eviction.ReasonEvictSucceeded
 		}
 		if !created || !succeeded {
@@ -395,8 +395,8 @@ func TestServeEvictionDryRunEvictsNothing(t *testing.T) {
 			t.Errorf("%s is %s after dry-run rounds", name, s)
 		}
 		for _, e := range events(ctx, admin, name) {
-			if e.Source.Component == kube.EvictionComponent {
-				t.Errorf("%s has an eviction event: %s %s", name, e.Reason, e.Message)
+			if e.ReportingController == kube.EvictionComponent {
+				t.Errorf("%s has an eviction event: %s %s", name, e.Reason, e.Note)
 			}
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -165,8 +165,8 @@ func TestLeaderFailoverLosesAndDoublesNoPod(t *testing.T) {
 	create(0, 40)
 	waitFor(t, ctx, "the leader to bind pods", func() bool { return bound() >= 20 })
 	for _, e := range scheduledEvents(ctx, t, client) {
-		if e.Source.Host != leader {
-			t.Fatalf("%s was scheduled by %q while %q led: a standby must not schedule", e.InvolvedObject.Name, e.Source.Host, leader)
+		if e.ReportingInstance != leader {
+			t.Fatalf("%s was scheduled by %q while %q led: a standby must not schedule", e.Regarding.Name, e.ReportingInstance, leader)
 		}
 	}
 	// Kill the leader mid-stream: more pods arrive while nobody leads.
@@ -187,8 +187,8 @@ func TestLeaderFailoverLosesAndDoublesNoPod(t *testing.T) {
 	perPod := map[string]int{}
 	byReplica := map[string]int{}
 	for _, e := range scheduledEvents(ctx, t, client) {
-		perPod[e.InvolvedObject.Name] += int(max(e.Count, 1))
-		byReplica[e.Source.Host]++
+		perPod[e.Regarding.Name] += occurrences(e)
+		byReplica[e.ReportingInstance]++
 	}
 	for p, n := range perPod {
 		if n > 1 {
@@ -201,9 +201,9 @@ func TestLeaderFailoverLosesAndDoublesNoPod(t *testing.T) {
 	t.Logf("Scheduled Events by replica: %v", byReplica)
 }
 
-func scheduledEvents(ctx context.Context, t *testing.T, client kubernetes.Interface) []corev1.Event {
+func scheduledEvents(ctx context.Context, t *testing.T, client kubernetes.Interface) []eventsv1.Event {
 	t.Helper()
-	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
+	evs, err := client.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,8 +61,8 @@ func TestKubeSchedulerConfigurationServes(t *testing.T) {
 		waitFor(t, ctx, "the Scheduled Event of "+name, func() bool {
 			for _, e := range events(ctx, client, name) {
 				if e.Reason == "Scheduled" {
-					if e.Source.Component != profile {
-						t.Errorf("%s's Event comes from %q, want its profile %q", name, e.Source.Component, profile)
+					if e.ReportingController != profile {
+						t.Errorf("%s's Event comes from %q, want its profile %q", name, e.ReportingController, profile)
 					}
 					return true
 				}

@@ -90,7 +90,7 @@ func waitGone(t *testing.T, ctx context.Context, client kubernetes.Interface, na
 func eventMessage(ctx context.Context, client kubernetes.Interface, pod, reason string) string {
 	for _, e := range events(ctx, client, pod) {
 		if e.Reason == reason {
-			return e.Message
+			return e.Note
 		}
 	}
 	return ""

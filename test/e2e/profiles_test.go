@@ -54,8 +54,8 @@ func TestTwoProfilesShareOneCluster(t *testing.T) {
 		waitFor(t, ctx, "the Scheduled Event of "+pod, func() bool {
 			for _, e := range events(ctx, client, pod) {
 				if e.Reason == "Scheduled" {
-					if e.Source.Component != profile {
-						t.Errorf("%s's Event comes from %q, want its profile %q", pod, e.Source.Component, profile)
+					if e.ReportingController != profile {
+						t.Errorf("%s's Event comes from %q, want its profile %q", pod, e.ReportingController, profile)
 					}
 					return true
 				}
@@ -127,7 +127,7 @@ func TestBindConflictAndDeletedPodAreNotLostOrRetried(t *testing.T) {
 	for _, name := range []string{"raced", "deleted"} {
 		for _, e := range events(ctx, client, name) {
 			if e.Reason == "Scheduled" || e.Reason == "FailedScheduling" {
-				t.Errorf("%s got a %s Event (%q); a pod lost to a race must be dropped quietly", name, e.Reason, e.Message)
+				t.Errorf("%s got a %s Event (%q); a pod lost to a race must be dropped quietly", name, e.Reason, e.Note)
 			}
 		}
 	}
@@ -191,7 +191,7 @@ func TestSchedulingGatesHoldAPodUntilTheLastIsRemoved(t *testing.T) {
 		t.Fatalf("a pod with a scheduling gate left was bound to %s", n)
 	}
 	for _, e := range events(ctx, client, "gated") {
-		t.Errorf("a gated pod got an Event: %s %q", e.Reason, e.Message)
+		t.Errorf("a gated pod got an Event: %s %q", e.Reason, e.Note)
 	}
 	// The API server refuses to bind a gated pod (as a Conflict, which
 	// would drop it quietly), so count attempts: only free's may exist.

@@ -324,7 +324,7 @@ profiles:
 	waitFor(t, ctx, "p bound without the unavailable module", func() bool { return boundTo(ctx, client, "p") == "n1" })
 	waitFor(t, ctx, "a ModuleUnavailable Event on serve's Pod", func() bool {
 		for _, ev := range events(ctx, client, "wasmsched-0") {
-			if ev.Reason == "ModuleUnavailable" && ev.Type == "Warning" && strings.Contains(ev.Message, `module "zonepicker"`) {
+			if ev.Reason == "ModuleUnavailable" && ev.Type == "Warning" && strings.Contains(ev.Note, `module "zonepicker"`) {
 				return true
 			}
 		}

@@ -185,7 +185,7 @@ func TestHotReloadThroughConfigMapSwap(t *testing.T) {
 		for _, ev := range events(ctx, client, p.Name) {
 			switch ev.Reason {
 			case "Scheduled":
-				scheduled += int(max(ev.Count, 1))
+				scheduled += occurrences(ev)
 			case "FailedScheduling":
 				failed++
 			}

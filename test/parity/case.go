@@ -11,9 +11,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -40,9 +42,22 @@ type Case struct {
 	Services     []*corev1.Service
 	ReplicaSets  []*appsv1.ReplicaSet
 	StatefulSets []*appsv1.StatefulSet
-	// Pending is the pod to place.
+	// PDBs are PodDisruptionBudgets with their status as the disruption
+	// controller would have written it (status.disruptionsAllowed is what
+	// preemption reads).
+	PDBs []*policyv1.PodDisruptionBudget
+	// Pending is the pod to place (the first pending pod to arrive).
 	Pending *corev1.Pod
+	// More are further pending pods, in the order they arrive after
+	// Pending (the queue kind).
+	More []*corev1.Pod
+	// Config, when set, is a KubeSchedulerConfiguration v1 document both
+	// sides read instead of their default profile (the profiles kind).
+	Config []byte
 }
+
+// pendings is every pending pod in arrival order.
+func (c *Case) pendings() []*corev1.Pod { return append([]*corev1.Pod{c.Pending}, c.More...) }
 
 // objects lists the case's objects in the order they are written: what
 // a pod refers to comes before it.
@@ -52,6 +67,9 @@ func (c *Case) objects() []runtime.Object {
 		out = append(out, o)
 	}
 	for _, o := range c.Namespaces {
+		out = append(out, o)
+	}
+	for _, o := range c.PDBs {
 		out = append(out, o)
 	}
 	for _, o := range c.Nodes {
@@ -69,7 +87,11 @@ func (c *Case) objects() []runtime.Object {
 	for _, o := range c.Bound {
 		out = append(out, o)
 	}
-	return append(out, c.Pending)
+	out = append(out, c.Pending)
+	for _, o := range c.More {
+		out = append(out, o)
+	}
+	return out
 }
 
 // YAML renders the case as a multi-document manifest, the pending pod
@@ -77,6 +99,12 @@ func (c *Case) objects() []runtime.Object {
 func (c *Case) YAML() ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# parity case: family %s, seed %d\n", c.Family, c.Seed)
+	if len(c.Config) > 0 {
+		fmt.Fprintf(&b, "# scheduler configuration (--config):\n")
+		for _, l := range strings.Split(strings.TrimRight(string(c.Config), "\n"), "\n") {
+			fmt.Fprintf(&b, "#   %s\n", l)
+		}
+	}
 	for i, o := range c.objects() {
 		y, err := render(o)
 		if err != nil {
@@ -93,7 +121,7 @@ func (c *Case) YAML() ([]byte, error) {
 // size is how many objects the case has: the smallest failing case of a
 // family is the one reported as its example.
 func (c *Case) size() int {
-	n := len(c.Nodes) + len(c.Bound) + len(c.Services) + len(c.ReplicaSets) + len(c.StatefulSets)
+	n := len(c.Nodes) + len(c.Bound) + len(c.Services) + len(c.ReplicaSets) + len(c.StatefulSets) + len(c.More) + len(c.PDBs)
 	p := c.Pending.Spec
 	n += len(p.Tolerations) + len(p.TopologySpreadConstraints) + len(p.InitContainers) + len(p.Containers)
 	return n

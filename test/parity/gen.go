@@ -74,6 +74,7 @@ var Families = []Family{
 	{"defaultspread", "default spreading: Services and the controlling ReplicaSet", (*gen).defaultSpread},
 	{"nominated", "status.nominatedNodeName on the pending pod", (*gen).nominated},
 	{"priority", "PriorityClasses: preemption's part of the message, preemptionPolicy Never, whether it preempts", (*gen).priority},
+	{"declaredfeatures", "nodes' status.declaredFeatures and pods needing them (NodeDeclaredFeatures)", (*gen).declaredFeatures},
 }
 
 // mixed is added here: its rules are the other families', and Families

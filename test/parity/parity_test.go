@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	flagN      = flag.Int("parity.n", 300, "number of generated cases")
+	flagN      = flag.Int("parity.n", 20, "number of generated cases of each kind (make parity runs 1000)")
 	flagSeed   = flag.Uint64("parity.seed", 1, "seed of the first case; case i has seed+i")
 	flagOnly   = flag.String("parity.only", "", "comma-separated rule families to run (default: all, in turn); see Families")
 	flagNative = flag.Bool("parity.native", false, "run wasmsched's builtin bundle as its native twin instead of the committed Wasm build")
@@ -57,6 +57,9 @@ func families(t *testing.T) []Family {
 // v1.37's. Mismatches are reported per family, the smallest cases in
 // full.
 func TestParity(t *testing.T) {
+	if !kindSelected(t, "single") {
+		t.Skip("-parity.kind does not select single")
+	}
 	ctx := context.Background()
 	ws, err := NewWasmsched(ctx, *flagNative)
 	if err != nil {

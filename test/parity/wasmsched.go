@@ -16,8 +16,9 @@ import (
 // does with no --config: the embedded default profile, the builtin
 // bundle, manifests read and checked as simulate reads them.
 type Wasmsched struct {
-	cfg *config.Configuration
-	reg *modules.Registry
+	cfg    *config.Configuration
+	reg    *modules.Registry
+	native bool
 }
 
 // NewWasmsched loads the builtin modules once for every case: as Wasm
@@ -31,7 +32,7 @@ func NewWasmsched(ctx context.Context, native bool) (*Wasmsched, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load wasmsched's builtin modules: %w", err)
 	}
-	return &Wasmsched{cfg: cfg, reg: reg}, nil
+	return &Wasmsched{cfg: cfg, reg: reg, native: native}, nil
 }
 
 // Close releases the modules.

@@ -64,6 +64,9 @@ func Pod(p *corev1.Pod) (*abi.Pod, error) {
 			out.ImageVolumes = append(out.ImageVolumes, v.Image.Reference)
 		}
 	}
+	if out.RequiredFeatures, err = requiredFeatures(&p.Spec); err != nil {
+		return nil, err
+	}
 	applyResize(p, out)
 	if a := p.Spec.Affinity; a != nil {
 		if a.NodeAffinity != nil {
@@ -169,6 +172,10 @@ func Node(n *corev1.Node) (*abi.Node, error) {
 	}
 	for _, img := range n.Status.Images {
 		out.Images = append(out.Images, abi.ImageState{Names: img.Names, Size: img.SizeBytes})
+	}
+	var err error
+	if out.DeclaredFeatures, err = declaredFeatures(n.Status.DeclaredFeatures); err != nil {
+		return nil, fmt.Errorf("status.declaredFeatures: %w", err)
 	}
 	return out, nil
 }

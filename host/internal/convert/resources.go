@@ -108,15 +108,24 @@ func raise(into, from corev1.ResourceList) {
 	}
 }
 
-// applyResize replaces, for each app container and sidecar whose status
-// reports resources (a running pod, after an in-place resize or not), the
-// spec requests with what kube-scheduler counts: the larger of spec,
-// actuated (status resources) and allocated, or while the kubelet marks
-// the resize Infeasible, the larger of actuated and allocated alone
-// (spec asks for what the node will never give). Plain init containers
-// have finished by then and keep their spec.
+// applyResize sets the requests of a pod whose status reports its
+// containers' resources (a running pod, after an in-place resize or
+// not) to what kube-scheduler v1.37 counts (component-helpers'
+// PodRequests with status resources): three views of the pod, spec,
+// actuated and allocated, each aggregated over the whole pod (sidecar
+// formula included), and for each resource the largest of the three; or
+// of actuated and allocated alone while the kubelet marks the resize
+// Infeasible (spec asks for what the node will never give). In the
+// actuated view a container counts its status resources, else its
+// allocated resources, else its spec; in the allocated view its
+// allocated resources, else its spec; while Infeasible a container with
+// neither counts nothing. The ABI carries containers, not a pod total:
+// each container gets, for each resource, its value in the view that
+// wins that resource, so that the guests' one aggregation
+// (abi.PodRequests) gives that view's total.
 func applyResize(p *corev1.Pod, out *abi.Pod) {
-	if len(p.Status.ContainerStatuses) == 0 && len(p.Status.InitContainerStatuses) == 0 {
+	infeasible := resizeInfeasible(p)
+	if len(p.Status.ContainerStatuses) == 0 && len(p.Status.InitContainerStatuses) == 0 && !infeasible {
 		return
 	}
 	statuses := map[string]*corev1.ContainerStatus{}
@@ -124,30 +133,129 @@ func applyResize(p *corev1.Pod, out *abi.Pod) {
 		statuses[p.Status.ContainerStatuses[i].Name] = &p.Status.ContainerStatuses[i]
 	}
 	for i := range p.Status.InitContainerStatuses {
-		statuses[p.Status.InitContainerStatuses[i].Name] = &p.Status.InitContainerStatuses[i]
-	}
-	infeasible := resizeInfeasible(p)
-	apply := func(specs []corev1.Container, into []abi.Container, init bool) {
-		for i := range specs {
-			c := &specs[i]
-			if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
-				continue
-			}
-			cs := statuses[c.Name]
-			if cs == nil || cs.Resources == nil {
-				continue
-			}
-			eff := corev1.ResourceList{}
-			if !infeasible {
-				raise(eff, requestsOf(c))
-			}
-			raise(eff, cs.Resources.Requests)
-			raise(eff, cs.AllocatedResources)
-			into[i].Requests, into[i].Given = resources(eff), given(eff)
+		if _, ok := statuses[p.Status.InitContainerStatuses[i].Name]; !ok {
+			statuses[p.Status.InitContainerStatuses[i].Name] = &p.Status.InitContainerStatuses[i]
 		}
 	}
-	apply(p.Spec.Containers, out.Containers, false)
-	apply(p.Spec.InitContainers, out.InitContainers, true)
+	// One entry per container, app containers first, then init
+	// containers, in the ABI's order.
+	var specV, actV, allocV []corev1.ResourceList
+	var sidecar []bool // for init containers
+	add := func(c *corev1.Container) {
+		spec := requestsOf(c)
+		cs := statuses[c.Name]
+		var alloc, act corev1.ResourceList
+		switch {
+		case cs != nil && cs.AllocatedResources != nil:
+			alloc = nonNegative(cs.AllocatedResources)
+		case !infeasible:
+			alloc = spec
+		}
+		switch {
+		case cs != nil && cs.Resources != nil && cs.Resources.Requests != nil:
+			act = nonNegative(cs.Resources.Requests)
+		case cs != nil && cs.AllocatedResources != nil:
+			act = alloc
+		case !infeasible:
+			act = spec
+		}
+		specV, actV, allocV = append(specV, spec), append(actV, act), append(allocV, alloc)
+	}
+	for i := range p.Spec.Containers {
+		add(&p.Spec.Containers[i])
+	}
+	apps := len(p.Spec.Containers)
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		add(c)
+		sidecar = append(sidecar, c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways)
+	}
+	views := [][]corev1.ResourceList{specV, actV, allocV}
+	if infeasible {
+		views = views[1:]
+	}
+	totals := make([]corev1.ResourceList, len(views))
+	names := map[corev1.ResourceName]bool{}
+	for v, lists := range views {
+		totals[v] = aggregateRequests(lists[:apps], lists[apps:], sidecar)
+		for name := range totals[v] {
+			names[name] = true
+		}
+	}
+	chosen := make([]corev1.ResourceList, len(specV))
+	for i := range chosen {
+		chosen[i] = corev1.ResourceList{}
+	}
+	for name := range names {
+		best := 0
+		for v := 1; v < len(views); v++ {
+			if q, ok := totals[v][name]; ok {
+				if b, ok := totals[best][name]; !ok || q.Cmp(b) > 0 {
+					best = v
+				}
+			}
+		}
+		for i, l := range views[best] {
+			if q, ok := l[name]; ok {
+				chosen[i][name] = q
+			}
+		}
+	}
+	for i, l := range chosen {
+		into := &out.Containers
+		k := i
+		if i >= apps {
+			into, k = &out.InitContainers, i-apps
+		}
+		(*into)[k].Requests, (*into)[k].Given = resources(l), given(l)
+	}
+}
+
+// aggregateRequests is a pod's total for the given per-container lists,
+// as component-helpers aggregates it: app containers and sidecars
+// summed, then raised to what each plain init container needs while it
+// runs with the sidecars started before it.
+func aggregateRequests(apps, inits []corev1.ResourceList, sidecar []bool) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, l := range apps {
+		addTo(total, l)
+	}
+	started, peak := corev1.ResourceList{}, corev1.ResourceList{}
+	for i, l := range inits {
+		running := corev1.ResourceList{}
+		if sidecar[i] {
+			addTo(total, l)
+			addTo(started, l)
+			addTo(running, started)
+		} else {
+			addTo(running, l)
+			addTo(running, started)
+		}
+		raise(peak, running)
+	}
+	raise(total, peak)
+	return total
+}
+
+// addTo adds from's quantities into into.
+func addTo(into, from corev1.ResourceList) {
+	for name, q := range from {
+		cur := into[name]
+		cur.Add(q)
+		into[name] = cur
+	}
+}
+
+// nonNegative drops negative quantities (status is not validated like
+// spec), so a bad status cannot make a pod give resources back.
+func nonNegative(rl corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range rl {
+		if q.Sign() >= 0 {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // resizeInfeasible reports the kubelet's verdict that a pending resize

@@ -181,3 +181,44 @@ func TestImageVolumesAreCarried(t *testing.T) {
 		t.Fatalf("image volumes = %q", p.ImageVolumes)
 	}
 }
+
+// kube-scheduler v1.37 takes the largest of the whole pod's spec,
+// actuated and allocated totals, not each container's largest; and
+// while a resize is Infeasible a container with no status resources
+// and nothing allocated counts nothing, sidecars included.
+func TestResizeTakesTheLargestPodTotal(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	// a: spec 1 CPU, actuated 2; b: spec 2, actuated 1. Per pod: spec 3,
+	// actuated 3, so 3 CPU (each container's largest would make 4).
+	p := convertPod(t, &corev1.Pod{
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: reqs("cpu", "1")}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Requests: reqs("cpu", "2")}},
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "a", Resources: &corev1.ResourceRequirements{Requests: reqs("cpu", "2")}},
+			{Name: "b", Resources: &corev1.ResourceRequirements{Requests: reqs("cpu", "1")}},
+		}},
+	})
+	if r := abi.PodRequests(p); r.MilliCPU != 3000 {
+		t.Errorf("cross-container resize: %d m, want 3000 m", r.MilliCPU)
+	}
+	// Infeasible: the app container counts its status (1500m, 1408Mi);
+	// the sidecars, with no status, count nothing.
+	p = convertPod(t, &corev1.Pod{
+		Spec: corev1.PodSpec{NodeName: "n1",
+			Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: reqs("cpu", "0", "memory", "1792Mi")}}},
+			InitContainers: []corev1.Container{
+				{Name: "s1", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: reqs("cpu", "1250m", "memory", "1Gi")}},
+				{Name: "s2", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: reqs("cpu", "750m", "memory", "1Gi")}},
+			}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "main", Resources: &corev1.ResourceRequirements{Requests: reqs("cpu", "1500m", "memory", "1408Mi")}},
+			}},
+	})
+	if r := abi.PodRequests(p); r.MilliCPU != 1500 || r.Memory != 1408<<20 {
+		t.Errorf("infeasible with sidecars: %d m, %d Mi; want 1500 m, 1408 Mi", r.MilliCPU, r.Memory>>20)
+	}
+}

@@ -77,12 +77,13 @@ func peerClient(t *testing.T, minor uint16) (*peerFake, *guest.Client) {
 
 // The pod of a cycle reaches each module in the format of its minor
 // version: a v1.3 module reads it whole, with no bytes it does not know,
-// and a v1.5 module gets the pod alone, without v1.6's image volumes.
+// a v1.5 module gets the pod alone, without v1.6's image volumes, and a
+// v1.6 module no v1.7 required features.
 func TestCyclePodIsWrittenForTheModulesMinorVersion(t *testing.T) {
 	pod := &abi.Pod{UID: "u", Name: "p", Containers: []abi.Container{{Given: abi.GivesMemory}},
 		PodLevel:     &abi.PodLevelRequests{Given: abi.GivesCPU, Requests: abi.Resources{MilliCPU: 500}},
-		ImageVolumes: []string{"model:v1"}}
-	for _, minor := range []uint16{3, 5, abi.VersionMinor} {
+		ImageVolumes: []string{"model:v1"}, RequiredFeatures: 1 << 4}
+	for _, minor := range []uint16{3, 5, 6, abi.VersionMinor} {
 		f, c := peerClient(t, minor)
 		if err := c.StartCycle(context.Background(), pod); err != nil {
 			t.Fatal(err)
@@ -94,6 +95,9 @@ func TestCyclePodIsWrittenForTheModulesMinorVersion(t *testing.T) {
 		if minor >= 6 {
 			got.ImageVolumes = d.Strings()
 		}
+		if minor >= 7 {
+			got.RequiredFeatures = d.Uvarint()
+		}
 		if d.Err() != nil || d.Remaining() != 0 {
 			t.Fatalf("v1.%d: err %v, %d bytes left", minor, d.Err(), d.Remaining())
 		}
@@ -102,6 +106,9 @@ func TestCyclePodIsWrittenForTheModulesMinorVersion(t *testing.T) {
 		}
 		if (len(got.ImageVolumes) == 1) != (minor >= 6) {
 			t.Errorf("v1.%d: image volumes sent = %q", minor, got.ImageVolumes)
+		}
+		if (got.RequiredFeatures == 1<<4) != (minor >= 7) {
+			t.Errorf("v1.%d: required features sent = %b", minor, got.RequiredFeatures)
 		}
 	}
 }

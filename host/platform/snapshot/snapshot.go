@@ -32,6 +32,9 @@ type NodeInfo struct {
 	// recordStrs is the string table an interned record was numbered
 	// with: a new table makes it stale whatever the generation.
 	recordStrs [numPodsModes]*Strings
+	// recordV16 is where records[k] ends for a module before ABI v1.7,
+	// which reads it without the trailing declared features.
+	recordV16 [numPodsModes]int
 }
 
 // PodsMode says which pods a node record carries, and in which format.
@@ -53,6 +56,11 @@ const (
 	// label keys and values, taint keys and values, image names and
 	// namespaces are StrIDs of the snapshot's string table.
 	Interned PodsMode = 8
+	// BeforeV17 is added for a module built before ABI v1.7, whose
+	// records end before the node's declared features. It shares the
+	// cached encoding of the mode without it (the older record is a
+	// prefix of the newer one).
+	BeforeV17 PodsMode = 16
 
 	numPodsModes = 16
 )
@@ -70,11 +78,15 @@ func PodsModeFor(flags uint32, minor uint16) PodsMode {
 	return mode.ForMinor(minor)
 }
 
-// ForMinor is the mode with the pod format a module of that ABI minor
-// version reads. Records without pods look the same to every version.
+// ForMinor is the mode with the record format a module of that ABI minor
+// version reads: its pods' format, interned strings from v1.5, the
+// declared features from v1.7.
 func (m PodsMode) ForMinor(minor uint16) PodsMode {
-	m &^= PodsBeforeV14 | Interned
-	if m != NoPods && minor < 4 {
+	m &^= PodsBeforeV14 | Interned | BeforeV17
+	if minor < 7 {
+		m |= BeforeV17
+	}
+	if m&^BeforeV17 != NoPods && minor < 4 {
 		m |= PodsBeforeV14
 	}
 	if minor >= 5 {
@@ -87,7 +99,7 @@ func (m PodsMode) ForMinor(minor uint16) PodsMode {
 // for, encoding it at most once per generation. An Interned mode numbers
 // strings with strs.
 func (n *NodeInfo) Record(mode PodsMode, strs *Strings) []byte {
-	k := int(mode)
+	k := int(mode &^ BeforeV17)
 	if mode&Interned == 0 {
 		strs = nil
 	}
@@ -95,7 +107,7 @@ func (n *NodeInfo) Record(mode PodsMode, strs *Strings) []byte {
 	defer n.mu.Unlock()
 	if n.records[k] == nil || n.recordGen[k] != n.Generation || n.recordStrs[k] != strs {
 		info := n.Info
-		switch mode &^ (PodsBeforeV14 | Interned) {
+		switch mode &^ (PodsBeforeV14 | Interned | BeforeV17) {
 		case NoPods:
 			info.Pods = nil
 		case AffinityPods:
@@ -113,8 +125,11 @@ func (n *NodeInfo) Record(mode PodsMode, strs *Strings) []byte {
 		if strs != nil {
 			e.SetInterner(strs)
 		}
-		e.NodeInfo(&info)
+		n.recordV16[k] = e.NodeInfoBeforeV17(&info)
 		n.records[k], n.recordGen[k], n.recordStrs[k] = e.B, n.Generation, strs
+	}
+	if mode&BeforeV17 != 0 {
+		return n.records[k][:n.recordV16[k]]
 	}
 	return n.records[k]
 }

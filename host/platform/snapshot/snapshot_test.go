@@ -376,7 +376,31 @@ func TestRecordsSpeakEachModulesMinorVersion(t *testing.T) {
 			t.Errorf("v1.%d: second pod %+v: v1.4 fields present = %v", minor, got.Pods[1], hasV14)
 		}
 	}
-	if PodsModeFor(0, 3) != NoPods {
-		t.Error("a module without pods gets one record for every version")
+	if PodsModeFor(0, 3)&^BeforeV17 != NoPods {
+		t.Error("a module without pods gets one record for every version before v1.5")
+	}
+}
+
+// A module of v1.7 reads the node's declared features after the record's
+// pod groups; an older one gets the same record without them (a prefix of
+// the one cached encoding), which its decoder reads to the end.
+func TestRecordCarriesDeclaredFeaturesFromV17(t *testing.T) {
+	s := New()
+	s.SetNode(abi.Node{Name: "n", DeclaredFeatures: 1<<3 | 1<<8})
+	ni := s.Get("n")
+	for _, minor := range []uint16{3, 5, 6, 7} {
+		mode := PodsModeFor(abi.ManifestWantsAffinityPods, minor)
+		// The node has no strings to number: its records read the same
+		// interned or not.
+		var got abi.NodeInfo
+		d := abi.NewDecoder(ni.Record(mode, s.Strings()))
+		d.SetPeerMinor(minor)
+		d.NodeInfo(&got)
+		if d.Err() != nil || d.Remaining() != 0 {
+			t.Fatalf("v1.%d: err %v, %d bytes left", minor, d.Err(), d.Remaining())
+		}
+		if want := minor >= 7; (got.Node.DeclaredFeatures == 1<<3|1<<8) != want {
+			t.Errorf("v1.%d: declared features %b", minor, got.Node.DeclaredFeatures)
+		}
 	}
 }

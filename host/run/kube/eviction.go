@@ -90,11 +90,7 @@ func (a EvictionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
 	if a.Recorder == nil {
 		return
 	}
-	typ := corev1.EventTypeNormal
-	if warning {
-		typ = corev1.EventTypeWarning
-	}
-	a.Recorder.recorderFor(EvictionComponent).Event(ref(pod), typ, reason, message)
+	a.Recorder.event(EvictionComponent, a.Recorder.podRef(pod), nil, warning, reason, ActionEvicting, message)
 }
 
 // NodeUpdater is told of a node changed by the coordinator before the

@@ -25,7 +25,6 @@ import (
 	"github.com/wasmsched/wasmsched/host/internal/usage"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
 	"github.com/wasmsched/wasmsched/host/platform/snapshot"
-	"github.com/wasmsched/wasmsched/internal/testwait"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
@@ -147,25 +146,17 @@ func TestEvictionAPIPodUIDReadsTheAPINotACache(t *testing.T) {
 }
 
 func TestEvictionAPIEventsGoThroughTheRecorder(t *testing.T) {
-	client := fake.NewSimpleClientset()
-	rec := NewRecorder(client, "host-1", hclog.NewNullLogger())
+	client := eventsV1Clientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	rec := NewRecorder(ctx, RecorderOptions{Client: client, Instance: "host-1"})
 	go rec.Run(ctx)
 	pod := &abi.Pod{UID: "u1", Namespace: "ns", Name: "v", SchedulerName: "some-profile"}
 	EvictionAPI{Client: client, Recorder: rec}.Event(pod, true, eviction.ReasonEvictBlocked, "refused")
-	var evs *corev1.EventList
-	var err error
-	if !testwait.Within(10*time.Second, func() bool {
-		evs, err = client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
-		return err == nil && len(evs.Items) == 1
-	}) {
-		t.Fatalf("no Event recorded: %v", err)
-	}
-	e := evs.Items[0]
-	if e.Reason != eviction.ReasonEvictBlocked || e.Type != corev1.EventTypeWarning || e.Message != "refused" ||
-		e.InvolvedObject.Name != "v" || string(e.InvolvedObject.UID) != "u1" ||
-		e.Source.Component != EvictionComponent || e.Source.Host != "host-1" {
+	e := waitEventV1(t, ctx, client, "ns", eviction.ReasonEvictBlocked)
+	if e.Type != corev1.EventTypeWarning || e.Note != "refused" || e.Action != ActionEvicting ||
+		e.Regarding.Name != "v" || string(e.Regarding.UID) != "u1" ||
+		e.ReportingController != EvictionComponent || e.ReportingInstance != "host-1" {
 		t.Fatalf("event %+v", e)
 	}
 }

@@ -29,6 +29,12 @@ import (
 // the controllers that select it (convert.ControllerSelector), and it
 // carries its PriorityClass's disruption guard.
 func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger) error {
+	return watchCluster(ctx, client, s, log, nil)
+}
+
+// watchCluster is Watch, also giving rec (if not nil) the pod informer's
+// copies (Recorder.usePods).
+func watchCluster(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger, rec *Recorder) error {
 	f := informers.NewSharedInformerFactory(client, 0)
 	skip := func(what string, err error) {
 		log.Warn("skipping object the scheduler cannot represent", "object", what, "error", err)
@@ -79,6 +85,16 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 	}
 
 	pods := f.Core().V1().Pods().Informer()
+	if rec != nil {
+		lister := f.Core().V1().Pods().Lister()
+		rec.usePods(func(namespace, name string) *corev1.Pod {
+			p, err := lister.Pods(namespace).Get(name)
+			if err != nil {
+				return nil
+			}
+			return p
+		})
+	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if gated(obj) {

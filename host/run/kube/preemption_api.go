@@ -17,9 +17,9 @@ import (
 )
 
 // PreemptionAPI makes preemption's calls against the Kubernetes API.
-// Nominations go through the Recorder's status patch queue, so they keep
-// their order with the PodScheduled condition patches and never block the
-// scheduling cycle.
+// Nominations go through the Recorder's status patch queue, beside the
+// PodScheduled condition patches: they never block the scheduling cycle,
+// and a pod's latest nomination is written.
 //
 // RBAC: patch pods/status (the DisruptionTarget condition and
 // nominatedNodeName), delete pods, create pods/eviction, create events.
@@ -75,9 +75,5 @@ func (a PreemptionAPI) SetNomination(_ context.Context, pod *abi.Pod, node strin
 
 // Event implements preemption.API.
 func (a PreemptionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
-	typ := corev1.EventTypeNormal
-	if warning {
-		typ = corev1.EventTypeWarning
-	}
-	a.Recorder.recorderFor(pod.SchedulerName).Event(ref(pod), typ, reason, message)
+	a.Recorder.event(pod.SchedulerName, a.Recorder.podRef(pod), nil, warning, reason, ActionPreempting, message)
 }

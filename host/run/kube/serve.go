@@ -23,9 +23,13 @@ import (
 
 // ServeOptions configure Serve.
 type ServeOptions struct {
-	Client   kubernetes.Interface
-	Config   *config.Configuration
-	CacheDir string // compiled modules; empty: the default
+	Client kubernetes.Interface
+	// EventClient posts the Events (nil: Client). serve gives it a
+	// clientset of its own, as kube-scheduler does, so Events have their
+	// own rate limit and a backlog of them never slows a binding.
+	EventClient kubernetes.Interface
+	Config      *config.Configuration
+	CacheDir    string // compiled modules; empty: the default
 	// ModuleCacheDir holds modules pulled from registries, by digest;
 	// empty: oci.DefaultCacheDir.
 	ModuleCacheDir string
@@ -136,7 +140,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.LeaderElection != nil && o.LeaderElection.Identity != "" {
 		host = o.LeaderElection.Identity
 	}
-	rec := NewRecorder(o.Client, host, log)
+	rec := NewRecorder(ctx, RecorderOptions{Client: o.Client, EventClient: o.EventClient, Instance: host, Log: log})
 	var binder framework.Binder = Binder{Client: o.Client}
 	if o.Binder != nil {
 		binder = o.Binder
@@ -169,7 +173,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := Watch(ctx, o.Client, parts.Scheduler, log); err != nil {
+	if err := watchCluster(ctx, o.Client, parts.Scheduler, log, rec); err != nil {
 		return fmt.Errorf("watch the cluster: %w", err)
 	}
 	go parts.Queue.Run(ctx)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
@@ -76,7 +76,7 @@ type vpodController struct {
 	log     hclog.Logger
 	// events records Events on vpods (a policy module's failure); nil
 	// records none.
-	events record.EventRecorder
+	events events.EventRecorder
 
 	mu       sync.Mutex
 	snapshot []vpod.VPod // sorted; nil when a source changed
@@ -299,7 +299,7 @@ func (c *vpodController) reconcile(ctx context.Context, item vpodItem) (time.Dur
 	if err != nil && !requeue {
 		var pe *vpod.PolicyError
 		if errors.As(err, &pe) && c.events != nil {
-			c.events.Event(eventRef(u), corev1.EventTypeWarning, VPodPolicyFailedReason, pe.Error())
+			c.events.Eventf(eventRef(u), nil, corev1.EventTypeWarning, VPodPolicyFailedReason, ActionScheduling, "%s", truncate(pe.Error(), noteLimit))
 		}
 		return 0, fmt.Errorf("schedule: %w", err)
 	}

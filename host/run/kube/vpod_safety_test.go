@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -178,8 +178,8 @@ func TestVPodControllerPolicyFailureBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := newFakeVPodQueue()
-	events := record.NewFakeRecorder(10)
-	c := &vpodController{name: "disp", sources: []*vpodSourceState{src}, engine: engine, queue: q, log: log, events: events}
+	er := events.NewFakeRecorder(10)
+	c := &vpodController{name: "disp", sources: []*vpodSourceState{src}, engine: engine, queue: q, log: log, events: er}
 	item := vpodItem{0, v.Key}
 
 	const retries = 4
@@ -189,7 +189,7 @@ func TestVPodControllerPolicyFailureBacksOff(t *testing.T) {
 			t.Fatal("queue shut down")
 		}
 		select {
-		case e := <-events.Events:
+		case e := <-er.Events:
 			for _, part := range []string{"Warning " + VPodPolicyFailedReason, "default/bad", `module "faulty"`, `plugin "Boom"`, "trap"} {
 				if !strings.Contains(e, part) {
 					t.Errorf("retry %d: Event %q lacks %q", i, e, part)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/wasmsched/wasmsched/host/config"
@@ -56,12 +56,12 @@ func newVPodParts(ctx context.Context, o ServeOptions, modOpts modules.Options, 
 			return nil, fmt.Errorf("vpod: %w", err)
 		}
 	}
-	var events record.EventRecorder
+	var er events.EventRecorder
 	if rec != nil {
-		events = rec.recorderFor(VPodComponent)
+		er = rec.recorderFor(VPodComponent)
 	}
 	return newVPodPartsWith(ctx, vpodPartsOptions{Client: o.Client, Dynamic: dyn, Specs: specs, Registry: own, Log: log,
-		Events: events, Metrics: o.Metrics.VPod(), Decisions: o.Decisions})
+		Events: er, Metrics: o.Metrics.VPod(), Decisions: o.Decisions})
 }
 
 // errNoDynamic: vpod schedulers configured without a dynamic client.
@@ -110,7 +110,7 @@ type vpodPartsOptions struct {
 	Log      hclog.Logger
 	// Events records Events on vpods (nil: none); Metrics counts the
 	// engines' policy module failures (nil: none).
-	Events  record.EventRecorder
+	Events  events.EventRecorder
 	Metrics *metrics.VPod
 	// Decisions receives the engines' Schedule and autoscaler records
 	// (nil: none).

@@ -125,8 +125,9 @@ spec:
 	}
 	// A PreFilter's Unresolvable verdict ends the cycle before upstream's
 	// DynamicResources PreFilter runs, so its PostFilter fails on its
-	// missing state ("not found") and preemption never runs.
-	if p := rep.Pod("default", "conflict"); p == nil || p.Message != "0/3 nodes are available: pod affinity terms conflict. not found." {
+	// missing state ("not found", with no period: kube-scheduler adds
+	// none after the PostFilter message) and preemption never runs.
+	if p := rep.Pod("default", "conflict"); p == nil || p.Message != "0/3 nodes are available: pod affinity terms conflict. not found" {
 		t.Fatalf("conflict = %+v", p)
 	}
 }
@@ -155,5 +156,49 @@ spec: {containers: [{name: c, image: i}]}
 	want := "0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	if p := rep.Pod("default", "p"); p == nil || p.Message != want {
 		t.Fatalf("p = %+v,\nwant message %q", p, want)
+	}
+}
+
+// A nominated node that fails the filters is tried before a PreFilter's
+// narrowing is applied, and kube-scheduler records the plugins that
+// rejected it among the plugins the nodes left out "didn't satisfy".
+func TestNominatedNodeRejectorsJoinTheNarrowersMessage(t *testing.T) {
+	o, err := read(t, `apiVersion: v1
+kind: Node
+metadata: {name: node-small}
+status: {allocatable: {cpu: "1", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-big}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+spec: {unschedulable: true}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pending}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [node-small]}]}]
+  containers: [{name: main, image: i, resources: {requests: {cpu: "2", memory: 100Mi}}}]
+status: {nominatedNodeName: n2}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), o, Options{NativeBuiltin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't satisfy plugin(s) [NodeAffinity NodeUnschedulable], 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+	if p := rep.Pod("default", "pending"); p == nil || p.Message != want {
+		t.Fatalf("pending = %+v\nwant message %q", p, want)
 	}
 }

@@ -110,7 +110,15 @@ const (
 	StatusUnschedulable  = scheduler.ReasonUnschedulable
 	StatusSchedulerError = scheduler.ReasonSchedulerError
 	StatusPreempted      = "Preempted" // removed as a preemption victim
+	// StatusSchedulingGated: a pending pod with spec.schedulingGates,
+	// never tried (kube-scheduler's SchedulingGates keeps it out of its
+	// active queue; serve does not queue it until its last gate goes).
+	StatusSchedulingGated = "SchedulingGated"
 )
+
+// gatedMessage is the text of kube-scheduler's PodScheduled condition
+// for a gated pod.
+const gatedMessage = "Scheduling is blocked due to non-empty scheduling gates"
 
 // PodResult is what happened to one pod.
 type PodResult struct {
@@ -356,7 +364,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	for _, n := range nodes {
 		env.Scheduler.OnNodeAdd(n)
 	}
-	env.addPods(pods)
+	env.addPods(pods, gatedPods(objs.Pods))
 	env.maxCycles = opts.MaxCycles
 	if env.maxCycles <= 0 {
 		env.maxCycles = 100 * (len(pods) + 1)
@@ -381,11 +389,35 @@ func (e *Env) AddPods(pods ...*corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	e.addPods(aps)
+	e.addPods(aps, gatedPods(pods))
 	return nil
 }
 
-func (e *Env) addPods(pods []*abi.Pod) {
+// gatedPods are the UIDs (as admit gives them) of the pending pods that
+// still have scheduling gates.
+func gatedPods(pods []*corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || len(p.Spec.SchedulingGates) == 0 {
+			continue
+		}
+		uid := string(p.UID)
+		if uid == "" {
+			ns := p.Namespace
+			if ns == "" {
+				ns = corev1.NamespaceDefault
+			}
+			uid = "uid-" + ns + "/" + p.Name
+		}
+		out[uid] = true
+	}
+	return out
+}
+
+// addPods adds pods to the cluster and hands them to the scheduler,
+// except the gated ones (by UID): they wait outside the queue, as serve
+// keeps them, and no event here removes a gate.
+func (e *Env) addPods(pods []*abi.Pod, gated map[string]bool) {
 	env := e
 	for _, p := range pods {
 		env.cluster.AddPod(p)
@@ -394,6 +426,8 @@ func (e *Env) addPods(pods []*abi.Pod) {
 		switch {
 		case p.NodeName != "":
 			r.Status, r.Node = StatusBound, p.NodeName
+		case gated[p.UID] && env.Scheduler.Responsible(p):
+			r.Profile, r.Status, r.Message = p.SchedulerName, StatusSchedulingGated, gatedMessage
 		case env.Scheduler.Responsible(p):
 			r.Profile, r.Status = p.SchedulerName, "Pending"
 		default:
@@ -403,7 +437,9 @@ func (e *Env) addPods(pods []*abi.Pod) {
 		env.rec.mu.Lock()
 		env.rec.results[p.UID] = r
 		env.rec.mu.Unlock()
-		env.Scheduler.OnPodAdd(p)
+		if r.Status != StatusSchedulingGated {
+			env.Scheduler.OnPodAdd(p)
+		}
 	}
 }
 

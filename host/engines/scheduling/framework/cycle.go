@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -341,8 +342,23 @@ func (prof *Profile) schedule(ctx context.Context, state *CycleState, pod *abi.P
 	nodes := snap.Nodes()
 	if pre.only != nil {
 		nodes = narrowed(nodes, pre.only)
+		// The plugins named are the narrowers and, as kube-scheduler's
+		// diagnosis shares one set between them, the plugins that
+		// rejected the nominated node just tried.
+		named := map[string]struct{}{}
+		for _, n := range pre.narrowers {
+			named[n] = struct{}{}
+		}
+		for n := range fit.Diagnosis.UnschedulablePlugins {
+			named[n] = struct{}{}
+		}
+		list := make([]string, 0, len(named))
+		for n := range named {
+			list = append(list, n)
+		}
+		sort.Strings(list)
 		fit.Diagnosis.Absent = NewStatus(abi.UnschedulableAndUnresolvable,
-			fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", strings.Join(pre.narrowers, " ")))
+			fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", strings.Join(list, " ")))
 		if c.rec != nil {
 			c.rec.NarrowedTo = len(nodes)
 		}

@@ -24,4 +24,7 @@ var PluginEvents = map[string][]queue.ClusterEvent{
 	"InterPodAffinity": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeLabel},
 		{Resource: queue.AssignedPod, Action: queue.Add | queue.Delete | queue.UpdatePodLabel},
 		{Resource: "Namespace", Action: queue.Add | queue.UpdateOther}},
+	// A pending pod's spec fields the plugin reads are immutable, so only
+	// nodes can make it pass.
+	"NodeDeclaredFeatures": {{Resource: queue.Node, Action: queue.Add | queue.UpdateNodeDeclaredFeature}},
 }

@@ -51,9 +51,15 @@ func TestFitErrorMessage(t *testing.T) {
 	if got := f.Error(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	f.Diagnosis.PostFilterMsg = "preemption: not eligible due to preemptionPolicy=Never"
+	f.Diagnosis.PostFilterMsg = "preemption: not eligible due to preemptionPolicy=Never."
 	if got := f.Error(); !strings.HasSuffix(got, "3 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.") {
 		t.Errorf("post-filter message not appended: %q", got)
+	}
+	// The PostFilter message ends as its plugin ends it: kube-scheduler
+	// adds no period.
+	f.Diagnosis.PostFilterMsg = "preemption: found a potential placement for pod on node a, preempting 1 victims"
+	if got := f.Error(); !strings.HasSuffix(got, "3 Insufficient cpu. preemption: found a potential placement for pod on node a, preempting 1 victims") {
+		t.Errorf("post-filter message changed: %q", got)
 	}
 	p := &framework.FitError{NumAllNodes: 3, Diagnosis: framework.Diagnosis{PreFilterMsg: "pod affinity terms conflict"}}
 	if got := p.Error(); got != "0/3 nodes are available: pod affinity terms conflict." {
@@ -102,7 +108,7 @@ func TestDefaultProfileHasKubeSchedulerWeightsAndFilterOrder(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("score plugins = %v", got)
 	}
-	if f := strings.Join(p.FilterPlugins(), ","); f != "NodeName,NodeUnschedulable,TaintToleration,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity" {
+	if f := strings.Join(p.FilterPlugins(), ","); f != "NodeName,NodeUnschedulable,TaintToleration,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity,NodeDeclaredFeatures" {
 		t.Errorf("filter order = %s", f)
 	}
 }

@@ -29,7 +29,7 @@ func TestNominatingPostFilterMessageEndsTheFitError(t *testing.T) {
 	if !errors.As(err, &nom) || nom.Node != "n1" {
 		t.Fatalf("runPostFilter = %v, want a nomination of n1", err)
 	}
-	const want = "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims."
+	const want = "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims"
 	if got := fit.Error(); got != want {
 		t.Errorf("message = %q\nwant      %q", got, want)
 	}

@@ -37,6 +37,9 @@ var DefaultPlugins = []config.Plugin{
 	{Name: "NodeResourcesBalancedAllocation", Weight: 1},
 	{Name: "ImageLocality", Weight: 1},
 	{Name: "DefaultBinder"},
+	// kube-scheduler appends it to the set (its feature gate is GA in
+	// v1.37), so it filters after every other plugin.
+	{Name: "NodeDeclaredFeatures"},
 }
 
 // HostPlugins maps a host plugin's name to the plugin. The scheduler

@@ -121,7 +121,10 @@ const NoNodeAvailableMsg = "0/%v nodes are available"
 // then either the PreFilter message or a histogram of node reasons
 // ("2 Insufficient cpu, 1 node(s) had untolerated taint(s)", sorted as
 // strings; nodes a PreFilter left out count under Absent's reasons), then
-// the PostFilter message, each ending with a period.
+// the PostFilter message as the plugin gave it (the first two end with a
+// period; the PostFilter message has whatever ending its plugin gives it:
+// "preemption: found a potential placement for pod on node n1,
+// preempting 1 victims" has none).
 func (f *FitError) Error() string {
 	msg := fmt.Sprintf(NoNodeAvailableMsg+":", f.NumAllNodes)
 	if f.Diagnosis.PreFilterMsg != "" {
@@ -148,10 +151,7 @@ func (f *FitError) Error() string {
 		}
 	}
 	if m := f.Diagnosis.PostFilterMsg; m != "" {
-		msg += " " + m
-		if !strings.HasSuffix(m, ".") {
-			msg += "."
-		}
+		msg += " " + m // as it is: kube-scheduler adds no period
 	}
 	return msg
 }

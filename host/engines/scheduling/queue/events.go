@@ -48,12 +48,15 @@ const (
 	// UpdateOther is an update none of the specific bits describes (e.g. a
 	// PodDisruptionBudget spec change).
 	UpdateOther
+	// UpdateNodeDeclaredFeature: the node's status.declaredFeatures
+	// changed.
+	UpdateNodeDeclaredFeature
 
 	Update = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint |
 		UpdateNodeCondition | UpdateNodeAnnotation | UpdatePodLabel |
 		UpdatePodScaleDown | UpdatePodToleration |
 		UpdatePodSchedulingGatesEliminated | UpdatePodGeneratedResourceClaim |
-		UpdateOther
+		UpdateOther | UpdateNodeDeclaredFeature
 	All = Add | Delete | Update
 )
 
@@ -130,7 +133,7 @@ func actionString(a ActionType) string {
 		"UpdateNodeTaint", "UpdateNodeCondition", "UpdateNodeAnnotation",
 		"UpdatePodLabel", "UpdatePodScaleDown", "UpdatePodToleration",
 		"UpdatePodSchedulingGatesEliminated", "UpdatePodGeneratedResourceClaim",
-		"UpdateOther"}
+		"UpdateOther", "UpdateNodeDeclaredFeature"}
 	s := ""
 	for i, n := range names {
 		if a&(1<<i) != 0 {

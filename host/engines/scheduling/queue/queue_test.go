@@ -164,9 +164,10 @@ func park(t *testing.T, q *PriorityQueue, pod *abi.Pod, plugins ...string) *Queu
 
 func TestMoveOnEvent(t *testing.T) {
 	events := map[string][]ClusterEvent{
-		"NodeResourcesFit": fitEvents["NodeResourcesFit"],
-		"TaintToleration":  {{Resource: Node, Action: Add | UpdateNodeTaint}},
-		"Deaf":             {},
+		"NodeResourcesFit":     fitEvents["NodeResourcesFit"],
+		"TaintToleration":      {{Resource: Node, Action: Add | UpdateNodeTaint}},
+		"NodeDeclaredFeatures": {{Resource: Node, Action: Add | UpdateNodeDeclaredFeature}},
+		"Deaf":                 {},
 	}
 	tests := []struct {
 		name     string
@@ -181,6 +182,9 @@ func TestMoveOnEvent(t *testing.T) {
 		{"unscheduled pod delete does not", []string{"NodeResourcesFit"}, ClusterEvent{Resource: UnscheduledPod, Action: Delete}, nil, false},
 		{"PDB event does not", []string{"NodeResourcesFit"}, ClusterEvent{Resource: PodDisruptionBudget, Action: Update}, nil, false},
 		{"generic node update reaches taint bit", []string{"TaintToleration"}, ClusterEvent{Resource: Node, Action: Update}, nil, true},
+		{"declared-feature update helps NodeDeclaredFeatures", []string{"NodeDeclaredFeatures"}, ClusterEvent{Resource: Node, Action: UpdateNodeDeclaredFeature}, nil, true},
+		{"generic node update reaches the declared-feature bit", []string{"NodeDeclaredFeatures"}, ClusterEvent{Resource: Node, Action: Update}, nil, true},
+		{"taint update does not help NodeDeclaredFeatures", []string{"NodeDeclaredFeatures"}, ClusterEvent{Resource: Node, Action: UpdateNodeTaint}, nil, false},
 		{"any rejector suffices", []string{"TaintToleration", "NodeResourcesFit"}, AssignedPodDelete, nil, true},
 		{"unregistered plugin hears all", []string{"Mystery"}, ClusterEvent{Resource: StorageClass, Action: Add}, nil, true},
 		{"empty registration hears nothing", []string{"Deaf"}, NodeAdd, nil, false},

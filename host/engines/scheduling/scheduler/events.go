@@ -32,6 +32,9 @@ func (s *Scheduler) OnNodeUpdate(old, n *abi.Node) {
 	if !reflect.DeepEqual(old.Taints, n.Taints) || old.Unschedulable != n.Unschedulable {
 		act |= queue.UpdateNodeTaint
 	}
+	if old.DeclaredFeatures != n.DeclaredFeatures {
+		act |= queue.UpdateNodeDeclaredFeature
+	}
 	if act == 0 {
 		return
 	}

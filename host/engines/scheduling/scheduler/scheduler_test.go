@@ -268,3 +268,37 @@ func TestPodsCopyTheDisruptionGuardOfTheirPriorityClass(t *testing.T) {
 		t.Fatal("deleting the class rewrote a known pod")
 	}
 }
+
+// A pod NodeDeclaredFeatures rejected waits for a node to declare what it
+// needs: a taint change leaves it parked, a declared-feature change moves
+// it, and it then lands on that node.
+func TestPodNeedingAFeatureRetriedWhenANodeDeclaresIt(t *testing.T) {
+	e := newEnv(t)
+	n := node("n1", 4000)
+	e.sched.OnNodeAdd(n)
+	p := pod("needs", 100)
+	p.RequiredFeatures = 1 << 2
+	e.sched.OnPodAdd(p)
+	e.cycle(t)
+	if msg := e.ev.failed["needs"]; msg != "Unschedulable: 0/1 nodes are available: 1 node(s) didn't match Pod's required features." {
+		t.Fatalf("failure = %q", msg)
+	}
+	tainted := *n
+	tainted.Taints = []abi.Taint{{Key: "k", Effect: abi.EffectPreferNoSchedule}}
+	e.sched.OnNodeUpdate(n, &tainted)
+	if a, b, u := e.q.PendingPods(); a+b != 0 || u != 1 {
+		t.Fatalf("a taint change moved the pod NodeDeclaredFeatures rejected (active %d backoff %d unschedulable %d)", a, b, u)
+	}
+	declares := tainted
+	declares.DeclaredFeatures = 1<<2 | 1
+	e.sched.OnNodeUpdate(&tainted, &declares)
+	if a, b, _ := e.q.PendingPods(); a+b != 1 {
+		t.Fatalf("a declared-feature change did not move the pod (active %d backoff %d)", a, b)
+	}
+	e.clk.Step(2 * time.Second)
+	e.q.FlushBackoffCompleted()
+	e.cycle(t)
+	if e.b.bound["needs"] != "n1" {
+		t.Fatalf("bound = %v", e.b.bound)
+	}
+}
