@@ -23,21 +23,7 @@ func TestPerfDriverAgainstServe(t *testing.T) {
 	client := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ready := make(chan struct{})
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan struct{})
-	defer func() { stopServe(); <-served }()
-	go func() {
-		defer close(served)
-		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("serve did not become ready")
-	}
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
 
 	// Creation is paced so that binding spans a few sample intervals: an
 	// unpaced 200 pods may all be bound within the first (dropped) sample.
@@ -83,21 +69,7 @@ func TestPerfDriverDaemonsetAgainstServe(t *testing.T) {
 	client := controlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ready := make(chan struct{})
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan struct{})
-	defer func() { stopServe(); <-served }()
-	go func() {
-		defer close(served)
-		if err := kube.Serve(serveCtx, kube.ServeOptions{Client: client, Config: config.Default(), CacheDir: t.TempDir(), Ready: ready}); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("serve did not become ready")
-	}
+	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default()})
 
 	const nodes = 60
 	rep, err := perfdriver.Run(ctx, client, perfdriver.Options{
