@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 func main() {
@@ -78,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	docBytes, err := os.ReadFile(abs(*doc))
+	docBytes, err := boundedread.ReadFile(abs(*doc), maxDocBytes, boundedread.Regular, "the performance doc")
 	if err != nil {
 		return fmt.Errorf("reading the doc: %w", err)
 	}
@@ -240,9 +242,13 @@ func runRow(ctx context.Context, root string, r Row, bin string, timeout time.Du
 	return r.Sides(results)
 }
 
+// maxDocBytes bounds the doc and the stored results the tool reads (both
+// are tens of KiB).
+const maxDocBytes = 16 << 20
+
 func loadOutcomes(path string) (map[string]Outcome, error) {
 	out := map[string]Outcome{}
-	b, err := os.ReadFile(path)
+	b, err := boundedread.ReadFile(path, maxDocBytes, boundedread.Regular, "the stored results")
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}

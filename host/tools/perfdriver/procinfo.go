@@ -3,15 +3,20 @@ package perfdriver
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wasmsched/wasmsched/host/internal/boundedread"
 )
 
 // userHZ is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every
 // Linux architecture the project builds for.
 const userHZ = 100
+
+// procFileLimit bounds a /proc file read (a stat or status file is a few
+// KiB; /proc/stat grows with the CPUs, a few hundred bytes each).
+const procFileLimit = 1 << 20
 
 // procRoot is where the process information is read (tests point it
 // elsewhere).
@@ -21,7 +26,7 @@ var procRoot = "/proc"
 // /proc/<pid>/stat (clock ticks after boot) and the boot time in
 // /proc/stat. Only the same machine's processes can be read.
 func processStart(pid int) (time.Time, error) {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", procRoot, pid))
+	b, err := boundedread.ReadFile(fmt.Sprintf("%s/%d/stat", procRoot, pid), procFileLimit, boundedread.Regular, "process stat")
 	if err != nil {
 		return time.Time{}, fmt.Errorf("scheduler pid %d: %w", pid, err)
 	}
@@ -48,7 +53,7 @@ func processStart(pid int) (time.Time, error) {
 }
 
 func bootTime() (time.Time, error) {
-	f, err := os.Open(procRoot + "/stat")
+	f, err := boundedread.Open(procRoot+"/stat", procFileLimit, boundedread.Regular, "kernel stat")
 	if err != nil {
 		return time.Time{}, fmt.Errorf("boot time: %w", err)
 	}
@@ -68,7 +73,7 @@ func bootTime() (time.Time, error) {
 
 // peakRSS returns process pid's peak resident set (VmHWM), in bytes.
 func peakRSS(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("%s/%d/status", procRoot, pid))
+	f, err := boundedread.Open(fmt.Sprintf("%s/%d/status", procRoot, pid), procFileLimit, boundedread.Regular, "process status")
 	if err != nil {
 		return 0, fmt.Errorf("scheduler pid %d: %w", pid, err)
 	}
