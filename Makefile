@@ -10,6 +10,9 @@
 #   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
+#   make bench-report  run docs/PERFORMANCE.md's benchmark table (Wasm against native,
+#                rounds alternated) and write it and docs/bench-ratios.svg back;
+#                BENCH_ROUNDS=N (default 3), BENCH_ONLY=row,row (not part of make test)
 #   make chart   the Helm chart (deploy/helm/wasmsched): helm lint and helm template for
 #                each engine mix, the rendered RBAC checked, deploy/wasmsched.yaml not drifted
 #   make manifest  regenerate deploy/wasmsched.yaml from the chart
@@ -80,7 +83,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo build test vet unit test-wasmtime report-test e2e perf-e2e parity check-wasm wasm wasm-go bench tinygo fmt
+.PHONY: all demo build test vet unit test-wasmtime report-test e2e perf-e2e parity check-wasm wasm wasm-go bench bench-report tinygo fmt
 .PHONY: rust-wasm check-rust chart manifest
 
 all: test
@@ -230,6 +233,11 @@ wasm-go:
 	done
 
 # The benchmarks of docs/PERFORMANCE.md, with the settings recorded there.
+# docs/PERFORMANCE.md's "Benchmark report" table and its chart, regenerated
+# (host/tools/benchreport; rows in its rows.go).
+bench-report:
+	$(GO) run ./host/tools/benchreport
+
 bench:
 	$(GO) test -run '^$$' -bench 'FilterScorePerNode|MirrorDeltaSync|TopologyPlugins' -benchtime 40x -count 3 ./host/platform/guest/
 	$(GO) test -run '^$$' -bench SchedulingBasic -benchtime 1x -count 2 ./host/run/sim/

@@ -39,9 +39,19 @@ average and nearest-rank percentiles, pods/s.
 Any scheduler can be measured: wasmsched serve, or kube-scheduler, running
 against the same API server. No kubelet is needed (nodes are fake). With
 --cleanup (the default) the run's pods, namespaces and nodes are deleted at
-the end, also after a failure or an interrupt.`,
+the end, also after a failure or an interrupt.
+
+--shape SchedulingDaemonset makes the measured pods scheduler_perf's
+SchedulingDaemonset: one per node (--pods defaults to --nodes), each pinned
+to its node by a required node affinity on metadata.name, as the DaemonSet
+controller does. --scheduler-pid names the measured scheduler's process on
+this machine: the report adds its peak RSS and its cold start (from the
+process's start to the run's first pod seen bound, so a scheduler started
+just before perf counts the time the driver takes to create the nodes).`,
 		Example: `  wasmsched serve --kubeconfig run/kubeconfig --kube-api-qps 5000 --kube-api-burst 5000 &
-  wasmsched perf --kubeconfig run/kubeconfig --nodes 5000 --init-pods 1000 --pods 10000`,
+  wasmsched perf --kubeconfig run/kubeconfig --nodes 5000 --init-pods 1000 --pods 10000
+  # kube-scheduler's largest scale test: 15 000 nodes, one pinned pod each
+  wasmsched perf --kubeconfig run/kubeconfig --nodes 15000 --init-pods 1000 --shape SchedulingDaemonset --scheduler-pid $SCHED_PID`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
@@ -52,6 +62,9 @@ the end, also after a failure or an interrupt.`,
 			client, err := kube.Client(kubeconfig, qps, burst)
 			if err != nil {
 				return err
+			}
+			if o.Shape == perfdriver.ShapeSchedulingDaemonset && !cmd.Flags().Changed("pods") {
+				o.Pods = o.Nodes
 			}
 			o.Log = logger()
 			rep, err := perfdriver.Run(ctx, client, o)
@@ -65,6 +78,8 @@ the end, also after a failure or an interrupt.`,
 	f.IntVar(&o.InitPods, "init-pods", 500, "pods created, and scheduled, before the measured ones; not measured")
 	f.BoolVar(&o.InitPodsBound, "init-pods-bound", false, "create the init pods already bound, round-robin over the nodes, instead of letting the scheduler place them")
 	f.IntVar(&o.Pods, "pods", 1000, "measured pods (pod-default)")
+	f.StringVar(&o.Shape, "shape", perfdriver.ShapeSchedulingBasic, "the measured pods: SchedulingBasic (pod-default) or SchedulingDaemonset (one per node, pinned by node affinity; --pods defaults to --nodes)")
+	f.IntVar(&o.SchedulerPID, "scheduler-pid", 0, "the measured scheduler's process id on this machine: report its peak RSS and cold start; 0: none")
 	f.StringVar(&o.SchedulerName, "scheduler-name", "default-scheduler", "spec.schedulerName of the pods")
 	f.IntVar(&o.Parallelism, "parallelism", perfdriver.DefaultParallelism, "parallel creating workers")
 	f.Float64Var(&o.CreateQPS, "create-qps", 0, "pace pod creation to this many pods/s; 0: as fast as the workers and --kube-api-qps allow (as scheduler_perf)")
@@ -124,6 +139,18 @@ func printPerf(w io.Writer, output string, rep *perfdriver.Report) error {
 	fmt.Fprintf(tw, "nodes\t%d\n", rep.Nodes)
 	fmt.Fprintf(tw, "init pods\t%s\n", initDesc)
 	fmt.Fprintf(tw, "measured pods\t%d created in %.1fs, %d bound in %.1fs (%.1f pods/s overall)\n", rep.Pods, rep.CreateSeconds, rep.Bound, rep.WallSeconds, overall)
+	if rep.Shape != "" && rep.Shape != perfdriver.ShapeSchedulingBasic {
+		fmt.Fprintf(tw, "shape\t%s\n", rep.Shape)
+	}
+	if rep.FirstBindSeconds > 0 {
+		fmt.Fprintf(tw, "first bind\t%.2fs after the first measured create\n", rep.FirstBindSeconds)
+	}
+	if rep.SchedulerPeakRSSBytes > 0 {
+		fmt.Fprintf(tw, "scheduler peak RSS\t%.0f MiB\n", float64(rep.SchedulerPeakRSSBytes)/(1<<20))
+	}
+	if rep.ColdStartSeconds > 0 {
+		fmt.Fprintf(tw, "scheduler cold start\t%.2fs from its process start to the first bind\n", rep.ColdStartSeconds)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,41 +29,8 @@ func TestExplainEndpointAndDecisionAnnotation(t *testing.T) {
 	createNode(t, ctx, admin, node("big", "4"))
 	createNode(t, ctx, admin, node("mid", "2"))
 	createNode(t, ctx, admin, node("tiny", "1"))
-	dir := t.TempDir()
-	saKubeconfig := tokenKubeconfig(t, ctx, admin, kubeconfig, "kube-system", "wasmsched", filepath.Join(dir, "wasmsched.kubeconfig"))
-	cfgPath := filepath.Join(dir, "config.yaml")
-	const profiles = "apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\nprofiles:\n- schedulerName: wasmsched\n"
-	if err := os.WriteFile(cfgPath, []byte(profiles), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	port := freeAddr(t)[len("127.0.0.1:"):]
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(wasmschedBinary(t), "serve", "--kubeconfig", saKubeconfig, "--config", cfgPath,
-		"--wasm-cache-dir", t.TempDir(), "--leader-elect=false", "--log-level", "info",
-		"--bind-address", "127.0.0.1", "--secure-port", port, "--record-decisions", "--explain-ring-size", "50")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("serve log:\n%s", b)
-		}
-	})
-	base := "https://127.0.0.1:" + port
+	base, _ := startServeBinary(t, ctx, admin, kubeconfig, "--record-decisions", "--explain-ring-size", "50")
 	anyone := httpsClient()
-	waitFor(t, ctx, "/readyz to answer 200", func() bool {
-		code, _, _ := fetch(anyone, base+"/readyz", "")
-		return code == http.StatusOK
-	})
 
 	for _, p := range []struct{ name, cpu string }{{"fits", "1500m"}, {"too-big", "64"}} {
 		if _, err := admin.CoreV1().Pods("default").Create(ctx, pod(p.name, "wasmsched", p.cpu), metav1.CreateOptions{}); err != nil {

@@ -51,41 +51,8 @@ func TestSecureServingThroughTheAPIServer(t *testing.T) {
 	defer cancel()
 	applyDeploy(t, ctx, admin)
 	createNode(t, ctx, admin, node("n1", "4"))
-	dir := t.TempDir()
-	saKubeconfig := tokenKubeconfig(t, ctx, admin, kubeconfig, "kube-system", "wasmsched", filepath.Join(dir, "wasmsched.kubeconfig"))
-	cfgPath := filepath.Join(dir, "config.yaml")
-	const profiles = "apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\nprofiles:\n- schedulerName: wasmsched\n"
-	if err := os.WriteFile(cfgPath, []byte(profiles), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	port := freeAddr(t)[len("127.0.0.1:"):]
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(wasmschedBinary(t), "serve", "--kubeconfig", saKubeconfig, "--config", cfgPath,
-		"--wasm-cache-dir", t.TempDir(), "--leader-elect=false", "--log-level", "info",
-		"--bind-address", "127.0.0.1", "--secure-port", port)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("serve log:\n%s", b)
-		}
-	})
-	base := "https://127.0.0.1:" + port
+	base, cfgPath := startServeBinary(t, ctx, admin, kubeconfig)
 	anyone := httpsClient()
-	waitFor(t, ctx, "/readyz to answer 200 without credentials", func() bool {
-		code, _, _ := fetch(anyone, base+"/readyz", "")
-		return code == http.StatusOK
-	})
 
 	// The self-signed certificate kept in memory: for localhost and
 	// 127.0.0.1, TLS 1.2 or later.
@@ -160,7 +127,7 @@ func TestSecureServingThroughTheAPIServer(t *testing.T) {
 
 	// /configz follows a hot reload (a profile's plugin arguments change).
 	tmp := cfgPath + ".tmp"
-	const reloaded = profiles + "  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n" +
+	const reloaded = wasmschedProfile + "  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n" +
 		"        resources:\n        - {name: cpu, weight: 1}\n"
 	if err := os.WriteFile(tmp, []byte(reloaded), 0o644); err != nil {
 		t.Fatal(err)
@@ -299,4 +266,53 @@ func reviews(t *testing.T, auditLog string) map[string]int {
 		t.Fatalf("audit log: %v", err)
 	}
 	return out
+}
+
+// wasmschedProfile is the configuration startServeBinary starts with:
+// one profile, schedulerName wasmsched.
+const wasmschedProfile = "apiVersion: wasmsched.io/v1alpha1\nkind: WasmSchedulerConfiguration\nprofiles:\n- schedulerName: wasmsched\n"
+
+// startServeBinary runs the built `wasmsched serve` as
+// deploy/wasmsched.yaml's ServiceAccount (a token kubeconfig; the caller
+// applied the manifest) with a one-profile configuration (schedulerName
+// wasmsched) and its secure port on loopback, plus args, and waits until
+// /readyz answers 200 without credentials. It returns the secure port's
+// base URL and the configuration's path (for a hot reload). The process
+// is killed when the test ends; its log is printed if the test failed.
+func startServeBinary(t *testing.T, ctx context.Context, admin kubernetes.Interface, kubeconfig string, args ...string) (base, cfgPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	saKubeconfig := tokenKubeconfig(t, ctx, admin, kubeconfig, "kube-system", "wasmsched", filepath.Join(dir, "wasmsched.kubeconfig"))
+	cfgPath = filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(wasmschedProfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freeAddr(t)[len("127.0.0.1:"):]
+	logPath := filepath.Join(dir, "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(wasmschedBinary(t), append([]string{"serve", "--kubeconfig", saKubeconfig, "--config", cfgPath,
+		"--wasm-cache-dir", t.TempDir(), "--leader-elect=false", "--log-level", "info",
+		"--bind-address", "127.0.0.1", "--secure-port", port}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("serve log:\n%s", b)
+		}
+	})
+	base = "https://127.0.0.1:" + port
+	waitFor(t, ctx, "/readyz to answer 200 without credentials", func() bool {
+		code, _, _ := fetch(httpsClient(), base+"/readyz", "")
+		return code == http.StatusOK
+	})
+	return base, cfgPath
 }

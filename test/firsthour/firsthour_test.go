@@ -113,8 +113,10 @@ func TestREADMEFirstHour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mod.Size >= 64_000 {
-		t.Errorf("a one-plugin Filter+Score module is %d bytes; the budget is under 64 KB (docs/ABI.md, What a module pays for)", mod.Size)
+	// The budget of plugins-wasm/examples/sizecheck, the same shape of
+	// module (docs/ABI.md, "What a module pays for").
+	if mod.Size >= 64_500 {
+		t.Errorf("a one-plugin Filter+Score module is %d bytes; the budget is under 64,500 (docs/ABI.md, What a module pays for)", mod.Size)
 	}
 	// The size the README states is the size it builds to (within 2%).
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))

@@ -25,6 +25,7 @@ type boundCounter struct {
 
 	mu    sync.Mutex
 	bound int
+	first time.Time
 	last  time.Time
 }
 
@@ -45,6 +46,9 @@ func (c *boundCounter) observe(old, pod *corev1.Pod) {
 	defer c.mu.Unlock()
 	c.bound++
 	c.last = c.clock.Now()
+	if c.bound == 1 {
+		c.first = c.last
+	}
 	if c.bound == c.target {
 		close(c.done)
 	}
@@ -55,6 +59,13 @@ func (c *boundCounter) count() (int, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bound, c.last
+}
+
+// firstBound returns when the first pod was seen bound (zero: none yet).
+func (c *boundCounter) firstBound() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
 }
 
 // watchBound starts a pod informer on namespace feeding c and waits for

@@ -62,6 +62,17 @@ type Options struct {
 	// that many pods per second; 0 creates as fast as the workers and the
 	// client's own QPS allow, as scheduler_perf does.
 	CreateQPS float64
+	// Shape is what the measured pods look like: ShapeSchedulingBasic
+	// (empty: the same) or ShapeSchedulingDaemonset, one pod per node
+	// pinned to it the way the DaemonSet controller pins them (a
+	// required node affinity on metadata.name), so Pods must equal Nodes.
+	Shape string
+	// SchedulerPID, when positive, is the measured scheduler's process on
+	// this machine: the report then carries its peak RSS (VmHWM at the
+	// end of the run) and its cold start (from the process's start to the
+	// first pod of the run seen bound, so a scheduler started just
+	// before the driver counts the creation of the nodes too).
+	SchedulerPID int
 	// Timeout bounds the run before cleanup (0: none beyond ctx).
 	Timeout time.Duration
 	// Cleanup deletes the run's pods, namespaces and nodes at the end, even
@@ -108,7 +119,24 @@ type Report struct {
 	// numbers cover only what was measured before it.
 	Complete   bool   `json:"complete"`
 	Incomplete string `json:"incomplete,omitempty"`
+	// Shape echoes Options.Shape.
+	Shape string `json:"shape"`
+	// FirstBindSeconds runs from the first measured create to the first
+	// measured pod seen bound.
+	FirstBindSeconds float64 `json:"firstBindSeconds"`
+	// With Options.SchedulerPID: the scheduler's peak RSS in bytes, and
+	// its cold start, from its process start to the first pod of the run
+	// (init or measured) seen bound.
+	SchedulerPeakRSSBytes int64   `json:"schedulerPeakRSSBytes,omitempty"`
+	ColdStartSeconds      float64 `json:"coldStartSeconds,omitempty"`
 }
+
+// The shapes of the measured pods (Options.Shape), named after
+// scheduler_perf's test cases.
+const (
+	ShapeSchedulingBasic     = "SchedulingBasic"
+	ShapeSchedulingDaemonset = "SchedulingDaemonset"
+)
 
 // Run creates the nodes, the init pods and the measured pods of o through
 // client and measures how fast the scheduler binds the measured ones. The
@@ -136,7 +164,21 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Repo
 	if o.CreateQPS > 0 {
 		d.limit = flowcontrol.NewTokenBucketRateLimiter(float32(o.CreateQPS), o.Parallelism)
 	}
-	rep = &Report{Run: d.run, Scheduler: o.SchedulerName, Nodes: o.Nodes, InitPods: o.InitPods, InitPodsBound: o.InitPodsBound, Pods: o.Pods}
+	if o.Shape == "" {
+		o.Shape = ShapeSchedulingBasic
+		d.o.Shape = o.Shape
+	}
+	rep = &Report{Run: d.run, Scheduler: o.SchedulerName, Nodes: o.Nodes, InitPods: o.InitPods, InitPodsBound: o.InitPodsBound, Pods: o.Pods, Shape: o.Shape}
+	if o.SchedulerPID > 0 {
+		started, err := processStart(o.SchedulerPID)
+		if err != nil {
+			return nil, err
+		}
+		d.schedStart = started
+		defer func() {
+			d.schedulerFacts(rep)
+		}()
+	}
 	if o.Cleanup {
 		defer func() {
 			// Clean up after an interrupt or a timeout too.
@@ -170,8 +212,44 @@ func (o *Options) validate() error {
 		return fmt.Errorf("init pods: want 0 or more, have %d", o.InitPods)
 	case o.InitPods+o.Pods > PodsPerNode*o.Nodes:
 		return fmt.Errorf("%d init and %d measured pods do not fit %d nodes (%d pods of 100m CPU each)", o.InitPods, o.Pods, o.Nodes, PodsPerNode)
+	case o.Shape != "" && o.Shape != ShapeSchedulingBasic && o.Shape != ShapeSchedulingDaemonset:
+		return fmt.Errorf("shape: want %s or %s, not %q", ShapeSchedulingBasic, ShapeSchedulingDaemonset, o.Shape)
+	case o.Shape == ShapeSchedulingDaemonset && o.Pods != o.Nodes:
+		return fmt.Errorf("shape %s: one measured pod per node, so pods (%d) must equal nodes (%d)", ShapeSchedulingDaemonset, o.Pods, o.Nodes)
+	case o.SchedulerPID < 0:
+		return fmt.Errorf("scheduler pid: want a process id or 0 (none), have %d", o.SchedulerPID)
 	}
 	return nil
+}
+
+// schedulerFacts fills in the scheduler process's peak RSS and cold
+// start; a process that went away leaves them out, with a log line.
+func (d *driver) schedulerFacts(rep *Report) {
+	if rss, err := peakRSS(d.o.SchedulerPID); err != nil {
+		d.log.Warn("no peak RSS for the scheduler", "error", err)
+	} else {
+		rep.SchedulerPeakRSSBytes = rss
+	}
+	d.mu.Lock()
+	first := d.firstBind
+	d.mu.Unlock()
+	if !first.IsZero() {
+		rep.ColdStartSeconds = first.Sub(d.schedStart).Seconds()
+	}
+}
+
+// sawFirstBind records when the run's first pod was seen bound (the
+// earliest of the counters'), for the cold start.
+func (d *driver) sawFirstBind(c *boundCounter) {
+	t := c.firstBound()
+	if t.IsZero() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.firstBind.IsZero() || t.Before(d.firstBind) {
+		d.firstBind = t
+	}
 }
 
 // driver holds the state of one run.
@@ -183,8 +261,11 @@ type driver struct {
 	run    string
 	limit  flowcontrol.RateLimiter // paces pod creation; nil: unpaced
 
+	schedStart time.Time // the scheduler process's start (Options.SchedulerPID)
+
 	mu         sync.Mutex
 	namespaces map[string]int // created: how many pods to delete from each
+	firstBind  time.Time      // the run's first pod seen bound
 }
 
 func (d *driver) execute(ctx context.Context, rep *Report) error {
@@ -255,6 +336,7 @@ func (d *driver) initPods(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	defer d.sawFirstBind(c)
 	if err := d.createPods(ctx, ns, d.o.InitPods, nil); err != nil {
 		return err
 	}
@@ -289,7 +371,11 @@ func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 	}()
 
 	start := d.clk.Now()
-	createErr := d.createPods(ctx, ns, d.o.Pods, nil)
+	var pin func(i int) string
+	if d.o.Shape == ShapeSchedulingDaemonset {
+		pin = func(i int) string { return nodeName(d.run, i) }
+	}
+	createErr := d.createPodsPinned(ctx, ns, d.o.Pods, pin)
 	rep.CreateSeconds = d.clk.Since(start).Seconds()
 	if createErr == nil {
 		d.log.Info("measured pods created", "pods", d.o.Pods, "seconds", rep.CreateSeconds)
@@ -303,6 +389,10 @@ func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 	rep.Throughput = Summarize(rep.Samples)
 	bound, last := c.count()
 	rep.Bound = bound
+	d.sawFirstBind(c)
+	if first := c.firstBound(); !first.IsZero() {
+		rep.FirstBindSeconds = first.Sub(start).Seconds()
+	}
 	if bound == d.o.Pods {
 		rep.WallSeconds = last.Sub(start).Seconds()
 	} else {
@@ -326,6 +416,22 @@ func (d *driver) createPods(ctx context.Context, ns string, n int, node func(i i
 			nodeName = node(i)
 		}
 		p := Pod(ns, i, d.o.SchedulerName, nodeName)
+		if _, err := d.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create pod %s/%s: %w", ns, p.Name, err)
+		}
+		return nil
+	})
+}
+
+// createPodsPinned creates n pending pods in ns, paced as createPods;
+// pin, if set, names the node each pod's required node affinity pins
+// it to (a DaemonSet's pods).
+func (d *driver) createPodsPinned(ctx context.Context, ns string, n int, pin func(i int) string) error {
+	if pin == nil {
+		return d.createPods(ctx, ns, n, nil)
+	}
+	return parallel(ctx, n, d.o.Parallelism, d.limit, func(ctx context.Context, i int) error {
+		p := DaemonPod(ns, i, d.o.SchedulerName, pin(i))
 		if _, err := d.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create pod %s/%s: %w", ns, p.Name, err)
 		}

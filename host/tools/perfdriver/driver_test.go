@@ -3,6 +3,7 @@ package perfdriver
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,10 @@ func fakeScheduler(ctx context.Context, t *testing.T, client *fake.Clientset, sc
 				}
 				p.Spec.NodeName = ready[next%len(ready)]
 				next++
+				if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+					// A pinned pod (SchedulingDaemonset) goes where its metadata.name field selects.
+					p.Spec.NodeName = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0]
+				}
 				if _, err := client.CoreV1().Pods(p.Namespace).Update(ctx, &p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
 					t.Errorf("fake scheduler: bind %s/%s: %v", p.Namespace, p.Name, err)
 				}
@@ -168,5 +173,94 @@ func TestRunReportsCreationErrors(t *testing.T) {
 	_, err := Run(context.Background(), client, Options{Nodes: 2, Pods: 1})
 	if err == nil || !strings.Contains(err.Error(), "create node") || !strings.Contains(err.Error(), "quota exceeded") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDaemonsetShapePinsOnePodPerNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := fake.NewClientset()
+	fakeScheduler(ctx, t, client, "perf-test")
+	rep, err := Run(ctx, client, Options{Nodes: 7, Pods: 7, Shape: ShapeSchedulingDaemonset, SchedulerName: "perf-test", Parallelism: 3, SchedulerPID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Bound != 7 || rep.Shape != ShapeSchedulingDaemonset || rep.FirstBindSeconds <= 0 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if rep.SchedulerPeakRSSBytes <= 0 || rep.ColdStartSeconds <= 0 {
+		t.Errorf("scheduler facts of this process: peak RSS %d, cold start %v", rep.SchedulerPeakRSSBytes, rep.ColdStartSeconds)
+	}
+	pods, err := client.CoreV1().Pods(rep.Run).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range pods.Items {
+		terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		pin := terms[0].MatchFields[0]
+		if pin.Key != "metadata.name" || pin.Operator != corev1.NodeSelectorOpIn || p.Spec.NodeName != pin.Values[0] {
+			t.Errorf("pod %s: pinned by %+v, bound to %q", p.Name, pin, p.Spec.NodeName)
+		}
+		seen[p.Spec.NodeName] = true
+	}
+	if len(seen) != 7 {
+		t.Errorf("pods on %d distinct nodes, want 7", len(seen))
+	}
+}
+
+func TestShapeAndPIDAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Nodes: 5, Pods: 4, Shape: ShapeSchedulingDaemonset}, "pods (4) must equal nodes (5)"},
+		{Options{Nodes: 5, Pods: 4, Shape: "Daemonset"}, `not "Daemonset"`},
+		{Options{Nodes: 5, Pods: 4, SchedulerPID: -1}, "scheduler pid"},
+	} {
+		if _, err := Run(context.Background(), fake.NewClientset(), c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.o, err, c.want)
+		}
+	}
+	// A process that does not exist is named before anything is created.
+	client := fake.NewClientset()
+	if _, err := Run(context.Background(), client, Options{Nodes: 1, Pods: 1, SchedulerPID: 1 << 30}); err == nil || !strings.Contains(err.Error(), "scheduler pid 1073741824") {
+		t.Errorf("a missing process: %v", err)
+	}
+	if nodes, _ := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); len(nodes.Items) != 0 {
+		t.Errorf("%d nodes created for a run that could not start", len(nodes.Items))
+	}
+}
+
+func TestProcessFactsFromProc(t *testing.T) {
+	dir := t.TempDir()
+	saved := procRoot
+	procRoot = dir
+	defer func() { procRoot = saved }()
+	if err := os.MkdirAll(dir+"/42", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(dir+"/"+p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stat", "cpu  1 2 3\nbtime 1700000000\nprocesses 9\n")
+	// A command name with a space and a parenthesis; starttime (field 22) = 12345 ticks.
+	write("42/stat", "42 (wasm sched) x) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 12 0 12345 1000 200 18446744073709551615\n")
+	write("42/status", "Name:\twasmsched\nVmPeak:\t  900000 kB\nVmHWM:\t  262144 kB\nVmRSS:\t 1000 kB\n")
+	start, err := processStart(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Unix(1700000000, 0).Add(123450 * time.Millisecond); !start.Equal(want) {
+		t.Errorf("start %v, want %v", start, want)
+	}
+	rss, err := peakRSS(42)
+	if err != nil || rss != 256<<20 {
+		t.Errorf("peak RSS %d, %v; want 256 MiB", rss, err)
+	}
+	if _, err := peakRSS(43); err == nil || !strings.Contains(err.Error(), "scheduler pid 43") {
+		t.Errorf("a missing process: %v", err)
 	}
 }

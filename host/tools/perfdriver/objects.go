@@ -71,3 +71,19 @@ func Pod(namespace string, i int, schedulerName, node string) *corev1.Pod {
 		},
 	}
 }
+
+// DaemonPod is Pod pending for schedulerName and pinned to node the way
+// the DaemonSet controller pins its pods: a required node affinity on
+// the metadata.name field (no spec.nodeName), with the controller's
+// toleration of unschedulable nodes (scheduler_perf's
+// SchedulingDaemonset).
+func DaemonPod(namespace string, i int, schedulerName, node string) *corev1.Pod {
+	p := Pod(namespace, i, schedulerName, "")
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	return p
+}
