@@ -17,8 +17,19 @@ package abi
 // end of a message.
 const (
 	VersionMajor = 1
-	VersionMinor = 7
+	VersionMinor = 8
 )
+
+// RawScoresMinor is the minor version that brought ScoreRaw: a module
+// older than it never gets the flag, and its score replies carry only the
+// normalised scores.
+const RawScoresMinor = 8
+
+// ScoreRaw is bit 0 of the optional flags byte after a FuncScore request's
+// SlotList (v1.8): the host is recording the decision and asks for each
+// node's score before NormalizeScore too. The host sends the byte only
+// when it asks, so a score request that does not ask is the v1.7 one.
+const ScoreRaw uint8 = 1
 
 // PackVersion packs a major and minor version into the u32 that
 // ExportABIVersion returns: major in the high 16 bits.
@@ -72,8 +83,10 @@ const (
 	// FuncPreScore: arg = plugin index; input = a SlotList (the feasible
 	// nodes); replies a PluginStatus.
 	FuncPreScore Func = 7
-	// FuncScore: arg = plugin index; input = a SlotList; replies a
-	// ScoreReply with scores already normalised by the plugin.
+	// FuncScore: arg = plugin index; input = a SlotList, then (v1.8,
+	// optional) a flags byte (ScoreRaw); replies a ScoreReply with scores
+	// already normalised by the plugin, followed with ScoreRaw by the
+	// scores before normalisation.
 	FuncScore Func = 8
 	// FuncPushState: no input; saves the cycle's what-if view (pods added
 	// to or removed from nodes) and cycle state, to be restored by

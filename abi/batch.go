@@ -186,3 +186,31 @@ func (d *Decoder) ScoreReply(dst []int64, nodes int) []int64 {
 	}
 	return dst
 }
+
+// RawScores reads the scores before normalisation that follow a score
+// reply's scores when the request carried ScoreRaw (v1.8): exactly nodes
+// u64s, any int64 values (a raw score has no bounds).
+func (d *Decoder) RawScores(dst []int64, nodes int) []int64 {
+	dst = dst[:0]
+	if nodes > d.Remaining()/8 {
+		d.failf("score reply lacks raw scores")
+		return dst
+	}
+	for i := 0; i < nodes; i++ {
+		dst = append(dst, int64(d.U64()))
+	}
+	return dst
+}
+
+// ScoreReply appends a score reply body: the scores and, when raw is not
+// nil (the request carried ScoreRaw), the scores before normalisation, one
+// per score.
+func (e *Encoder) ScoreReply(scores, raw []int64) {
+	e.U32(uint32(len(scores)))
+	for _, v := range scores {
+		e.U64(uint64(v))
+	}
+	for _, v := range raw {
+		e.U64(uint64(v))
+	}
+}

@@ -221,7 +221,11 @@ func extend(b []byte, n int) []byte {
 	return b[:l+n]
 }
 
-func (g *Guest) score(s plugin.ScorePlugin) error {
+// score runs s over the batch and writes the reply: the scores after
+// NormalizeScore and, with raw (the host records the decision), the
+// scores before it, written out before NormalizeScore changes them in
+// place.
+func (g *Guest) score(s plugin.ScorePlugin, raw bool) error {
 	batch := g.batch.nodes
 	if cap(g.batch.scores) < len(batch) {
 		g.batch.scores = make([]int64, len(batch))
@@ -236,14 +240,21 @@ func (g *Guest) score(s plugin.ScorePlugin) error {
 		}
 		scores[i] = v
 	}
+	size := 8 * len(scores)
+	if raw {
+		size *= 2
+	}
+	g.codec.enc.U32(uint32(len(scores)))
+	at := len(g.codec.enc.B)
+	g.codec.enc.B = extend(g.codec.enc.B, size)
+	if raw {
+		putScores(g.codec.enc.B[at+8*len(scores):], scores)
+	}
 	if norm, ok := s.(plugin.ScoreNormalizer); ok {
 		if st := norm.NormalizeScore(state, pod, scores); !st.IsSuccess() {
 			return newError("normalize: " + st.Message())
 		}
 	}
-	g.codec.enc.U32(uint32(len(scores)))
-	at := len(g.codec.enc.B)
-	g.codec.enc.B = extend(g.codec.enc.B, 8*len(scores))
 	putScores(g.codec.enc.B[at:], scores)
 	return nil
 }

@@ -95,7 +95,9 @@ func (g *Guest) pluginCall(fn abi.Func, arg uint32, in []byte) error {
 		if err := g.loadBatch(in); err != nil {
 			return err
 		}
-		return g.score(s)
+		// An optional flags byte follows the slots (v1.8).
+		at := 4 + 4*len(g.batch.nodes)
+		return g.score(s, len(in) > at && in[at]&abi.ScoreRaw != 0)
 	}
 	reply := abi.PluginStatus{Code: st.Code(), Reasons: st.Reasons()}
 	if fn == abi.FuncPreFilter {

@@ -145,6 +145,23 @@ func TestScoreNormalisesOverTheBatch(t *testing.T) {
 	}
 }
 
+// With abi.ScoreRaw after the slots, the reply carries the scores
+// Score returned before NormalizeScore after the normalised ones; without
+// it, the reply is the normalised scores alone, as to a v1.7 host.
+func TestScoreSendsRawScoresWhenAsked(t *testing.T) {
+	g := startedGuest(t)
+	plain := call(t, g, abi.FuncScore, 0, slots(0, 5))
+	if len(plain) != 4+2*8 {
+		t.Fatalf("reply without the flag has %d bytes, want %d", len(plain), 4+2*8)
+	}
+	d := abi.NewDecoder(call(t, g, abi.FuncScore, 0, append(slots(0, 5), abi.ScoreRaw)))
+	norm := d.ScoreReply(nil, 2)
+	raw := d.RawScores(nil, 2)
+	if d.Err() != nil || d.Remaining() != 0 || !slices.Equal(norm, []int64{25, 100}) || !slices.Equal(raw, []int64{10, 40}) {
+		t.Fatalf("scores %v raw %v (err %v, %d bytes left), want [25 100] and [10 40] (AllowedPods)", norm, raw, d.Err(), d.Remaining())
+	}
+}
+
 func TestErrorsAreRepliesNotPanics(t *testing.T) {
 	g := New(reg)
 	if msg := callErr(g, abi.FuncFilter, 0, slots(0)); !strings.Contains(msg, "before init") {

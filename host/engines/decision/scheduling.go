@@ -126,20 +126,25 @@ type ScorePlugin struct {
 	Name   string `json:"name"`
 	Weight int64  `json:"weight"`
 	// NormalizeScore: the plugin normalises its scores (in the guest,
-	// within the Score call), so its raw scores are not known to the
-	// host. Without it, a node's normalised score is its raw score.
+	// within the Score call).
 	NormalizeScore bool `json:"normalizeScore"`
+	// RawKnown: NodeScore.Raw holds the plugin's scores before
+	// NormalizeScore. A module older than ABI v1.8 sends only normalised
+	// scores; for its normalising plugins RawKnown is false and Raw
+	// repeats Normalized. A plugin without NormalizeScore has raw equal
+	// to normalised, so RawKnown is true.
+	RawKnown bool `json:"rawKnown"`
 }
 
-// NodeScore is what the Score point gave one node. Normalized[i] is
-// ScorePlugins[i]'s score after its NormalizeScore, in [0, 100], as the
-// guest replied: for a plugin with a NormalizeScore the raw score before
-// it stays in the guest (the ABI carries only the normalised one); for
-// one without, it is the raw score. Weighted[i] is that times the
-// plugin's weight; Total is their sum, what the choice compared.
+// NodeScore is what the Score point gave one node. Raw[i] is
+// ScorePlugins[i]'s Score before its NormalizeScore (see
+// ScorePlugin.RawKnown); Normalized[i] is the score after it, in
+// [0, 100], as the guest replied; Weighted[i] is that times the plugin's
+// weight; Total is their sum, what the choice compared.
 type NodeScore struct {
 	Node       string  `json:"node"`
 	Total      int64   `json:"total"`
+	Raw        []int64 `json:"raw"`
 	Normalized []int64 `json:"normalized"`
 	Weighted   []int64 `json:"weighted"`
 }
@@ -157,13 +162,14 @@ func (s *Scheduling) Reject(node, plugin, code string, reasons []string) {
 }
 
 // SetScores records the Score point over n nodes: node i (named
-// name(i)) got normalized[p][i] from plugins[p], totals[i] in all, and
+// name(i)) got raw[p][i] from plugins[p]'s Score, normalized[p][i]
+// after its NormalizeScore, totals[i] in all, and
 // chosen is the index of the node the cycle chose. It keeps the top
 // MaxScored nodes by total (equal totals: the earlier in the walk), the
 // chosen one and Pin, and lists the nodes tied with the chosen one. It
 // selects rather than sorts, and names only the nodes it keeps: it runs
 // on the scheduling loop.
-func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, normalized [][]int64, totals []int64, chosen int) {
+func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, raw, normalized [][]int64, totals []int64, chosen int) {
 	s.ScorePlugins = plugins
 	k := s.Limits.MaxScored
 	top := make([]int, 0, k+2)
@@ -211,13 +217,15 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		}
 	}
 	s.ScoredDropped = n - len(top)
-	// One backing array for every kept node's two score rows.
-	rows := make([]int64, 2*len(top)*len(plugins))
+	// One backing array for every kept node's three score rows.
+	np := len(plugins)
+	rows := make([]int64, 3*len(top)*np)
 	s.Scores = make([]NodeScore, len(top))
 	for j, i := range top {
-		row := rows[2*j*len(plugins) : 2*(j+1)*len(plugins)]
-		ns := NodeScore{Node: name(i), Total: totals[i], Normalized: row[:len(plugins):len(plugins)], Weighted: row[len(plugins):]}
+		row := rows[3*j*np : 3*(j+1)*np]
+		ns := NodeScore{Node: name(i), Total: totals[i], Raw: row[:np:np], Normalized: row[np : 2*np : 2*np], Weighted: row[2*np:]}
 		for p := range plugins {
+			ns.Raw[p] = raw[p][i]
 			ns.Normalized[p] = normalized[p][i]
 			ns.Weighted[p] = normalized[p][i] * plugins[p].Weight
 		}

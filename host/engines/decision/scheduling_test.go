@@ -24,7 +24,7 @@ func TestSetScoresKeepsTheTop(t *testing.T) {
 		s := NewScheduling(Limits{MaxScored: 1 + r.IntN(20)})
 		s.Pin = fmt.Sprintf("n%03d", r.IntN(n))
 		name := func(i int) string { return fmt.Sprintf("n%03d", i) }
-		s.SetScores(n, name, []ScorePlugin{{Name: "p", Weight: 1}}, norm, totals, chosen)
+		s.SetScores(n, name, []ScorePlugin{{Name: "p", Weight: 1}}, norm, norm, totals, chosen)
 		sorted := slices.Clone(totals)
 		slices.Sort(sorted)
 		slices.Reverse(sorted)
@@ -108,5 +108,39 @@ func TestFinishBoundsTheRecord(t *testing.T) {
 	}
 	if sum := s.Summarize(MaxSummaryBytes); len(sum) > MaxSummaryBytes {
 		t.Errorf("summary of %d bytes", len(sum))
+	}
+}
+
+// SetScores keeps each kept node's raw scores next to the normalized and
+// weighted ones, and the text shows raw → normalized only where a plugin's
+// NormalizeScore changed the score, and names the plugins whose raw
+// scores an older module did not send.
+func TestRawScoresInRecordAndText(t *testing.T) {
+	s := NewScheduling(Limits{})
+	plugins := []ScorePlugin{
+		{Name: "Norm", Weight: 2, NormalizeScore: true, RawKnown: true},
+		{Name: "Plain", Weight: 1, RawKnown: true},
+		{Name: "Old", Weight: 1, NormalizeScore: true},
+	}
+	raw := [][]int64{{3, 6}, {40, 10}, {50, 100}}
+	norm := [][]int64{{50, 100}, {40, 10}, {50, 100}}
+	totals := []int64{190, 310}
+	s.SetScores(2, func(i int) string { return fmt.Sprintf("n%d", i) }, plugins, raw, norm, totals, 1)
+	s.Node = "n1"
+	if ns := s.ScoreOf("n0"); ns == nil || !slices.Equal(ns.Raw, []int64{3, 40, 50}) || !slices.Equal(ns.Normalized, []int64{50, 40, 50}) || !slices.Equal(ns.Weighted, []int64{100, 40, 50}) {
+		t.Fatalf("n0: %+v", ns)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, s, 5, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"200 (raw 6→100)", "100 (raw 3→50)", "raw scores of Old not known"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "raw ") != 3 { // two cells and the note: none for Plain or Old
+		t.Errorf("raw shown where it does not differ or is not known:\n%s", out)
 	}
 }

@@ -86,7 +86,7 @@ func WriteText(w io.Writer, s *Scheduling, top, attempt, attempts int) error {
 	}
 	if len(s.Scores) > 0 {
 		shown := min(top, len(s.Scores))
-		fmt.Fprintf(w, "\nSCORES (top %d of %d scored; weighted, total = sum)\n", shown, len(s.Scores)+s.ScoredDropped)
+		fmt.Fprintf(w, "\nSCORES (top %d of %d scored; weighted, (raw→normalized) where they differ; total = sum)\n", shown, len(s.Scores)+s.ScoredDropped)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 		head := []string{"NODE", "TOTAL"}
 		for _, p := range s.ScorePlugins {
@@ -98,8 +98,12 @@ func WriteText(w io.Writer, s *Scheduling, top, attempt, attempts int) error {
 			if ns.Node == s.Node {
 				cells[0] = "*" + ns.Node
 			}
-			for _, v := range ns.Weighted {
-				cells = append(cells, fmt.Sprint(v))
+			for i, v := range ns.Weighted {
+				cell := fmt.Sprint(v)
+				if i < len(ns.Raw) && s.ScorePlugins[i].RawKnown && ns.Raw[i] != ns.Normalized[i] {
+					cell += fmt.Sprintf(" (raw %d→%d)", ns.Raw[i], ns.Normalized[i])
+				}
+				cells = append(cells, cell)
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 		}
@@ -115,6 +119,15 @@ func WriteText(w io.Writer, s *Scheduling, top, attempt, attempts int) error {
 			return err
 		}
 		fmt.Fprintln(w, "(* chosen)")
+		var unknown []string
+		for _, p := range s.ScorePlugins {
+			if !p.RawKnown {
+				unknown = append(unknown, p.Name)
+			}
+		}
+		if len(unknown) > 0 {
+			fmt.Fprintf(w, "raw scores of %s not known (a module older than ABI v1.8 sends only normalized ones)\n", strings.Join(unknown, ", "))
+		}
 		if len(s.ScoreSkipped) > 0 {
 			fmt.Fprintf(w, "not scored by %s (PreScore said Skip: nothing to score for this pod)\n", strings.Join(s.ScoreSkipped, ", "))
 		}

@@ -51,6 +51,7 @@ type Client struct {
 	delta   snapshot.Delta
 	filter  abi.FilterReply
 	scores  []int64
+	raw     []int64 // raw scores of the last ScoreWithRaw
 	victims []abi.NodeVictims
 	rank    []int
 }
@@ -194,7 +195,7 @@ func (c *Client) status(ctx context.Context, fn abi.Func, plugin int, slots []ui
 	if fn == abi.FuncPreFilter {
 		body, err = c.run(ctx, fn, plugin, nil)
 	} else {
-		body, err = c.runSlots(ctx, fn, plugin, slots)
+		body, err = c.runSlots(ctx, fn, plugin, slots, 0)
 	}
 	if err != nil {
 		return st, err
@@ -278,7 +279,7 @@ const MaxBatch = 1<<16 - 1
 // Filter runs a plugin's Filter over the nodes in slots. Reply.Indexes[i]
 // is 0 if slots[i] passed, else a 1-based index into Reply.Entries.
 func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.FilterReply, error) {
-	body, err := c.runSlots(ctx, abi.FuncFilter, plugin, slots)
+	body, err := c.runSlots(ctx, abi.FuncFilter, plugin, slots, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -306,33 +307,62 @@ func (c *Client) Filter(ctx context.Context, plugin int, slots []uint32) (*abi.F
 // Score runs a plugin's Score (and NormalizeScore) over the nodes in slots
 // and returns one score per slot, checked to lie in [0, abi.MaxScore].
 func (c *Client) Score(ctx context.Context, plugin int, slots []uint32) ([]int64, error) {
-	body, err := c.runSlots(ctx, abi.FuncScore, plugin, slots)
+	scores, _, err := c.score(ctx, plugin, slots, false)
+	return scores, err
+}
+
+// ScoreWithRaw is Score for a cycle that records its decision: it also
+// returns each slot's score before NormalizeScore, which a module of ABI
+// v1.8 or later sends when asked (abi.ScoreRaw). raw is nil for an older
+// module, which is never asked. Both slices are the client's, valid until
+// its next call.
+func (c *Client) ScoreWithRaw(ctx context.Context, plugin int, slots []uint32) (scores, raw []int64, err error) {
+	return c.score(ctx, plugin, slots, c.module.manifest.VersionMinor >= abi.RawScoresMinor)
+}
+
+func (c *Client) score(ctx context.Context, plugin int, slots []uint32, raw bool) ([]int64, []int64, error) {
+	var flags uint8
+	if raw {
+		flags = abi.ScoreRaw
+	}
+	body, err := c.runSlots(ctx, abi.FuncScore, plugin, slots, flags)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.dec.Reset(body, false)
 	c.scores = c.dec.ScoreReply(c.scores, len(slots))
+	if raw && c.dec.Err() == nil && len(c.scores) == len(slots) {
+		c.raw = c.dec.RawScores(c.raw, len(slots))
+	}
 	if err := c.replyErr(abi.FuncScore, plugin); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(c.scores) != len(slots) {
-		return nil, c.brokenReply(abi.FuncScore, plugin, fmt.Errorf("%d scores for %d nodes", len(c.scores), len(slots)))
+		return nil, nil, c.brokenReply(abi.FuncScore, plugin, fmt.Errorf("%d scores for %d nodes", len(c.scores), len(slots)))
 	}
 	for i, s := range c.scores {
 		if s < 0 || s > abi.MaxScore {
-			return nil, &CallError{Module: c.module.name, Func: abi.FuncScore, Plugin: c.pluginName(plugin),
+			return nil, nil, &CallError{Module: c.module.name, Func: abi.FuncScore, Plugin: c.pluginName(plugin),
 				Err: fmt.Errorf("score %d for slot %d is outside [0, %d]", s, slots[i], abi.MaxScore)}
 		}
 	}
-	return c.scores, nil
+	if !raw {
+		return c.scores, nil, nil
+	}
+	return c.scores, c.raw, nil
 }
 
 // runSlots writes a slot list straight into the instance's input buffer.
-func (c *Client) runSlots(ctx context.Context, fn abi.Func, plugin int, slots []uint32) ([]byte, error) {
+// A non-zero flags is written after the slots (FuncScore's abi.ScoreRaw);
+// zero writes nothing, so the request is the plain SlotList.
+func (c *Client) runSlots(ctx context.Context, fn abi.Func, plugin int, slots []uint32, flags uint8) ([]byte, error) {
 	if len(slots) > MaxBatch {
 		return nil, fmt.Errorf("module %q: %s batch of %d nodes exceeds %d", c.module.name, fn, len(slots), MaxBatch)
 	}
 	n := 4 + 4*len(slots)
+	if flags != 0 {
+		n++
+	}
 	buf, err := c.inst.Input(ctx, n)
 	if err != nil {
 		c.broken = true
@@ -342,6 +372,9 @@ func (c *Client) runSlots(ctx context.Context, fn abi.Func, plugin int, slots []
 	putU32(buf, uint32(len(slots)))
 	for i, s := range slots {
 		putU32(buf[4+4*i:], s)
+	}
+	if flags != 0 {
+		buf[n-1] = flags
 	}
 	return c.call(ctx, fn, plugin, n)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -265,5 +266,88 @@ spec: {priorityClassName: high, containers: [{name: c, image: i, resources: {req
 	}
 	if last.Outcome != decision.OutcomeChosen || last.Node != "only" || !last.NominatedNodePassed || last.Evaluated != 1 {
 		t.Errorf("last attempt: %+v", last)
+	}
+}
+
+// A recorded cycle keeps each plugin's scores from before NormalizeScore:
+// NodeAffinity's raw score is the weight of the pod's preferred term the
+// node matches and TaintToleration's the count of PreferNoSchedule taints
+// the pod does not tolerate, what their Score returns before the guest
+// normalises within the same call. Native twins and the Wasm bundle
+// report them alike (TestExplanationIsTheCyclesDecision compares the
+// whole records).
+func TestExplanationKeepsRawScores(t *testing.T) {
+	ctx := context.Background()
+	cacheDir := t.TempDir()
+	objs := explainCluster(4, 60, 60)
+	nodes, pods := map[string]*corev1.Node{}, map[string]*corev1.Pod{}
+	for _, n := range objs.Nodes {
+		nodes[n.Name] = n
+	}
+	for _, p := range objs.Pods {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	want := func(plugin string, p *corev1.Pod, n *corev1.Node) (int64, bool) {
+		switch plugin {
+		case "NodeAffinity":
+			var raw int64
+			if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+				for _, term := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+					if slices.Contains(term.Preference.MatchExpressions[0].Values, n.Labels["topology.kubernetes.io/zone"]) {
+						raw += int64(term.Weight)
+					}
+				}
+			}
+			return raw, true
+		case "TaintToleration":
+			var raw int64
+			for _, taint := range n.Spec.Taints {
+				if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+					raw++ // the pods tolerate only "dedicated"
+				}
+			}
+			return raw, true
+		}
+		return 0, false
+	}
+	for _, backend := range []string{"native", "wasm"} {
+		opts := onBackend(backend, nil, Options{CacheDir: cacheDir, Seed: 4})
+		opts.Explain = func(string) bool { return true }
+		rep, err := Run(ctx, objs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked, changed := map[string]int{}, map[string]int{}
+		for _, r := range rep.Explanations {
+			for i, sp := range r.ScorePlugins {
+				if !sp.RawKnown {
+					t.Errorf("%s %s: %s's raw scores not known", backend, r.Pod, sp.Name)
+				}
+				for _, ns := range r.Scores {
+					if len(ns.Raw) != len(r.ScorePlugins) {
+						t.Fatalf("%s %s %s: %d raw scores for %d plugins", backend, r.Pod, ns.Node, len(ns.Raw), len(r.ScorePlugins))
+					}
+					if !sp.NormalizeScore && ns.Raw[i] != ns.Normalized[i] {
+						t.Errorf("%s %s %s: %s does not normalise, yet raw %d != normalized %d", backend, r.Pod, ns.Node, sp.Name, ns.Raw[i], ns.Normalized[i])
+					}
+					w, ok := want(sp.Name, pods[r.Pod], nodes[ns.Node])
+					if !ok {
+						continue
+					}
+					checked[sp.Name]++
+					if ns.Raw[i] != w {
+						t.Errorf("%s %s %s: %s raw %d, its Score gives %d", backend, r.Pod, ns.Node, sp.Name, ns.Raw[i], w)
+					}
+					if ns.Raw[i] != ns.Normalized[i] {
+						changed[sp.Name]++
+					}
+				}
+			}
+		}
+		for _, name := range []string{"NodeAffinity", "TaintToleration"} {
+			if checked[name] == 0 || changed[name] == 0 {
+				t.Errorf("%s: %s: %d raw scores checked, %d differ from the normalized; the test wants both", backend, name, checked[name], changed[name])
+			}
+		}
 	}
 }

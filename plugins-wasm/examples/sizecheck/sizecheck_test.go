@@ -16,7 +16,8 @@ import (
 // where the bytes go. Raised from 60,000 with ABI v1.5, whose batched view
 // edits and string table every module carries (62,254 bytes then), and
 // from 64,000 with ABI v1.6, whose cycle request ends with the pod's image
-// volumes (64,048 bytes then).
+// volumes (64,048 bytes then). ABI v1.8's raw scores (the score request's
+// flags byte, a second score row) cost 220 bytes: 64,436.
 const maxModuleSize = 64_500
 
 // maxDefaultBundle bounds the committed default bundle: 161,442 bytes

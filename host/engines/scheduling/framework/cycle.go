@@ -698,10 +698,14 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	at = &pluginPoint{name: metrics.Score, skip: skip}
 	for k := range c.prof.score {
 		p := &c.prof.score[k]
-		var scores []int64
+		var scores, raw []int64
 		ran, err := c.runPlugin(ctx, at, p, func(cl *guest.Client) (err error) {
 			t0 := c.start()
-			scores, err = cl.Score(ctx, p.index, feasible)
+			if c.rec != nil {
+				scores, raw, err = cl.ScoreWithRaw(ctx, p.index, feasible)
+			} else {
+				scores, err = cl.Score(ctx, p.index, feasible)
+			}
 			c.observe(p.timer, callCode(abi.Success, err), t0)
 			return err
 		})
@@ -715,7 +719,7 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 			totals[i] += s * p.weight
 		}
 		if c.rec != nil {
-			c.keepScores(p, scores)
+			c.keepScores(p, scores, raw)
 		}
 	}
 	return totals, nil

@@ -20,7 +20,9 @@ import (
 const notRunCode = "NotRun"
 
 // scoredPlugin is one Score plugin's reply in an explained cycle: its
-// scores are scoreBuf[at : at+len(feasible)].
+// scores are scoreBuf[at : at+len(feasible)], and its scores before
+// NormalizeScore follow them (a copy of the scores when the module did
+// not send them).
 type scoredPlugin struct {
 	plugin decision.ScorePlugin
 	at     int
@@ -31,15 +33,22 @@ type scoredPlugin struct {
 // recording allocates only what the record keeps.
 var scoreBufs = sync.Pool{New: func() any { return new([]int64) }}
 
-// keepScores copies plugin p's Score reply for the record.
-func (c *cycle) keepScores(p *wasmPlugin, scores []int64) {
+// keepScores copies plugin p's Score reply for the record: scores and
+// raw, the scores before NormalizeScore, nil when the module is older
+// than abi.RawScoresMinor.
+func (c *cycle) keepScores(p *wasmPlugin, scores, raw []int64) {
 	if c.scoreBuf == nil {
 		c.scoreBuf = scoreBufs.Get().(*[]int64)
 		*c.scoreBuf = (*c.scoreBuf)[:0]
 	}
-	sp := decision.ScorePlugin{Name: p.name, Weight: p.weight, NormalizeScore: p.points.Has(abi.PointNormalizeScore)}
+	norm := p.points.Has(abi.PointNormalizeScore)
+	sp := decision.ScorePlugin{Name: p.name, Weight: p.weight, NormalizeScore: norm, RawKnown: raw != nil || !norm}
 	c.scored = append(c.scored, scoredPlugin{plugin: sp, at: len(*c.scoreBuf)})
 	*c.scoreBuf = append(*c.scoreBuf, scores...)
+	if raw == nil {
+		raw = scores
+	}
+	*c.scoreBuf = append(*c.scoreBuf, raw...)
 }
 
 // Explain makes the cycle fill rec with why it decided what it did.
@@ -65,16 +74,17 @@ func (c *cycle) explainFilter(diag *Diagnosis, evaluated, feasible int) {
 // of best.
 func (c *cycle) explainScores(feasible []uint32, totals []int64, best int) {
 	plugins := make([]decision.ScorePlugin, len(c.scored))
-	normalized := make([][]int64, len(c.scored))
+	normalized, raw := make([][]int64, len(c.scored)), make([][]int64, len(c.scored))
+	n := len(feasible)
 	for i, sp := range c.scored {
-		plugins[i], normalized[i] = sp.plugin, (*c.scoreBuf)[sp.at:sp.at+len(feasible)]
+		plugins[i], normalized[i], raw[i] = sp.plugin, (*c.scoreBuf)[sp.at:sp.at+n], (*c.scoreBuf)[sp.at+n:sp.at+2*n]
 	}
 	defer func() {
 		scoreBufs.Put(c.scoreBuf)
 		c.scoreBuf = nil
 	}()
 	name := func(i int) string { return c.snap.Slot(feasible[i]).Info.Node.Name }
-	c.rec.SetScores(len(feasible), name, plugins, normalized, totals, best)
+	c.rec.SetScores(len(feasible), name, plugins, raw, normalized, totals, best)
 }
 
 // explainOutcome finishes rec after a cycle of pod on profile begun at
