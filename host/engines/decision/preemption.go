@@ -20,6 +20,15 @@ import (
 // a sink; the outcome fields are written under a lock by the preemption
 // goroutine and read through MarshalJSON or Execution.
 type Preemption struct {
+	PreemptionDecision
+
+	mu   sync.Mutex
+	exec Execution
+}
+
+// PreemptionDecision is what the cycle decided, written once by it; the
+// victims' outcomes, which come later, are Preemption's Execution.
+type PreemptionDecision struct {
 	Pod     string `json:"pod"`
 	Profile string `json:"profile,omitempty"`
 	// Policy is the victim policy that chose victims and ranked the
@@ -49,9 +58,6 @@ type Preemption struct {
 	Nominated string `json:"nominated,omitempty"`
 	// Message is the failure the pod got when preemption found nothing.
 	Message string `json:"message,omitempty"`
-
-	mu   sync.Mutex
-	exec Execution
 }
 
 // Candidate is one node preemption could free for the pod, with the
@@ -112,7 +118,7 @@ type VictimOutcome struct {
 
 // NewPreemption returns an empty record for PostFilter to fill.
 func NewPreemption(pod, profile, policy string, async bool) *Preemption {
-	return &Preemption{Pod: pod, Profile: profile, Policy: policy, Async: async}
+	return &Preemption{PreemptionDecision: PreemptionDecision{Pod: pod, Profile: profile, Policy: policy, Async: async}}
 }
 
 // SetCandidates records the ranked candidates (best first), cut to l,
@@ -258,28 +264,14 @@ func (p *Preemption) Victims() []string {
 // preemptionJSON is Preemption's wire form: its fields and a snapshot of
 // the execution.
 type preemptionJSON struct {
-	Pod               string        `json:"pod"`
-	Profile           string        `json:"profile,omitempty"`
-	Policy            string        `json:"policy,omitempty"`
-	Async             bool          `json:"async,omitempty"`
-	Ineligible        string        `json:"ineligible,omitempty"`
-	PotentialNodes    int           `json:"potentialNodes"`
-	Candidates        []Candidate   `json:"candidates,omitempty"`
-	CandidatesDropped int           `json:"candidatesDropped,omitempty"`
-	NoCandidate       []ReasonCount `json:"noCandidate,omitempty"`
-	Chosen            string        `json:"chosen,omitempty"`
-	Why               string        `json:"why,omitempty"`
-	Nominated         string        `json:"nominated,omitempty"`
-	Message           string        `json:"message,omitempty"`
-	Execution         *Execution    `json:"execution,omitempty"`
+	PreemptionDecision
+	Execution *Execution `json:"execution,omitempty"`
 }
 
 // MarshalJSON writes the record with a consistent snapshot of its
 // execution, which a preemption goroutine may still be writing.
 func (p *Preemption) MarshalJSON() ([]byte, error) {
-	j := preemptionJSON{Pod: p.Pod, Profile: p.Profile, Policy: p.Policy, Async: p.Async, Ineligible: p.Ineligible,
-		PotentialNodes: p.PotentialNodes, Candidates: p.Candidates, CandidatesDropped: p.CandidatesDropped,
-		NoCandidate: p.NoCandidate, Chosen: p.Chosen, Why: p.Why, Nominated: p.Nominated, Message: p.Message}
+	j := preemptionJSON{PreemptionDecision: p.PreemptionDecision}
 	if e := p.Execution(); e.Done || len(e.Victims) > 0 || len(e.Refused) > 0 {
 		j.Execution = &e
 	}
@@ -293,9 +285,7 @@ func (p *Preemption) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	p.Pod, p.Profile, p.Policy, p.Async, p.Ineligible = j.Pod, j.Profile, j.Policy, j.Async, j.Ineligible
-	p.PotentialNodes, p.Candidates, p.CandidatesDropped = j.PotentialNodes, j.Candidates, j.CandidatesDropped
-	p.NoCandidate, p.Chosen, p.Why, p.Nominated, p.Message = j.NoCandidate, j.Chosen, j.Why, j.Nominated, j.Message
+	p.PreemptionDecision = j.PreemptionDecision
 	if j.Execution != nil {
 		p.mu.Lock()
 		p.exec = *j.Execution
