@@ -18,6 +18,7 @@ import (
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/run/kube"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
 // countingBinder is the real Binder, counting the bindings that failed.
@@ -219,23 +220,7 @@ func TestFailedSchedulingRepeatsBecomeASeries(t *testing.T) {
 	}
 	startServe(t, ctx, kube.ServeOptions{Client: client, Config: config.Default(), Metrics: met})
 	unschedulable := func() float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "scheduler_schedule_attempts_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == "result" && lp.GetValue() == metrics.ResultUnschedulable {
-						return m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return 0
+		return testmetrics.Value(t, reg, "scheduler_schedule_attempts_total", testmetrics.Labels{"result": metrics.ResultUnschedulable})
 	}
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod("too-big", "", "10"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
