@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -345,18 +344,12 @@ func (prof *Profile) schedule(ctx context.Context, state *CycleState, pod *abi.P
 		// The plugins named are the narrowers and, as kube-scheduler's
 		// diagnosis shares one set between them, the plugins that
 		// rejected the nominated node just tried.
-		named := map[string]struct{}{}
-		for _, n := range pre.narrowers {
-			named[n] = struct{}{}
-		}
+		list := slices.Clone(pre.narrowers)
 		for n := range fit.Diagnosis.UnschedulablePlugins {
-			named[n] = struct{}{}
-		}
-		list := make([]string, 0, len(named))
-		for n := range named {
 			list = append(list, n)
 		}
-		sort.Strings(list)
+		slices.Sort(list)
+		list = slices.Compact(list)
 		fit.Diagnosis.Absent = NewStatus(abi.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", strings.Join(list, " ")))
 		if c.rec != nil {
