@@ -161,15 +161,36 @@ func (s *Scheduling) Reject(node, plugin, code string, reasons []string) {
 	s.rejects = append(s.rejects, NodeVerdict{Node: node, Plugin: plugin, Code: code, Reasons: reasons})
 }
 
+// ScoreSource gives what the Score point replied: Normalized(p, i) is
+// plugin p's score of node i after its NormalizeScore, Raw(p, i) before
+// it (see ScorePlugin.RawKnown). SetScores asks it only about the nodes
+// it keeps, so a cycle can leave its replies as they came.
+type ScoreSource interface {
+	Raw(p, i int) int64
+	Normalized(p, i int) int64
+}
+
+// ScoreTable is a ScoreSource of decoded rows, one per plugin:
+// RawRows[p][i] and NormalizedRows[p][i].
+type ScoreTable struct {
+	RawRows, NormalizedRows [][]int64
+}
+
+// Raw implements ScoreSource.
+func (t ScoreTable) Raw(p, i int) int64 { return t.RawRows[p][i] }
+
+// Normalized implements ScoreSource.
+func (t ScoreTable) Normalized(p, i int) int64 { return t.NormalizedRows[p][i] }
+
 // SetScores records the Score point over n nodes: node i (named
-// name(i)) got raw[p][i] from plugins[p]'s Score, normalized[p][i]
-// after its NormalizeScore, totals[i] in all, and
+// name(i)) got scores.Raw(p, i) from plugins[p]'s Score,
+// scores.Normalized(p, i) after its NormalizeScore, totals[i] in all, and
 // chosen is the index of the node the cycle chose. It keeps the top
 // MaxScored nodes by total (equal totals: the earlier in the walk), the
 // chosen one and Pin, and lists the nodes tied with the chosen one. It
-// selects rather than sorts, and names only the nodes it keeps: it runs
-// on the scheduling loop.
-func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, raw, normalized [][]int64, totals []int64, chosen int) {
+// selects rather than sorts, and names and reads the scores of only the
+// nodes it keeps: it runs on the scheduling loop.
+func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, scores ScoreSource, totals []int64, chosen int) {
 	s.ScorePlugins = plugins
 	k := s.Limits.MaxScored
 	top := make([]int, 0, k+2)
@@ -225,9 +246,9 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		row := rows[3*j*np : 3*(j+1)*np]
 		ns := NodeScore{Node: name(i), Total: totals[i], Raw: row[:np:np], Normalized: row[np : 2*np : 2*np], Weighted: row[2*np:]}
 		for p := range plugins {
-			ns.Raw[p] = raw[p][i]
-			ns.Normalized[p] = normalized[p][i]
-			ns.Weighted[p] = normalized[p][i] * plugins[p].Weight
+			ns.Raw[p] = scores.Raw(p, i)
+			ns.Normalized[p] = scores.Normalized(p, i)
+			ns.Weighted[p] = ns.Normalized[p] * plugins[p].Weight
 		}
 		s.Scores[j] = ns
 	}

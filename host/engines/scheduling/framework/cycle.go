@@ -111,6 +111,7 @@ type cycle struct {
 	// scored gathers the Score plugins' replies of an explained cycle.
 	scored   []scoredPlugin
 	scoreBuf *[]int64 // from scoreBufs, while the cycle holds scores
+	rawBuf   *[]byte  // from rawBufs, likewise
 }
 
 // start returns the start time of a plugin call when this cycle is timed
@@ -691,7 +692,8 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	at = &pluginPoint{name: metrics.Score, skip: skip}
 	for k := range c.prof.score {
 		p := &c.prof.score[k]
-		var scores, raw []int64
+		var scores []int64
+		var raw guest.RawScores
 		ran, err := c.runPlugin(ctx, at, p, func(cl *guest.Client) (err error) {
 			t0 := c.start()
 			if c.rec != nil {
