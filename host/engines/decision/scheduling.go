@@ -335,16 +335,26 @@ func (s *Scheduling) VerdictOf(node string) *NodeVerdict {
 }
 
 // AnnotationKey is the pod annotation serve --record-decisions writes a
-// Summary under, in the binding that places the pod.
+// Summary under: in the binding that places the pod, and in a patch of
+// its own after an attempt that did not.
 const AnnotationKey = "wasmsched.io/decision"
 
 // MaxSummaryBytes caps the annotation: a pod's annotations share 256 KiB
 // in all, and a summary should take a small part of it.
 const MaxSummaryBytes = 2048
 
+// maxSummaryMessage caps a Summary's Message: the reasons are grouped
+// in Rejected, and the full message is in the pod's condition.
+const maxSummaryMessage = 256
+
 // Summary is the compact form of a record a pod annotation carries.
 type Summary struct {
-	Profile   string `json:"profile"`
+	Profile string `json:"profile"`
+	// Outcome and Message say why an attempt did not place the pod
+	// (OutcomeUnschedulable, OutcomeNominated, OutcomeError); both are
+	// left out of a chosen node's summary.
+	Outcome   string `json:"outcome,omitempty"`
+	Message   string `json:"message,omitempty"`
 	Node      string `json:"node"`
 	Score     int64  `json:"score"`
 	Evaluated int    `json:"evaluated"`
@@ -370,6 +380,9 @@ type SummaryScore struct {
 // they do not fit).
 func (s *Scheduling) Summarize(maxBytes int) string {
 	sum := Summary{Profile: s.Profile, Node: s.Node, Score: s.Score, Evaluated: s.Evaluated, Feasible: s.Feasible, Tied: s.TiedCount}
+	if s.Outcome != OutcomeChosen {
+		sum.Outcome, sum.Message = s.Outcome, cut(s.Message, maxSummaryMessage)
+	}
 	for _, ns := range s.Scores[:min(len(s.Scores), 3)] {
 		ss := SummaryScore{Node: ns.Node, Total: ns.Total, Plugins: make(map[string]int64, len(ns.Weighted))}
 		for i, w := range ns.Weighted {
