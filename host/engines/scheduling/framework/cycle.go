@@ -696,7 +696,9 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 		var raw guest.RawScores
 		ran, err := c.runPlugin(ctx, at, p, func(cl *guest.Client) (err error) {
 			t0 := c.start()
-			if c.rec != nil {
+			// Only a normalising plugin's raw scores differ from its
+			// scores: the others are not asked to send them twice.
+			if c.rec != nil && p.points.Has(abi.PointNormalizeScore) {
 				scores, raw, err = cl.ScoreWithRaw(ctx, p.index, feasible)
 			} else {
 				scores, err = cl.Score(ctx, p.index, feasible)
