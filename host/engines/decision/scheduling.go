@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -252,12 +253,37 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		}
 		s.Scores[j] = ns
 	}
-	slices.SortFunc(s.Scores, func(a, b NodeScore) int {
-		if c := cmp.Compare(b.Total, a.Total); c != 0 {
-			return c
+	sortScores(s.Scores)
+}
+
+// sortScores orders scores by total, highest first, then by node name.
+// The selection leaves them nearly in that order (by total; ties in walk
+// order, the chosen and pinned nodes last), so a short list is sorted by
+// insertion, which then does little more than one pass.
+func sortScores(scores []NodeScore) {
+	before := func(a, b *NodeScore) bool {
+		if a.Total != b.Total {
+			return a.Total > b.Total
 		}
-		return cmp.Compare(a.Node, b.Node)
-	})
+		return strings.Compare(a.Node, b.Node) < 0
+	}
+	if len(scores) > 64 {
+		slices.SortFunc(scores, func(a, b NodeScore) int {
+			if before(&a, &b) {
+				return -1
+			}
+			if before(&b, &a) {
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	for i := 1; i < len(scores); i++ {
+		for j := i; j > 0 && before(&scores[j], &scores[j-1]); j-- {
+			scores[j], scores[j-1] = scores[j-1], scores[j]
+		}
+	}
 }
 
 // Finish groups and cuts the rejections gathered during the cycle.
