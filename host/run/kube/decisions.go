@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -35,6 +36,11 @@ const (
 	decisionRetryBase = 100 * time.Millisecond
 	decisionRetryMax  = 10 * time.Second
 )
+
+// errStaleCopy is a patch refused because the pod changed after the
+// informer's copy it was made from (its own condition patch, say): it
+// is tried again once the informer has caught up.
+var errStaleCopy = errors.New("the pod changed since the informer's copy")
 
 // pendingSummary is the latest summary waiting for a pod.
 type pendingSummary struct {
@@ -145,7 +151,11 @@ func (w *decisionWriter) next(ctx context.Context) bool {
 		w.queue.Forget(uid)
 		w.log.Warn("decision annotation: giving up", "pod", p.namespace+"/"+p.name, "tries", decisionTries, "error", err)
 	default:
-		w.log.Warn("decision annotation: will retry", "pod", p.namespace+"/"+p.name, "error", err)
+		if errors.Is(err, errStaleCopy) { // expected now and then: the informer lags the API
+			w.log.Debug("decision annotation: will retry", "pod", p.namespace+"/"+p.name, "error", err)
+		} else {
+			w.log.Warn("decision annotation: will retry", "pod", p.namespace+"/"+p.name, "error", err)
+		}
 		w.putBack(p)
 		w.queue.AddRateLimited(uid)
 	}
@@ -189,7 +199,7 @@ func (w *decisionWriter) write(ctx context.Context, p pendingSummary) error {
 			w.log.Debug("decision annotation: pod bound, gone or replaced meanwhile; dropped", "pod", p.namespace+"/"+p.name, "error", err.Error())
 			return nil
 		}
-		return fmt.Errorf("patch pod %s/%s: %w", p.namespace, p.name, err)
+		return fmt.Errorf("patch pod %s/%s: %w (%v)", p.namespace, p.name, errStaleCopy, err)
 	}
 	return fmt.Errorf("patch pod %s/%s: %w", p.namespace, p.name, err)
 }

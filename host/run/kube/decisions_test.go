@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -139,5 +140,40 @@ func TestDecisionAnnotationRetriedAfterAnError(t *testing.T) {
 	got, err := client.CoreV1().Pods("ns").Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil || got.Annotations[decision.AnnotationKey] != `{"outcome":"Error"}` {
 		t.Fatalf("pod annotations %v, %v", got.Annotations, err)
+	}
+}
+
+// A patch refused because the pod changed after the informer's copy
+// (Conflict on its resourceVersion) is tried again; once the informer
+// shows the pod bound, the summary is dropped without another write.
+func TestDecisionAnnotationConflictRetriedUntilBound(t *testing.T) {
+	client := fake.NewSimpleClientset(pendingPod("u1"))
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web", errors.New("the object has been modified"))
+	})
+	var informer atomic.Pointer[corev1.Pod]
+	stale := pendingPod("u1")
+	stale.ResourceVersion = "5"
+	informer.Store(stale)
+	w := newDecisionWriter(client, hclog.NewNullLogger(), func(*abi.Pod) *corev1.Pod { return informer.Load() })
+	defer w.queue.ShutDown()
+	w.add(&abi.Pod{Namespace: "ns", Name: "web", UID: "u1"}, `{"outcome":"Unschedulable"}`)
+	w.next(context.Background())
+	patches := podPatches(client)
+	if len(patches) != 1 || !strings.Contains(string(patches[0].GetPatch()), `"resourceVersion":"5"`) {
+		t.Fatalf("patches %d, want one made from the informer's copy", len(patches))
+	}
+	if w.queue.NumRequeues("u1") != 1 {
+		t.Fatalf("conflict not retried: requeues %d", w.queue.NumRequeues("u1"))
+	}
+	bound := pendingPod("u1")
+	bound.ResourceVersion, bound.Spec.NodeName = "7", "n1"
+	informer.Store(bound)
+	w.next(context.Background())
+	if n := len(podPatches(client)); n != 1 {
+		t.Fatalf("%d patches: a pod bound meanwhile was patched again", n)
+	}
+	if len(w.waiting) != 0 || w.queue.Len() != 0 {
+		t.Fatalf("left waiting: %v, queued %d", w.waiting, w.queue.Len())
 	}
 }
