@@ -223,7 +223,16 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		for i, t := range totals {
 			if i != chosen && t == totals[chosen] {
 				s.TiedCount++
-				if len(s.Tied) < s.Limits.MaxScored {
+			}
+		}
+		// Counted first, so the names kept take one allocation.
+		if s.TiedCount > 0 {
+			s.Tied = make([]string, 0, min(s.TiedCount, s.Limits.MaxScored))
+			for i, t := range totals {
+				if len(s.Tied) == cap(s.Tied) {
+					break
+				}
+				if i != chosen && t == totals[chosen] {
 					s.Tied = append(s.Tied, name(i))
 				}
 			}

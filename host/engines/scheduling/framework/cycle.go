@@ -446,6 +446,9 @@ func (c *cycle) preFilter(ctx context.Context) (preFilterOutcome, error) {
 	var out preFilterOutcome
 	var unschedulable *Status
 	at := &pluginPoint{name: metrics.PreFilter, skip: c.skip}
+	if c.rec != nil {
+		c.rec.PreFilter = make([]decision.PreFilterVerdict, 0, len(c.prof.preFilter))
+	}
 	for k := range c.prof.preFilter {
 		p := &c.prof.preFilter[k]
 		var st abi.PluginStatus
