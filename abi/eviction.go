@@ -306,23 +306,6 @@ func (e *Encoder) indexes(xs []uint32) {
 	}
 }
 
-func (d *Decoder) indexes() []uint32 {
-	n := d.Count(1)
-	if n == 0 {
-		return nil
-	}
-	xs := make([]uint32, n)
-	for i := range xs {
-		v := d.Uvarint()
-		if v >= 1<<31 {
-			d.failf("pod index out of range")
-			return nil
-		}
-		xs[i] = uint32(v)
-	}
-	return xs
-}
-
 // indexesUpTo reads a reply's list of pod indexes, at most b.limit.
 func (d *Decoder) indexesUpTo(b bound) []uint32 {
 	n := d.countUpTo(1, b)
@@ -374,17 +357,57 @@ func (e *Encoder) EvictionRequest(r *EvictionRequest) {
 	}
 }
 
-// EvictionRequest reads the input of FuncThresholdMet or FuncEvictPods.
+// EvictionRequest reads the input of FuncThresholdMet or FuncEvictPods,
+// reusing the memory of what r held (its nodes and their candidate
+// lists), so that a guest decoding every round's request into one value
+// allocates only when a request outgrows the last.
 func (d *Decoder) EvictionRequest(r *EvictionRequest) {
 	r.Limit = uint32(d.Uvarint())
-	r.Nodes = nil
-	if n := d.Count(5); n > 0 {
-		r.Nodes = make([]EvictionNode, n)
-		for i := range r.Nodes {
-			r.Nodes[i].Slot = d.U32()
-			r.Nodes[i].Candidates = d.indexes()
-		}
+	n := d.Count(5)
+	if n == 0 {
+		r.Nodes = r.Nodes[:0]
+		return
 	}
+	r.Nodes = reuse(r.Nodes, n)
+	for i := range r.Nodes {
+		x := &r.Nodes[i]
+		x.Slot = d.U32()
+		x.Candidates = d.indexesInto(x.Candidates)
+	}
+}
+
+// reuse returns xs with length n, its memory when it has room, else new
+// memory; elements past the old length keep what they held (the
+// decoders overwrite every field, and reuse their slices' memory).
+func reuse[T any](xs []T, n int) []T {
+	if cap(xs) < n {
+		ys := make([]T, n)
+		copy(ys, xs[:cap(xs)])
+		return ys
+	}
+	return xs[:n]
+}
+
+// indexesInto reads a list of pod indexes into xs's memory when it has
+// room (nil for an empty list when xs has none).
+func (d *Decoder) indexesInto(xs []uint32) []uint32 {
+	n := d.Count(1)
+	if n == 0 {
+		return xs[:0]
+	}
+	if cap(xs) < n {
+		xs = make([]uint32, n)
+	}
+	xs = xs[:n]
+	for i := range xs {
+		v := d.Uvarint()
+		if v >= 1<<31 {
+			d.failf("pod index out of range")
+			return xs[:0]
+		}
+		xs[i] = uint32(v)
+	}
+	return xs
 }
 
 // ThresholdResult is a policy's ThresholdMet answer for one node.
@@ -491,18 +514,21 @@ func (e *Encoder) TopEvictionRequest(r *TopEvictionRequest) {
 }
 
 // TopEvictionRequest reads the input of FuncTopEvictionPods.
+// It reuses the memory of what r held, as EvictionRequest.
 func (d *Decoder) TopEvictionRequest(r *TopEvictionRequest) {
 	r.Limit = uint32(d.Uvarint())
-	r.Nodes = nil
-	if n := d.Count(7); n > 0 {
-		r.Nodes = make([]TopEvictionNode, n)
-		for i := range r.Nodes {
-			x := &r.Nodes[i]
-			x.Slot = d.U32()
-			x.TopN = uint32(d.Uvarint())
-			x.Scope = d.String()
-			x.Candidates = d.indexes()
-		}
+	n := d.Count(7)
+	if n == 0 {
+		r.Nodes = r.Nodes[:0]
+		return
+	}
+	r.Nodes = reuse(r.Nodes, n)
+	for i := range r.Nodes {
+		x := &r.Nodes[i]
+		x.Slot = d.U32()
+		x.TopN = uint32(d.Uvarint())
+		x.Scope = d.String()
+		x.Candidates = d.indexesInto(x.Candidates)
 	}
 }
 

@@ -28,7 +28,8 @@ func rankCandidates(node *plugin.EvictionNode, candidates []uint32, request func
 			continue // the SDK never offers one; nothing to rank if it did
 		}
 		r := ranked{idx: c, pod: p}
-		req := abi.PodRequests(p)
+		var req abi.Resources
+		addPodRequests(&req, p)
 		r.request = request(&req)
 		if usage != nil {
 			if o := node.PodObs(c); o != nil && o.Usage != nil {
@@ -38,6 +39,22 @@ func rankCandidates(node *plugin.EvictionNode, candidates []uint32, request func
 		rs = append(rs, r)
 	}
 	return rs
+}
+
+// addPodRequests adds a pod's abi.PodRequests to sum. A pod of app
+// containers only, without pod-level requests (nearly every pod), is
+// summed in place: abi.PodRequests copies each container's requests
+// first, and a policy sums every pod of every node each round.
+func addPodRequests(sum *abi.Resources, p *abi.Pod) {
+	if len(p.InitContainers) > 0 || p.PodLevel != nil {
+		r := abi.PodRequests(p)
+		sum.AddAll(&r)
+		return
+	}
+	for i := range p.Containers {
+		sum.AddAll(&p.Containers[i].Requests)
+	}
+	sum.AddAll(&p.Overhead)
 }
 
 // sortRanked sorts rs by less, an insertion sort: candidate lists hold

@@ -76,8 +76,7 @@ func (pl *ResourceOvercommit) ThresholdMet(node *plugin.EvictionNode) abi.Thresh
 	var sum abi.Resources
 	for _, c := range node.Candidates {
 		if p := node.Pod(c); p != nil {
-			r := abi.PodRequests(p)
-			sum.AddAll(&r)
+			addPodRequests(&sum, p)
 		}
 	}
 	alloc := &node.Node.Allocatable
