@@ -1,6 +1,9 @@
 package abi
 
-import "slices"
+import (
+	"slices"
+	"unsafe"
+)
 
 // Vpod messages (ABI v1.3). The host's vpod engine (Knative Eventing's
 // vreplica scheduler) places the vreplicas of a vpod one at a time onto
@@ -319,8 +322,8 @@ func (e *Encoder) VPodStep(s *VPodStep) {
 func (d *Decoder) VPodStep(s *VPodStep) {
 	s.Policy = d.u32varint("policy id")
 	s.Topology = d.U64()
-	s.Namespace = d.String()
-	s.Name = d.String()
+	s.Namespace = d.stringAgain(s.Namespace)
+	s.Name = d.stringAgain(s.Name)
 	s.VReplicas = d.Int32()
 	s.FreeCapEmpty = d.Bool()
 	s.Free = grow(s.Free, d.Count(1))
@@ -337,6 +340,32 @@ func (d *Decoder) VPodStep(s *VPodStep) {
 	if d.Err() != nil {
 		s.Free, s.Candidates = s.Free[:0], s.Candidates[:0]
 	}
+}
+
+// stringAgain reads a string, returning old itself when the bytes are
+// old's: the steps of one vpod name it every time, and a guest that
+// decoded a new string per step would keep its collector busy.
+func (d *Decoder) stringAgain(old string) string {
+	b := d.Bytes()
+	if len(b) == len(old) {
+		same := true
+		for i := range b {
+			if b[i] != old[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return old
+		}
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	if d.alias {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
 }
 
 // grow returns s with length n, reusing its memory when it is large

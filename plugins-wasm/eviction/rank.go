@@ -18,10 +18,23 @@ type ranked struct {
 // over is usage − request; meaningful only with usage data.
 func (r *ranked) over() int64 { return r.usage - r.request }
 
-// rankCandidates builds the ranked list of candidates; request and usage
+// ranking is a plugin's memory for ranking candidates, reused from node
+// to node and round to round: a round ranks a node's pods wherever a
+// threshold is met, and a guest allocating per node would keep its
+// collector busy. What candidates and firstN return is valid until the
+// next call.
+type ranking struct {
+	rs  []ranked
+	out []uint32
+}
+
+// candidates builds the ranked list of candidates; request and usage
 // pick the numbers the sort is about (usage may be nil: no usage read).
-func rankCandidates(node *plugin.EvictionNode, candidates []uint32, request func(*abi.Resources) int64, usage func(*abi.Usage) int64) []ranked {
-	rs := make([]ranked, 0, len(candidates))
+func (k *ranking) candidates(node *plugin.EvictionNode, candidates []uint32, request func(*abi.Resources) int64, usage func(*abi.Usage) int64) []ranked {
+	rs := k.rs[:0]
+	if cap(rs) < len(candidates) {
+		rs = make([]ranked, 0, len(candidates))
+	}
 	for _, c := range candidates {
 		p := node.Pod(c)
 		if p == nil {
@@ -38,6 +51,7 @@ func rankCandidates(node *plugin.EvictionNode, candidates []uint32, request func
 		}
 		rs = append(rs, r)
 	}
+	k.rs = rs
 	return rs
 }
 
@@ -52,9 +66,22 @@ func addPodRequests(sum *abi.Resources, p *abi.Pod) {
 		return
 	}
 	for i := range p.Containers {
-		sum.AddAll(&p.Containers[i].Requests)
+		addResources(sum, &p.Containers[i].Requests)
 	}
-	sum.AddAll(&p.Overhead)
+	addResources(sum, &p.Overhead)
+}
+
+// addResources is abi.Resources.AddAll with the common case, no scalar
+// resources, written out.
+func addResources(sum, r *abi.Resources) {
+	sum.MilliCPU += r.MilliCPU
+	sum.Memory += r.Memory
+	sum.EphemeralStorage += r.EphemeralStorage
+	if len(r.Scalars) > 0 {
+		for _, s := range r.Scalars {
+			sum.Add(s.Name, s.Value)
+		}
+	}
 }
 
 // sortRanked sorts rs by less, an insertion sort: candidate lists hold
@@ -82,9 +109,12 @@ func byName(a, b *ranked) bool {
 }
 
 // firstN returns the indexes of the first n ranked pods.
-func firstN(rs []ranked, n int) []uint32 {
+func (k *ranking) firstN(rs []ranked, n int) []uint32 {
 	n = min(n, len(rs))
-	out := make([]uint32, n)
+	if cap(k.out) < n {
+		k.out = make([]uint32, n)
+	}
+	out := k.out[:n]
 	for i := range out {
 		out[i] = rs[i].idx
 	}
