@@ -1,5 +1,7 @@
 package abi
 
+import "slices"
+
 // Eviction messages (ABI v1.2). The host's eviction coordinator
 // (Katalyst-style) asks eviction policies, once per round and batched over
 // every node, whether a threshold is met (FuncThresholdMet), which pods
@@ -433,18 +435,38 @@ type ThresholdResult struct {
 // ThresholdMetReply appends the reply body of FuncThresholdMet: one
 // result per requested node, in order.
 func (e *Encoder) ThresholdMetReply(rs []ThresholdResult) {
+	// A round's reply holds a result per node (thousands, most of them
+	// "not met"): each result's fields up to its condition are written by
+	// index into room grown once, not one append (a runtime call in a
+	// TinyGo guest) per field.
 	e.Uvarint(uint64(len(rs)))
 	for i := range rs {
 		r := &rs[i]
-		e.U8(uint8(r.Met))
-		e.U64(float64bits(r.ThresholdValue))
-		e.U64(float64bits(r.ObservedValue))
-		e.String(r.Operator)
-		e.String(r.Scope)
-		e.Varint(r.GracePeriodSeconds)
+		size := 1 + 8 + 8 + 2*maxUvarintLen + len(r.Operator) + len(r.Scope) + maxUvarintLen
+		b := slices.Grow(e.B, size)
+		n := len(b)
+		b = b[:n+size]
+		b[n] = uint8(r.Met)
+		n = putU64(b, n+1, float64bits(r.ThresholdValue))
+		n = putU64(b, n, float64bits(r.ObservedValue))
+		n = putUvarint(b, n, uint64(len(r.Operator)))
+		n += copy(b[n:], r.Operator)
+		n = putUvarint(b, n, uint64(len(r.Scope)))
+		n += copy(b[n:], r.Scope)
+		n = putUvarint(b, n, uint64(r.GracePeriodSeconds<<1)^uint64(r.GracePeriodSeconds>>63))
+		e.B = b[:n]
 		e.evictionCondition(r.Condition)
 		e.indexes(r.Candidates)
 	}
+}
+
+// putU64 writes v little-endian at b[n:], which has room for it, and
+// returns the index after it.
+func putU64(b []byte, n int, v uint64) int {
+	_ = b[n+7]
+	b[n], b[n+1], b[n+2], b[n+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	b[n+4], b[n+5], b[n+6], b[n+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+	return n + 8
 }
 
 // Names of the eviction replies in a LimitError.
