@@ -78,8 +78,8 @@ func appendInlineFill(out []byte, dst uint32, v byte, n int64) []byte {
 //
 // A memory.fill whose length is not a constant is left by the rule above,
 // and TinyGo's allocator runs one on every allocation (it zeroes what it
-// hands out). On wazero each costs one call into Go's memmove per doubling
-// even for 8 bytes: about 50 ns where a store takes one
+// hands out). On wazero each costs one call into Go's memmove per doubling,
+// tens of nanoseconds even for 8 bytes where a store takes one
 // (BenchmarkFill in fills_test.go). So Instrument adds one function to a
 // module that has such fills,
 //
