@@ -16,6 +16,7 @@ import (
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/run/memapi"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
 // preemptionAsync builds scheduler_perf's PreemptionAsync shape: nodes of
@@ -55,6 +56,9 @@ func preemptionAsync(nodes, measured, high int) (*Objects, []*corev1.Pod) {
 // wasmtime with -tags wasmtime) and on its native twin. A run gives up after 90 s and reports the throughput
 // so far. Run with -benchtime 1x.
 // WASMSCHED_BENCH_MEASURED and WASMSCHED_BENCH_NODES override the sizes.
+// cpu-µs/pod is the process's CPU time over the run per measured pod
+// bound; it includes the preemptions, whose number grows with the run's
+// length (a slower run sees more preemptors).
 func BenchmarkPreemptionAsync(b *testing.B) {
 	nodes, measured := 5000, 5000
 	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_MEASURED")); err == nil && v > 0 {
@@ -87,7 +91,9 @@ profiles:
 			}
 			ctx := context.Background()
 			cacheDir := b.TempDir()
-			var podsPerS, preempted, arrived float64
+			var podsPerS, preempted, arrived, recycled float64
+			var cpu time.Duration
+			var bound int
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				opts := onBackend(run.backend, cfg, Options{CacheDir: cacheDir, Seed: 1, APILatency: 50 * time.Millisecond})
@@ -96,10 +102,13 @@ profiles:
 				if err != nil {
 					b.Fatal(err)
 				}
+				cpu0 := processCPU()
 				b.StartTimer()
 				res, err := env.RunChurn(ctx, Churn{Namespace: "measured", Measured: measured, Arrivals: arrivals,
 					Every: 200 * time.Millisecond, Timeout: 90 * time.Second})
 				b.StopTimer()
+				cpu += processCPU() - cpu0
+				bound += res.Bound
 				if err != nil && !errors.Is(err, ErrChurnTimeout) {
 					b.Fatal(err)
 				}
@@ -107,6 +116,7 @@ profiles:
 					b.Logf("%s/%s: timed out after %s with %d of %d measured pods bound", run.mode, run.backend, res.Elapsed, res.Bound, measured)
 				}
 				faults.check()
+				recycled += testmetrics.Value(b, faults.reg, "wasmsched_instances_recycled_total", nil)
 				podsPerS += res.PodsPerS
 				preempted += float64(res.Preempted)
 				arrived += float64(res.Arrived)
@@ -116,6 +126,10 @@ profiles:
 			b.ReportMetric(podsPerS/float64(b.N), "pods/s")
 			b.ReportMetric(arrived/float64(b.N), "preemptors")
 			b.ReportMetric(preempted/float64(b.N), "victims")
+			b.ReportMetric(recycled/float64(b.N), "recycles")
+			if bound > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(bound), "cpu-µs/pod")
+			}
 		})
 	}
 }

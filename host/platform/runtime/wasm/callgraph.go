@@ -42,6 +42,7 @@ type funcFacts struct {
 	indirect bool     // it has call_indirect or return_call_indirect
 	bulk     bool     // it uses memory.copy, memory.fill or memory.init
 	fills    bool     // it has a fill inlined as stores (fills.go)
+	dynFills bool     // it has a memory.fill left for the fill helper (fills.go)
 	grows    bool     // it has a memory.grow (recorded in GrowGlobal)
 }
 

@@ -37,6 +37,15 @@ func fillCases() []fillCase {
 			cs = append(cs, fillCase{fmt.Sprintf("const v=%d n=%d", v, n), constFill(v, n), true})
 		}
 	}
+	// Lengths known only at run time (n+0) go to the fill helper on
+	// Instrument's side.
+	for _, n := range []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 31, 33, 56, 63, 64, 65, 100, 127, 128, 129, 256, 300} {
+		for _, v := range []int32{0, 0xAB, -1, 0x1234} {
+			b := constFill(v, n)
+			b = append(b[:len(b)-3], 0x41, 0x00, 0x6A, 0xFC, 0x0B, 0x00) // i32.const 0; i32.add; memory.fill
+			cs = append(cs, fillCase{fmt.Sprintf("dynamic v=%d n=%d", v, n), b, false})
+		}
+	}
 	cs = append(cs,
 		fillCase{"zero length", constFill(0, 0), false},
 		fillCase{"over the inline bound", constFill(7, MaxInlineFillBytes+1), false},
@@ -149,10 +158,22 @@ func TestInlinedFillsWriteAndTrapLikeMemoryFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, bin := range map[string][]byte{"InlineFills": inlined, "Instrument": instrumented} {
-		for i, n := range fillsPerFunction(t, bin) {
-			orig := bytes.Count(cs[i].body, []byte{0xFC, 0x0B, 0x00})
-			if want := map[bool]int{true: 0, false: orig}[cs[i].inlined]; n != want {
-				t.Errorf("%s: %s: %d memory.fill left, want %d", name, cs[i].name, n, want)
+		counts := fillsPerFunction(t, bin)
+		if name == "Instrument" {
+			// Every fill left calls the helper, the last function, which
+			// has the one memory.fill.
+			if len(counts) != len(cs)+1 || counts[len(cs)] != 1 {
+				t.Fatalf("Instrument: fills per function %v: want the helper last, with one", counts)
+			}
+		}
+		for i, c := range cs {
+			orig := bytes.Count(c.body, []byte{0xFC, 0x0B, 0x00})
+			want := map[bool]int{true: 0, false: orig}[c.inlined]
+			if name == "Instrument" {
+				want = 0
+			}
+			if counts[i] != want {
+				t.Errorf("%s: %s: %d memory.fill left, want %d", name, c.name, counts[i], want)
 			}
 		}
 	}
@@ -179,7 +200,7 @@ func TestInlinedFillsWriteAndTrapLikeMemoryFill(t *testing.T) {
 	}
 	const end = 1 << 16
 	for i, c := range cs {
-		for _, dst := range []uint32{0, 1, 3, 8, 1001, end - 200, end - 129, end - 128, end - 40, end - 16, end - 1, end, end + 8, 1<<32 - 8} {
+		for _, dst := range []uint32{0, 1, 3, 8, 1001, end - 200, end - 129, end - 128, end - 257, end - 129, end - 128, end - 127, end - 64, end - 63, end - 40, end - 16, end - 9, end - 8, end - 7, end - 4, end - 3, end - 1, end, end + 8, 1<<32 - 257, 1<<32 - 129, 1<<32 - 128, 1<<32 - 65, 1<<32 - 64, 1<<32 - 8} {
 			var want []byte
 			var wantErr error
 			for _, name := range []string{"original", "InlineFills", "Instrument"} {
@@ -223,5 +244,59 @@ func TestInlineFillsKeepsOtherCodeAndIsDeterministic(t *testing.T) {
 	b, _ := InlineFills(fills)
 	if !bytes.Equal(a, b) {
 		t.Fatal("two rewrites of one module differ")
+	}
+}
+
+// fillLoopModule exports fill(n, iters i32): iters fills of n bytes (a
+// length known only at run time) at address 1024 of its one page.
+func fillLoopModule() []byte {
+	bin := []byte("\x00asm\x01\x00\x00\x00")
+	bin = wasmbin.AppendSection(bin, wasmbin.SecType, []byte{0x01, 0x60, 0x02, 0x7F, 0x7F, 0x00})
+	bin = wasmbin.AppendSection(bin, wasmbin.SecFunction, []byte{0x01, 0x00})
+	bin = wasmbin.AppendSection(bin, wasmbin.SecMemory, []byte{0x01, 0x00, 0x01})
+	bin = wasmbin.AppendSection(bin, wasmbin.SecExport, []byte{0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00})
+	body := []byte{0x00,
+		0x03, 0x40, // loop
+		0x41, 0x80, 0x08, 0x41, 0x00, 0x20, 0x00, 0xFC, 0x0B, 0x00, // memory.fill 1024 0 n
+		0x20, 0x01, 0x41, 0x01, 0x6B, 0x22, 0x01, 0x0D, 0x00, // while --iters != 0
+		0x0B, 0x0B}
+	code := wasmbin.AppendU32([]byte{0x01}, uint32(len(body)))
+	return wasmbin.AppendSection(bin, wasmbin.SecCode, append(code, body...))
+}
+
+// BenchmarkFill times a memory.fill of a length known only at run time on
+// wazero, as compiled from the module as it is and from Instrument's
+// rewrite (the fill helper):
+//
+//	go test -run '^$' -bench Fill -count 5 ./host/platform/runtime/wasm/
+func BenchmarkFill(b *testing.B) {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+	defer rt.Close(ctx)
+	src := fillLoopModule()
+	instrumented, err := Instrument(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct {
+		name string
+		bin  []byte
+	}{{"memory.fill", src}, {"Instrument", instrumented}} {
+		m, err := rt.InstantiateWithConfig(ctx, v.bin, wazero.NewModuleConfig().WithName(v.name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		fill := m.ExportedFunction("fill")
+		for _, n := range []int{8, 24, 64, 128, 1024} {
+			b.Run(fmt.Sprintf("%s/n=%d", v.name, n), func(b *testing.B) {
+				const iters = 1000
+				for i := 0; i < b.N; i++ {
+					if _, err := fill.Call(ctx, uint64(n), iters); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*iters), "ns/fill")
+			})
+		}
 	}
 }

@@ -65,7 +65,9 @@ import (
 //
 // Both rewrites (Instrument, and InlineFills for runtimes that bound time
 // and stack themselves) also turn small constant memory.fill instructions
-// into stores (fills.go) and record what the guest's own memory.grow
+// into stores (fills.go); Instrument sends the other fills through a
+// helper function that stores short ones (fills.go, wazero only). Both
+// record what the guest's own memory.grow
 // instructions return: each is followed by a store of its result into a
 // mutable i32 global the module exports as GrowGlobal, so that after a
 // failed call the host can tell a guest that ran out of memory (its
@@ -148,8 +150,9 @@ type moduleInfo struct {
 // Instrument) and the grow recorder (when the module grows its memory).
 type globals struct{ countdown, interrupt, stack, grow uint32 }
 
-// Instrument returns the module with the added globals and checks, and
-// its small constant fills inlined (fills.go). It
+// Instrument returns the module with the added globals and checks, its
+// small constant fills inlined and its other fills calling the fill
+// helper (fills.go). It
 // refuses modules with a start section (they would run code at
 // instantiation, before a deadline can be armed), modules using
 // instructions it does not know (SIMD, threads, exceptions), modules
@@ -165,7 +168,7 @@ func InlineFills(bin []byte) ([]byte, error) { return rewrite(bin, false) }
 // RewriteRevision changes whenever the rewriting of modules changes what
 // it outputs, so caches of compiled code keyed by a module's original
 // bytes (not by the rewritten ones) can include it.
-const RewriteRevision = 4
+const RewriteRevision = 5
 
 // rewrite is Instrument (checks) or InlineFills.
 func rewrite(bin []byte, checks bool) ([]byte, error) {
@@ -203,9 +206,10 @@ func rewrite(bin []byte, checks bool) ([]byte, error) {
 	types := &typeTable{types: info.types}
 	var code []byte
 	grows := false
+	helper := noHelper
 	for _, s := range secs {
 		if s.ID == wasmbin.SecCode {
-			if code, grows, err = instrumentCode(s.Payload, info, refs, allRefs, checks, g, types); err != nil {
+			if code, grows, helper, err = instrumentCode(s.Payload, info, refs, allRefs, checks, g, types); err != nil {
 				return nil, err
 			}
 		}
@@ -242,6 +246,10 @@ func rewrite(bin []byte, checks bool) ([]byte, error) {
 				}
 				return b
 			})
+		case wasmbin.SecFunction:
+			if helper != noHelper {
+				payload, err = extendVector(payload, 1, func(b []byte) []byte { return wasmbin.AppendU32(b, helper) })
+			}
 		case wasmbin.SecTable:
 			payload, err = capTables(payload)
 		case wasmbin.SecGlobal:
@@ -367,6 +375,23 @@ func (t *typeTable) blockType(results []byte) []byte {
 	enc = wasmbin.AppendU32(enc, uint32(len(results)))
 	t.added = append(t.added, append(enc, results...))
 	return wasmbin.AppendS32(nil, int32(idx))
+}
+
+// funcType returns the index of the function type (params) -> (),
+// adding it if the module has none.
+func (t *typeTable) funcType(params []byte) uint32 {
+	for i, ft := range t.types {
+		if len(ft.Results) == 0 && bytes.Equal(ft.Params, params) {
+			return uint32(i)
+		}
+	}
+	idx := len(t.types)
+	t.types = append(t.types, wasmbin.FuncType{Params: params})
+	enc := []byte{0x60}
+	enc = wasmbin.AppendU32(enc, uint32(len(params)))
+	enc = append(append(enc, params...), 0x00)
+	t.added = append(t.added, enc)
+	return uint32(idx)
 }
 
 // capTables checks the table section against MaxTables and
@@ -584,11 +609,16 @@ func checkExports(payload []byte, globals uint32) error {
 // planEntries decides which functions need entry checks, and a second
 // pass writes the bodies (instrumentBody). grows says a body has a
 // memory.grow of its own, recorded in GrowGlobal.
-func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs, checks bool, g globals, types *typeTable) (_ []byte, grows bool, _ error) {
+//
+// With checks, a module with memory.fill instructions left after the
+// inlining gets the fill helper (fills.go) as its last function; helper
+// is the helper's type index, or noHelper.
+func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allRefs, checks bool, g globals, types *typeTable) (_ []byte, grows bool, helper uint32, _ error) {
+	helper = noHelper
 	r := wasmbin.NewReader(payload)
 	n := r.U32()
 	if r.Err() == nil && int(n) != len(info.funcs) {
-		return nil, false, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
+		return nil, false, helper, fmt.Errorf("%w: %d function bodies for %d functions", ErrUnsupportedModule, n, len(info.funcs))
 	}
 	bodies := make([][]byte, 0, len(info.funcs))
 	facts := make([]funcFacts, 0, len(info.funcs))
@@ -596,38 +626,58 @@ func instrumentCode(payload []byte, info *moduleInfo, refs map[uint32]bool, allR
 		size := r.U32()
 		code := r.Bytes(int(size))
 		if r.Err() != nil {
-			return nil, false, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.Err())
+			return nil, false, helper, fmt.Errorf("%w: code section: %v", ErrUnsupportedModule, r.Err())
 		}
 		f, err := scanBody(code, info.types[info.funcs[i]], g, refs)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: function %d: %v", ErrUnsupportedModule, i, err)
+			return nil, false, helper, fmt.Errorf("%w: function %d: %v", ErrUnsupportedModule, i, err)
 		}
 		for _, c := range f.callees {
 			if uint64(c) >= uint64(info.importedFuncs)+uint64(len(info.funcs)) {
-				return nil, false, fmt.Errorf("%w: function %d calls function %d, which does not exist", ErrUnsupportedModule, i, c)
+				return nil, false, helper, fmt.Errorf("%w: function %d calls function %d, which does not exist", ErrUnsupportedModule, i, c)
 			}
 		}
 		grows = grows || f.grows
 		bodies, facts = append(bodies, code), append(facts, f)
 	}
 	if r.Remaining() != 0 {
-		return nil, false, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
+		return nil, false, helper, fmt.Errorf("%w: code section has trailing bytes", ErrUnsupportedModule)
 	}
 	plans := make([]entryPlan, len(facts))
+	callFill := noHelper // the helper's function index
 	if checks {
 		plans = planEntries(facts, info.importedFuncs, refs, allRefs)
+		for _, f := range facts {
+			if f.dynFills && fillHelper {
+				helper = types.funcType(fillHelperParams)
+				callFill = info.importedFuncs + uint32(len(info.funcs))
+				break
+			}
+		}
 	}
-	out := wasmbin.AppendU32(nil, n)
+	count := n
+	if helper != noHelper {
+		count++
+	}
+	out := wasmbin.AppendU32(nil, count)
 	var body []byte
 	for i, code := range bodies {
 		// A scratch local for bulk ticks (checks) and inlined fills.
 		scratch := facts[i].fills || (checks && facts[i].bulk)
-		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], scratch, checks, plans[i], g, types)
+		body = instrumentBody(body[:0], code, info.types[info.funcs[i]], scratch, checks, plans[i], g, types, callFill)
 		out = wasmbin.AppendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
-	return out, grows, nil
+	if helper != noHelper {
+		body = appendFillHelper(body[:0])
+		out = wasmbin.AppendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	return out, grows, helper, nil
 }
+
+// noHelper says a module gets no fill helper.
+const noHelper = ^uint32(0)
 
 // scanBody validates one function body and returns what planEntries needs
 // to know about it. Function indexes named by ref.func are added to refs.
@@ -658,6 +708,8 @@ func scanBody(code []byte, ft wasmbin.FuncType, g globals, refs map[uint32]bool)
 			if v, ok := inlineFill(prev2, prev, code[r.Off()-1]); ok {
 				f.fills = true
 				extra += len(appendInlineFill(nil, nlocals, v, prev.Imm))
+			} else if isDynamicFill(in, code[r.Off()-1]) {
+				f.dynFills = true
 			}
 		}
 		prev2, prev = prev, in
@@ -691,7 +743,7 @@ func scanBody(code []byte, ft wasmbin.FuncType, g globals, refs map[uint32]bool)
 // the body's label lands before the exit), and the charge given back
 // before every way out. It walks every instruction so that an immediate
 // byte that happens to equal an opcode is never mistaken for one.
-func instrumentBody(out, code []byte, ft wasmbin.FuncType, needScratch, checks bool, plan entryPlan, g globals, types *typeTable) []byte {
+func instrumentBody(out, code []byte, ft wasmbin.FuncType, needScratch, checks bool, plan entryPlan, g globals, types *typeTable, callFill uint32) []byte {
 	r := wasmbin.NewReader(code)
 	groups := r.U32()
 	groupsEnd := r.Off()
@@ -740,7 +792,11 @@ func instrumentBody(out, code []byte, ft wasmbin.FuncType, needScratch, checks b
 			out = append(out, bulkTick(g, scratch)...)
 		}
 		prevAt = len(out)
-		out = append(out, code[start:r.Off()]...)
+		if callFill != noHelper && isDynamicFill(in, code[r.Off()-1]) {
+			out = wasmbin.AppendU32(append(out, 0x10), callFill) // call fill
+		} else {
+			out = append(out, code[start:r.Off()]...)
+		}
 		switch {
 		case checks && in.Op == 0x03:
 			out = append(out, loop...)
