@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/tools/perfdriver"
 )
 
@@ -307,24 +306,9 @@ func compareReports(reps []*perfdriver.Report, files []string, baseline string) 
 // readReport reads a report file: a regular file (not a FIFO a read
 // would wait on for ever) of at most config.MaxFileBytes.
 func readReport(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	b, err := perfdriver.ReadReportFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("perf report: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("perf report: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("perf report %s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, config.MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("perf report %s: %w", path, err)
-	}
-	if len(b) > config.MaxFileBytes {
-		return nil, fmt.Errorf("perf report %s: larger than %d bytes", path, config.MaxFileBytes)
 	}
 	return b, nil
 }
