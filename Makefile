@@ -1,13 +1,19 @@
 # wasmsched — build, test and benchmark.
 #
 #   make demo    run the embedded default (in-memory cluster simulation)
-#   make build   build/wasmsched, stamped with the checkout's version and revision
-#                (wasmsched version; go run and a build in a git worktree carry none)
+#   make build   build/wasmsched, the release binary (what the image ships): cgo and
+#                -tags wasmtime, so modules run on wasmtime by default; stamped with the
+#                checkout's version and revision (wasmsched version; go run and a build
+#                in a git worktree carry none). Needs a C compiler (gcc)
+#   make build-static  build/wasmsched, the static pure-Go build (CGO_ENABLED=0): wazero
+#                only, for platforms without cgo (what go run and go build give)
 #   make test    everything CI runs: wasm reproducibility (TinyGo and Rust builds), vet,
 #                unit tests (-race on the host; includes the README's plugin walk-through),
 #                the wasmtime backend's tests (cgo), then the e2e suite against a real
 #                kube-apiserver and etcd
-#   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite
+#   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite,
+#                and scripts/check-release.sh: the release binary built as the Dockerfile
+#                builds it runs on distroless/cc-debian12 (its libraries, glibc <= 2.36)
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
 #   make bench-report  run docs/PERFORMANCE.md's benchmark table (Wasm against native,
@@ -83,7 +89,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo build test vet unit test-wasmtime report-test e2e perf-e2e parity check-wasm wasm wasm-go bench bench-report tinygo fmt
+.PHONY: all demo build build-static test vet unit test-wasmtime report-test e2e perf-e2e parity check-wasm wasm wasm-go bench bench-report tinygo fmt
 .PHONY: rust-wasm check-rust chart manifest
 
 all: test
@@ -91,8 +97,14 @@ all: test
 demo:
 	$(GO) run -ldflags '$(VERSION_LDFLAGS)' ./cmd/wasmsched simulate examples/cluster.yaml --config examples/profiles.yaml
 
+# scripts/build-release.sh is the one definition of the release build:
+# the Dockerfile and scripts/check-release.sh run it too.
+RELEASE_ENV = GO='$(GO)' VERSION='$(VERSION)' REVISION='$(REVISION)' REVISION_TIME='$(REVISION_TIME)' MODIFIED='$(MODIFIED)'
 build:
-	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o build/wasmsched ./cmd/wasmsched
+	$(RELEASE_ENV) scripts/build-release.sh build/wasmsched wasmtime
+
+build-static:
+	$(RELEASE_ENV) scripts/build-release.sh build/wasmsched wazero
 
 test: check-wasm check-rust vet unit chart test-wasmtime report-test e2e
 
@@ -116,7 +128,9 @@ test-wasmtime:
 	  echo "test-wasmtime: SKIPPED, no C compiler ($$cc) for cgo"; exit 0; fi; \
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
 	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
-	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/ && \
+	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Version|Runtime' ./cmd/wasmsched/ && \
+	GO='$(GO)' scripts/check-release.sh
 
 # report-test loads the page `simulate --report` writes for every example
 # in headless Chromium (Debian's package, which scripts/chromium.sh
