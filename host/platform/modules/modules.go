@@ -206,6 +206,11 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	if opts.Runtime != "" {
+		if err := CheckRuntime(opts.Runtime); err != nil {
+			return nil, fmt.Errorf("the runtime for modules that name none: %w", err)
+		}
+	}
 	var rt *sharedRuntime
 	if opts.Previous != nil {
 		rt = opts.Previous.runtime
