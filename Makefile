@@ -25,7 +25,8 @@
 #   make report-test  simulate --report's page in headless Chromium (Debian's, installed
 #                by scripts/chromium.sh) for every example
 #   make e2e     end-to-end tests against a real kube-apiserver v1.37.2 (builds it once);
-#                K8S_VERSION=1.35.4 make e2e against v1.35.4
+#                K8S_VERSION=1.35.4 make e2e against v1.35.4; runs the release (wasmtime)
+#                build when a C compiler is there, WASMSCHED_E2E_RUNTIME=wazero the static one
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
 #   make parity  wasmsched against kube-scheduler v1.37.2's own framework on generated
 #                clusters: 1000 cases of each kind (single pod, queue, preemption,
