@@ -28,6 +28,8 @@
 #                K8S_VERSION=1.35.4 make e2e against v1.35.4; runs the release (wasmtime)
 #                build when a C compiler is there, WASMSCHED_E2E_RUNTIME=wazero the static one
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
+#   make sidebyside  wasmsched serve against kube-scheduler v1.37.2 on a real API server
+#                (NODES=1000,5000 by default; scripts/sidebyside.sh; not part of make test)
 #   make parity  wasmsched against kube-scheduler v1.37.2's own framework on generated
 #                clusters: 1000 cases of each kind (single pod, queue, preemption,
 #                profiles, labelkeys; test/parity, docs/PARITY.md; not part of make test)
@@ -90,7 +92,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo build build-static test vet unit test-wasmtime report-test e2e perf-e2e parity check-wasm wasm wasm-go bench bench-report tinygo fmt
+.PHONY: all demo build build-static test vet unit test-wasmtime report-test e2e perf-e2e sidebyside parity check-wasm wasm wasm-go bench bench-report tinygo fmt
 .PHONY: rust-wasm check-rust chart manifest
 
 all: test
@@ -199,11 +201,23 @@ e2e:
 	@$(E2E_RUNTIME); set -x; WASMSCHED_E2E=1 $(GO) test $$tags -count=1 -timeout 20m $(E2E_FLAGS) ./test/e2e/
 
 # perf-e2e runs the load driver (wasmsched perf) against serve on a real
-# kube-apiserver: a small SchedulingBasic, all pods bound, one sample at
-# least. The real measurements are in docs/PERFORMANCE.md.
+# kube-apiserver: a small SchedulingBasic and SchedulingDaemonset, all pods
+# bound, one sample at least; a small backlog drained by serve started by
+# perf itself, every pod with its Scheduled Event. The real measurements
+# are in docs/PERFORMANCE.md.
 perf-e2e:
 	scripts/controlplane.sh build >/dev/null
 	@$(E2E_RUNTIME); set -x; WASMSCHED_E2E=1 $(GO) test $$tags -count=1 -run Perf -v ./test/e2e/
+
+# sidebyside measures wasmsched serve (make build) and kube-scheduler
+# v1.37.2 side by side on a real API server, a fresh one per run, and
+# prints one table with the ratios (scripts/sidebyside.sh says how;
+# docs/PERFORMANCE.md has the numbers). Its settings pass through:
+# make sidebyside NODES=5000,15000 ROUNDS=2 (also SHAPES, INIT_PODS, PODS,
+# SCHEDULERS, QPS, TIMEOUT, OUT). Not part of make test.
+SIDEBYSIDE_VARS = NODES SHAPES ROUNDS INIT_PODS PODS SCHEDULERS QPS TIMEOUT OUT
+sidebyside:
+	$(foreach v,$(SIDEBYSIDE_VARS),$(if $($(v)),$(v)='$($(v))')) scripts/sidebyside.sh
 
 # parity compares wasmsched with kube-scheduler v1.37.2 (its framework,
 # queue and plugins imported from k8s.io/kubernetes) on generated

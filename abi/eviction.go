@@ -1,5 +1,7 @@
 package abi
 
+import "slices"
+
 // Eviction messages (ABI v1.2). The host's eviction coordinator
 // (Katalyst-style) asks eviction policies, once per round and batched over
 // every node, whether a threshold is met (FuncThresholdMet), which pods
@@ -306,23 +308,6 @@ func (e *Encoder) indexes(xs []uint32) {
 	}
 }
 
-func (d *Decoder) indexes() []uint32 {
-	n := d.Count(1)
-	if n == 0 {
-		return nil
-	}
-	xs := make([]uint32, n)
-	for i := range xs {
-		v := d.Uvarint()
-		if v >= 1<<31 {
-			d.failf("pod index out of range")
-			return nil
-		}
-		xs[i] = uint32(v)
-	}
-	return xs
-}
-
 // indexesUpTo reads a reply's list of pod indexes, at most b.limit.
 func (d *Decoder) indexesUpTo(b bound) []uint32 {
 	n := d.countUpTo(1, b)
@@ -374,17 +359,57 @@ func (e *Encoder) EvictionRequest(r *EvictionRequest) {
 	}
 }
 
-// EvictionRequest reads the input of FuncThresholdMet or FuncEvictPods.
+// EvictionRequest reads the input of FuncThresholdMet or FuncEvictPods,
+// reusing the memory of what r held (its nodes and their candidate
+// lists), so that a guest decoding every round's request into one value
+// allocates only when a request outgrows the last.
 func (d *Decoder) EvictionRequest(r *EvictionRequest) {
 	r.Limit = uint32(d.Uvarint())
-	r.Nodes = nil
-	if n := d.Count(5); n > 0 {
-		r.Nodes = make([]EvictionNode, n)
-		for i := range r.Nodes {
-			r.Nodes[i].Slot = d.U32()
-			r.Nodes[i].Candidates = d.indexes()
-		}
+	n := d.Count(5)
+	if n == 0 {
+		r.Nodes = r.Nodes[:0]
+		return
 	}
+	r.Nodes = reuse(r.Nodes, n)
+	for i := range r.Nodes {
+		x := &r.Nodes[i]
+		x.Slot = d.U32()
+		x.Candidates = d.indexesInto(x.Candidates)
+	}
+}
+
+// reuse returns xs with length n, its memory when it has room, else new
+// memory; elements past the old length keep what they held (the
+// decoders overwrite every field, and reuse their slices' memory).
+func reuse[T any](xs []T, n int) []T {
+	if cap(xs) < n {
+		ys := make([]T, n)
+		copy(ys, xs[:cap(xs)])
+		return ys
+	}
+	return xs[:n]
+}
+
+// indexesInto reads a list of pod indexes into xs's memory when it has
+// room (nil for an empty list when xs has none).
+func (d *Decoder) indexesInto(xs []uint32) []uint32 {
+	n := d.Count(1)
+	if n == 0 {
+		return xs[:0]
+	}
+	if cap(xs) < n {
+		xs = make([]uint32, n)
+	}
+	xs = xs[:n]
+	for i := range xs {
+		v := d.Uvarint()
+		if v >= 1<<31 {
+			d.failf("pod index out of range")
+			return xs[:0]
+		}
+		xs[i] = uint32(v)
+	}
+	return xs
 }
 
 // ThresholdResult is a policy's ThresholdMet answer for one node.
@@ -410,18 +435,38 @@ type ThresholdResult struct {
 // ThresholdMetReply appends the reply body of FuncThresholdMet: one
 // result per requested node, in order.
 func (e *Encoder) ThresholdMetReply(rs []ThresholdResult) {
+	// A round's reply holds a result per node (thousands, most of them
+	// "not met"): each result's fields up to its condition are written by
+	// index into room grown once, not one append (a runtime call in a
+	// TinyGo guest) per field.
 	e.Uvarint(uint64(len(rs)))
 	for i := range rs {
 		r := &rs[i]
-		e.U8(uint8(r.Met))
-		e.U64(float64bits(r.ThresholdValue))
-		e.U64(float64bits(r.ObservedValue))
-		e.String(r.Operator)
-		e.String(r.Scope)
-		e.Varint(r.GracePeriodSeconds)
+		size := 1 + 8 + 8 + 2*maxUvarintLen + len(r.Operator) + len(r.Scope) + maxUvarintLen
+		b := slices.Grow(e.B, size)
+		n := len(b)
+		b = b[:n+size]
+		b[n] = uint8(r.Met)
+		n = putU64(b, n+1, float64bits(r.ThresholdValue))
+		n = putU64(b, n, float64bits(r.ObservedValue))
+		n = putUvarint(b, n, uint64(len(r.Operator)))
+		n += copy(b[n:], r.Operator)
+		n = putUvarint(b, n, uint64(len(r.Scope)))
+		n += copy(b[n:], r.Scope)
+		n = putUvarint(b, n, uint64(r.GracePeriodSeconds<<1)^uint64(r.GracePeriodSeconds>>63))
+		e.B = b[:n]
 		e.evictionCondition(r.Condition)
 		e.indexes(r.Candidates)
 	}
+}
+
+// putU64 writes v little-endian at b[n:], which has room for it, and
+// returns the index after it.
+func putU64(b []byte, n int, v uint64) int {
+	_ = b[n+7]
+	b[n], b[n+1], b[n+2], b[n+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	b[n+4], b[n+5], b[n+6], b[n+7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+	return n + 8
 }
 
 // Names of the eviction replies in a LimitError.
@@ -491,18 +536,21 @@ func (e *Encoder) TopEvictionRequest(r *TopEvictionRequest) {
 }
 
 // TopEvictionRequest reads the input of FuncTopEvictionPods.
+// It reuses the memory of what r held, as EvictionRequest.
 func (d *Decoder) TopEvictionRequest(r *TopEvictionRequest) {
 	r.Limit = uint32(d.Uvarint())
-	r.Nodes = nil
-	if n := d.Count(7); n > 0 {
-		r.Nodes = make([]TopEvictionNode, n)
-		for i := range r.Nodes {
-			x := &r.Nodes[i]
-			x.Slot = d.U32()
-			x.TopN = uint32(d.Uvarint())
-			x.Scope = d.String()
-			x.Candidates = d.indexes()
-		}
+	n := d.Count(7)
+	if n == 0 {
+		r.Nodes = r.Nodes[:0]
+		return
+	}
+	r.Nodes = reuse(r.Nodes, n)
+	for i := range r.Nodes {
+		x := &r.Nodes[i]
+		x.Slot = d.U32()
+		x.TopN = uint32(d.Uvarint())
+		x.Scope = d.String()
+		x.Candidates = d.indexesInto(x.Candidates)
 	}
 }
 

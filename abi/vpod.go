@@ -1,5 +1,10 @@
 package abi
 
+import (
+	"slices"
+	"unsafe"
+)
+
 // Vpod messages (ABI v1.3). The host's vpod engine (Knative Eventing's
 // vreplica scheduler) places the vreplicas of a vpod one at a time onto
 // the pods of an adapter StatefulSet, and takes them off one at a time
@@ -317,8 +322,8 @@ func (e *Encoder) VPodStep(s *VPodStep) {
 func (d *Decoder) VPodStep(s *VPodStep) {
 	s.Policy = d.u32varint("policy id")
 	s.Topology = d.U64()
-	s.Namespace = d.String()
-	s.Name = d.String()
+	s.Namespace = d.stringAgain(s.Namespace)
+	s.Name = d.stringAgain(s.Name)
 	s.VReplicas = d.Int32()
 	s.FreeCapEmpty = d.Bool()
 	s.Free = grow(s.Free, d.Count(1))
@@ -335,6 +340,32 @@ func (d *Decoder) VPodStep(s *VPodStep) {
 	if d.Err() != nil {
 		s.Free, s.Candidates = s.Free[:0], s.Candidates[:0]
 	}
+}
+
+// stringAgain reads a string, returning old itself when the bytes are
+// old's: the steps of one vpod name it every time, and a guest that
+// decoded a new string per step would keep its collector busy.
+func (d *Decoder) stringAgain(old string) string {
+	b := d.Bytes()
+	if len(b) == len(old) {
+		same := true
+		for i := range b {
+			if b[i] != old[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return old
+		}
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	if d.alias {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
 }
 
 // grow returns s with length n, reusing its memory when it is large
@@ -369,31 +400,65 @@ func (d *Decoder) vpodCountsInto(cs []VPodCount) []VPodCount {
 
 // VPodStepReply appends the reply body of FuncVPodStep.
 func (e *Encoder) VPodStepReply(r *VPodStepReply) {
-	e.Uvarint(uint64(len(r.Verdicts)))
+	// A step's reply holds a few hundred integers: grow the buffer once to
+	// the most they can take and write them by index, instead of one
+	// append (a runtime call in a TinyGo guest) per byte.
+	size := 3 * maxUvarintLen
+	for i := range r.Verdicts {
+		size += maxUvarintLen + 1 + maxUvarintLen + len(r.Verdicts[i].Reason)
+	}
+	for i := range r.Scores {
+		size += 2*maxUvarintLen + maxUvarintLen*len(r.Scores[i].Scores)
+	}
+	for i := range r.Errors {
+		size += 3*maxUvarintLen + len(r.Errors[i].Message)
+	}
+	b := slices.Grow(e.B, size)
+	n := len(b)
+	b = b[:n+size]
+	n = putUvarint(b, n, uint64(len(r.Verdicts)))
 	for i := range r.Verdicts {
 		v := &r.Verdicts[i]
-		e.Uvarint(uint64(v.Entry))
+		n = putUvarint(b, n, uint64(v.Entry))
 		if v.Entry != 0 {
-			e.U8(uint8(v.Code))
-			e.String(v.Reason)
+			b[n] = uint8(v.Code)
+			n = putUvarint(b, n+1, uint64(len(v.Reason)))
+			n += copy(b[n:], v.Reason)
 		}
 	}
-	e.Uvarint(uint64(len(r.Scores)))
+	n = putUvarint(b, n, uint64(len(r.Scores)))
 	for i := range r.Scores {
 		s := &r.Scores[i]
-		e.Uvarint(uint64(s.Entry))
-		e.Uvarint(uint64(len(s.Scores)))
+		n = putUvarint(b, n, uint64(s.Entry))
+		n = putUvarint(b, n, uint64(len(s.Scores)))
 		for _, v := range s.Scores {
-			e.Varint(v)
+			n = putUvarint(b, n, uint64(v<<1)^uint64(v>>63))
 		}
 	}
-	e.Uvarint(uint64(len(r.Errors)))
+	n = putUvarint(b, n, uint64(len(r.Errors)))
 	for i := range r.Errors {
 		x := &r.Errors[i]
-		e.Uvarint(uint64(x.Entry))
-		e.Uvarint(uint64(x.Candidate))
-		e.String(x.Message)
+		n = putUvarint(b, n, uint64(x.Entry))
+		n = putUvarint(b, n, uint64(x.Candidate))
+		n = putUvarint(b, n, uint64(len(x.Message)))
+		n += copy(b[n:], x.Message)
 	}
+	e.B = b[:n]
+}
+
+// maxUvarintLen is the most bytes a uvarint takes.
+const maxUvarintLen = 10
+
+// putUvarint writes v as a uvarint at b[n:], which has room for it, and
+// returns the index after it.
+func putUvarint(b []byte, n int, v uint64) int {
+	for v >= 0x80 {
+		b[n] = byte(v) | 0x80
+		v >>= 7
+		n++
+	}
+	b[n] = byte(v)
+	return n + 1
 }
 
 // vpodStepReply names the step reply in a LimitError.

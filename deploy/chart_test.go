@@ -109,6 +109,8 @@ var (
 		"- events create patch update", "events.k8s.io events create patch update")
 	evictionGrants = grantSet("- pods get", "- nodes get update", "metrics.k8s.io nodes list", "metrics.k8s.io pods list")
 	vpodGrants     = grantSet("wasmsched.io vpods get list watch", "wasmsched.io vpods/status update", "apps statefulsets/scale get update")
+	// serve --record-decisions patches the metadata of pods left unplaced.
+	recordDecisionsGrants = grantSet("- pods patch")
 )
 
 func union(sets ...map[grant]bool) map[grant]bool {
@@ -190,6 +192,7 @@ func TestChartRBACPerEngineMix(t *testing.T) {
 		{"scheduling+eviction", []string{"engines.eviction=true"}, union(schedulingGrants, evictionGrants), false, ""},
 		{"scheduling+vpod", []string{"engines.vpod=true"}, union(schedulingGrants, vpodGrants), true, ""},
 		{"all", []string{"engines.eviction=true", "engines.vpod=true"}, union(schedulingGrants, evictionGrants, vpodGrants), true, ""},
+		{"scheduling+recordDecisions", []string{"recordDecisions=true"}, union(schedulingGrants, recordDecisionsGrants), false, ""},
 	}
 	for _, m := range mixes {
 		t.Run(m.name, func(t *testing.T) {
@@ -313,6 +316,12 @@ func TestChartOptions(t *testing.T) {
 	}
 	if args := r.dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--leader-elect=false") {
 		t.Errorf("one replica's args %v do not turn leader election off", args)
+	}
+	if args := r.dep.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--record-decisions") {
+		t.Errorf("args %v record decisions by default", args)
+	}
+	if args := split(t, charttest.Objects(t, helm, "recordDecisions=true")).dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--record-decisions") {
+		t.Errorf("recordDecisions=true: args %v lack --record-decisions", args)
 	}
 
 	r = split(t, charttest.Objects(t, helm, "modules.configMaps={team-policies}", "modules.pullSecrets={registry-creds}",

@@ -122,7 +122,10 @@ build_scheduler() {
   go get -tool "k8s.io/kubernetes/cmd/kube-scheduler@v$K8S_VERSION" >&2
   local vpkg=k8s.io/component-base/version
   go build -trimpath -ldflags "-s -w -X $vpkg.gitVersion=v$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean" \
-    -o "$CACHE/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler >&2
+    -o "$CACHE/.kube-scheduler.$$" k8s.io/kubernetes/cmd/kube-scheduler >&2
+  # Renamed into place, so a build running beside this one (another
+  # checkout) never leaves, or runs, a half-written binary.
+  mv "$CACHE/.kube-scheduler.$$" "$CACHE/kube-scheduler"
   echo "$CACHE/kube-scheduler"
 }
 

@@ -124,8 +124,8 @@ token or client certificate whose identity may get that nonResourceURL
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "client QPS to the API server")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "client burst to the API server")
 	cmd.Flags().BoolVar(&recordDecisions, "record-decisions", false,
-		"write a compact summary of each placement's decision (chosen node, its score, the top nodes' per-plugin scores, the filter reasons; at most 2 KiB) to the pod's "+
-			decision.AnnotationKey+" annotation, set by the binding itself (no extra API write)")
+		"write a compact summary of each scheduling attempt's decision (chosen node, its score, the top nodes' per-plugin scores, the filter reasons; at most 2 KiB) to the pod's "+
+			decision.AnnotationKey+" annotation: a placed pod's set by the binding itself (no extra API write), an unplaced pod's (with its outcome and message) by a patch of its metadata in the background (needs patch on pods)")
 	cmd.Flags().IntVar(&maxBindings, "max-bindings-in-flight", scheduler.DefaultMaxBindingsInFlight,
 		"bindings sent to the API server at once; with that many in flight the scheduler waits for one to end before the next cycle (0: the default; negative: no bound)")
 	f := cmd.Flags()

@@ -24,6 +24,14 @@ type evictionView struct {
 	noObs  abi.NodeObservation // a node's observation when the host sent none
 	cutObs abi.NodeObservation // one whose pods are not the node's, cut to its node part
 	picked []uint32            // the pods a GetEvictPods named
+
+	// A round asks about thousands of nodes: the requests and results
+	// are decoded into and built in these, reused from call to call, so
+	// a steady round allocates nothing per node for the collector to
+	// chase.
+	req     abi.EvictionRequest
+	topReq  abi.TopEvictionRequest
+	results []abi.ThresholdResult
 }
 
 // isEvictionPolicy reports whether p implements an eviction point.
@@ -178,8 +186,8 @@ func (g *Guest) evictionCall(fn abi.Func, arg uint32, in []byte) error {
 func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
-	var req abi.EvictionRequest
-	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
+	req := &g.evict.req
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(req) }); err != nil {
 		return err
 	}
 	replies := make([]abi.NodeEvictPods, len(req.Nodes))
@@ -217,11 +225,13 @@ func (g *Guest) evictPods(p plugin.EvictPodsPlugin, in []byte) error {
 func (g *Guest) thresholdMet(p plugin.ThresholdPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
-	var req abi.EvictionRequest
-	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(&req) }); err != nil {
+	req := &g.evict.req
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.EvictionRequest(req) }); err != nil {
 		return err
 	}
-	results := make([]abi.ThresholdResult, len(req.Nodes))
+	results := resize(g.evict.results, len(req.Nodes))
+	g.evict.results = results
+	clear(results)
 	for i := range req.Nodes {
 		rn := &req.Nodes[i]
 		n, err := g.evictionNode(name, rn.Slot, rn.Candidates)
@@ -250,8 +260,8 @@ const maxTopN = 1 << 30
 func (g *Guest) topEvictionPods(p plugin.ThresholdPlugin, in []byte) error {
 	name := p.Name()
 	defer g.running(name)()
-	var req abi.TopEvictionRequest
-	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.TopEvictionRequest(&req) }); err != nil {
+	req := &g.evict.topReq
+	if err := g.codec.decodeWhole(in, "eviction request", func(d *abi.Decoder) { d.TopEvictionRequest(req) }); err != nil {
 		return err
 	}
 	replies := make([]abi.TopEvictionPods, len(req.Nodes))

@@ -182,12 +182,12 @@ func (g *Guest) vpodStep(in []byte) error {
 		return newError("vpod step: " + err.Error())
 	}
 	n := len(s.Candidates)
-	rt.pods = rt.pods[:0]
-	for _, c := range s.Candidates {
+	rt.pods = resize(rt.pods, n)
+	for i, c := range s.Candidates {
 		if uint64(c) >= uint64(len(rt.topo.Pods)) {
 			return newError("vpod step: candidate pod index " + utoa(uint64(c)) + " out of range (" + utoa(uint64(len(rt.topo.Pods))) + " pods)")
 		}
-		rt.pods = append(rt.pods, int(c))
+		rt.pods[i] = int(c)
 	}
 	r := &rt.reply
 	r.Verdicts = resize(r.Verdicts, n)
@@ -276,13 +276,18 @@ func (g *Guest) vpodStep(in []byte) error {
 // passing sets rt.sub and rt.subAt to the candidates whose verdict is
 // still a pass, and their positions.
 func (rt *vpodRuntime) passing(verdicts []abi.VPodVerdict) {
-	rt.sub, rt.subAt = rt.sub[:0], rt.subAt[:0]
-	for k, v := range verdicts {
-		if v.Entry == 0 {
-			rt.sub = append(rt.sub, rt.pods[k])
-			rt.subAt = append(rt.subAt, k)
+	// Sized once and written by index: an append per candidate is a
+	// runtime call in a TinyGo guest.
+	sub, subAt := resize(rt.sub, len(verdicts)), resize(rt.subAt, len(verdicts))
+	pods := rt.pods[:len(verdicts)]
+	n := 0
+	for k := range verdicts {
+		if verdicts[k].Entry == 0 {
+			sub[n], subAt[n] = pods[k], k
+			n++
 		}
 	}
+	rt.sub, rt.subAt = sub[:n], subAt[:n]
 }
 
 // resize returns s with length n, reusing its memory.

@@ -24,6 +24,7 @@ type NodePressure struct {
 	conditions []string
 	effects    []abi.TaintEffect
 	grace      int64
+	rank       ranking
 }
 
 var _ plugin.ThresholdPlugin = (*NodePressure)(nil)
@@ -127,7 +128,7 @@ func (pl *NodePressure) ThresholdMet(node *plugin.EvictionNode) abi.ThresholdRes
 // otherwise equal pods, comes after those with data. A hard query takes
 // topN; a soft one, which NodePressure never causes, one.
 func (pl *NodePressure) GetTopEvictionPods(node *plugin.EvictionNode, topN int, _ string, candidates []uint32, limit int) ([]uint32, *int64) {
-	rs := rankCandidates(node, candidates, memoryRequest, memoryUsage)
+	rs := pl.rank.candidates(node, candidates, memoryRequest, memoryUsage)
 	sortRanked(rs, func(a, b *ranked) bool {
 		if ea, eb := a.hasUsage && a.over() > 0, b.hasUsage && b.over() > 0; ea != eb {
 			return ea
@@ -143,5 +144,5 @@ func (pl *NodePressure) GetTopEvictionPods(node *plugin.EvictionNode, topN int, 
 		}
 		return byName(a, b)
 	})
-	return firstN(rs, wanted(topN, limit)), nil
+	return pl.rank.firstN(rs, wanted(topN, limit)), nil
 }

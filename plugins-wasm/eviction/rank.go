@@ -18,17 +18,31 @@ type ranked struct {
 // over is usage − request; meaningful only with usage data.
 func (r *ranked) over() int64 { return r.usage - r.request }
 
-// rankCandidates builds the ranked list of candidates; request and usage
+// ranking is a plugin's memory for ranking candidates, reused from node
+// to node and round to round: a round ranks a node's pods wherever a
+// threshold is met, and a guest allocating per node would keep its
+// collector busy. What candidates and firstN return is valid until the
+// next call.
+type ranking struct {
+	rs  []ranked
+	out []uint32
+}
+
+// candidates builds the ranked list of candidates; request and usage
 // pick the numbers the sort is about (usage may be nil: no usage read).
-func rankCandidates(node *plugin.EvictionNode, candidates []uint32, request func(*abi.Resources) int64, usage func(*abi.Usage) int64) []ranked {
-	rs := make([]ranked, 0, len(candidates))
+func (k *ranking) candidates(node *plugin.EvictionNode, candidates []uint32, request func(*abi.Resources) int64, usage func(*abi.Usage) int64) []ranked {
+	rs := k.rs[:0]
+	if cap(rs) < len(candidates) {
+		rs = make([]ranked, 0, len(candidates))
+	}
 	for _, c := range candidates {
 		p := node.Pod(c)
 		if p == nil {
 			continue // the SDK never offers one; nothing to rank if it did
 		}
 		r := ranked{idx: c, pod: p}
-		req := abi.PodRequests(p)
+		var req abi.Resources
+		addPodRequests(&req, p)
 		r.request = request(&req)
 		if usage != nil {
 			if o := node.PodObs(c); o != nil && o.Usage != nil {
@@ -37,7 +51,37 @@ func rankCandidates(node *plugin.EvictionNode, candidates []uint32, request func
 		}
 		rs = append(rs, r)
 	}
+	k.rs = rs
 	return rs
+}
+
+// addPodRequests adds a pod's abi.PodRequests to sum. A pod of app
+// containers only, without pod-level requests (nearly every pod), is
+// summed in place: abi.PodRequests copies each container's requests
+// first, and a policy sums every pod of every node each round.
+func addPodRequests(sum *abi.Resources, p *abi.Pod) {
+	if len(p.InitContainers) > 0 || p.PodLevel != nil {
+		r := abi.PodRequests(p)
+		sum.AddAll(&r)
+		return
+	}
+	for i := range p.Containers {
+		addResources(sum, &p.Containers[i].Requests)
+	}
+	addResources(sum, &p.Overhead)
+}
+
+// addResources is abi.Resources.AddAll with the common case, no scalar
+// resources, written out.
+func addResources(sum, r *abi.Resources) {
+	sum.MilliCPU += r.MilliCPU
+	sum.Memory += r.Memory
+	sum.EphemeralStorage += r.EphemeralStorage
+	if len(r.Scalars) > 0 {
+		for _, s := range r.Scalars {
+			sum.Add(s.Name, s.Value)
+		}
+	}
 }
 
 // sortRanked sorts rs by less, an insertion sort: candidate lists hold
@@ -65,9 +109,12 @@ func byName(a, b *ranked) bool {
 }
 
 // firstN returns the indexes of the first n ranked pods.
-func firstN(rs []ranked, n int) []uint32 {
+func (k *ranking) firstN(rs []ranked, n int) []uint32 {
 	n = min(n, len(rs))
-	out := make([]uint32, n)
+	if cap(k.out) < n {
+		k.out = make([]uint32, n)
+	}
+	out := k.out[:n]
 	for i := range out {
 		out[i] = rs[i].idx
 	}

@@ -23,6 +23,7 @@ type ResourceOvercommit struct {
 	hardRate  float64
 	softRate  float64 // 0: no soft threshold
 	grace     int64
+	rank      ranking
 }
 
 var _ plugin.ThresholdPlugin = (*ResourceOvercommit)(nil)
@@ -76,8 +77,7 @@ func (pl *ResourceOvercommit) ThresholdMet(node *plugin.EvictionNode) abi.Thresh
 	var sum abi.Resources
 	for _, c := range node.Candidates {
 		if p := node.Pod(c); p != nil {
-			r := abi.PodRequests(p)
-			sum.AddAll(&r)
+			addPodRequests(&sum, p)
 		}
 	}
 	alloc := &node.Node.Allocatable
@@ -115,7 +115,7 @@ func (pl *ResourceOvercommit) over(sum, alloc *abi.Resources, met abi.MetType, r
 // allocatable and names the others (at least one), least worth keeping
 // first, up to limit.
 func (pl *ResourceOvercommit) GetTopEvictionPods(node *plugin.EvictionNode, topN int, scope string, candidates []uint32, limit int) ([]uint32, *int64) {
-	rs := rankCandidates(node, candidates, func(r *abi.Resources) int64 { return r.Get(scope) }, nil)
+	rs := pl.rank.candidates(node, candidates, func(r *abi.Resources) int64 { return r.Get(scope) }, nil)
 	sortRanked(rs, func(a, b *ranked) bool {
 		if a.pod.Priority != b.pod.Priority {
 			return a.pod.Priority < b.pod.Priority
@@ -126,7 +126,7 @@ func (pl *ResourceOvercommit) GetTopEvictionPods(node *plugin.EvictionNode, topN
 		return byName(a, b)
 	})
 	if topN > 0 {
-		return firstN(rs, min(topN, limit)), nil
+		return pl.rank.firstN(rs, min(topN, limit)), nil
 	}
 	if pl.softRate <= 0 {
 		return nil, nil // no soft threshold, so no soft query is ours
@@ -143,5 +143,5 @@ func (pl *ResourceOvercommit) GetTopEvictionPods(node *plugin.EvictionNode, topN
 	if m == 0 && len(rs) > 0 {
 		m = 1
 	}
-	return firstN(rs[:m], limit), nil
+	return pl.rank.firstN(rs[:m], limit), nil
 }

@@ -21,6 +21,7 @@ type UsageThreshold struct {
 	memory float64 // fraction of allocatable memory
 	cpu    float64 // fraction of allocatable CPU; 0: not checked
 	grace  int64
+	rank   ranking
 }
 
 var _ plugin.ThresholdPlugin = (*UsageThreshold)(nil)
@@ -94,7 +95,7 @@ func (pl *UsageThreshold) GetTopEvictionPods(node *plugin.EvictionNode, topN int
 	if scope == abi.ResourceCPU {
 		request, usage = cpuRequest, cpuUsage
 	}
-	rs := rankCandidates(node, candidates, request, usage)
+	rs := pl.rank.candidates(node, candidates, request, usage)
 	sortRanked(rs, func(a, b *ranked) bool {
 		if a.hasUsage != b.hasUsage {
 			return a.hasUsage
@@ -107,5 +108,5 @@ func (pl *UsageThreshold) GetTopEvictionPods(node *plugin.EvictionNode, topN int
 		}
 		return byName(a, b)
 	})
-	return firstN(rs, wanted(topN, limit)), nil
+	return pl.rank.firstN(rs, wanted(topN, limit)), nil
 }

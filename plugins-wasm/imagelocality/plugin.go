@@ -115,24 +115,39 @@ func (pl *ImageLocality) Score(state *plugin.CycleState, pod *abi.Pod, node *plu
 	}
 	var sum int64
 	for i := range s.images {
-		if size, ok := imageSize(node.Node.Images, s.images[i].name, s.images[i].id); ok {
+		if size := imageSize(&node.Node, &s.images[i]); size != 0 {
 			sum += int64(float64(size) * s.images[i].spread)
 		}
 	}
 	return calculatePriority(sum, s.containers), nil
 }
 
-// imageSize finds an image on the node by any of its names.
-// imageSize is the size of the node image known by name (numbered id,
-// see abi.StrID): numbers are compared when the node's names are
-// numbered, strings otherwise.
-func imageSize(images []abi.ImageState, name string, id abi.StrID) (int64, bool) {
+// imageSize is the size of the node's image known by w's name, 0 when the
+// node has none (which adds what a size of 0 would: nothing). It runs per
+// node and wanted image, so it takes two pointers (in a Wasm guest every
+// parameter past the first few goes on the stack) and compares numbers in
+// a loop of its own when the name and the node's image names are
+// numbered, as a mirrored node's are; abi.AnyString answers the rest, as
+// it would have for every image.
+func imageSize(node *abi.Node, w *wantedImage) int64 {
+	images := node.Images
+	id := w.id
+	numbered := id != 0 && id != abi.StrAbsent
 	for i := range images {
-		if abi.AnyString(images[i].Names, images[i].NameIDs, name, id) {
-			return images[i].Size, true
+		im := &images[i]
+		if numbered && len(im.NameIDs) >= len(im.Names) {
+			for j, nid := range im.NameIDs[:len(im.Names)] {
+				if nid == id || (nid == 0 && im.Names[j] == w.name) {
+					return im.Size
+				}
+			}
+			continue
+		}
+		if abi.AnyString(im.Names, im.NameIDs, w.name, id) {
+			return im.Size
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // calculatePriority clamps sum into [MinThreshold, maxThreshold] and

@@ -183,7 +183,8 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 	}
 	if incoming {
 		for _, n := range nodes {
-			if s.hasAnyKey(n) {
+			// A node without pods counts nowhere: no call for it.
+			if len(n.PodGroups) > 0 && s.hasAnyKey(n) {
 				s.countNode(n)
 			}
 		}

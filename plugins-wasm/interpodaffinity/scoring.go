@@ -87,7 +87,9 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 	if hasConstraints {
 		cache := newNSCache(pl.h)
 		for _, n := range all {
-			if len(n.Node.Labels) == 0 {
+			// Without labels a node is in no domain; without pods it
+			// adds to none.
+			if len(n.Node.Labels) == 0 || len(n.PodGroups) == 0 {
 				continue
 			}
 			for i := range terms {

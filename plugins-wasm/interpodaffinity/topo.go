@@ -222,27 +222,20 @@ func newTopoCounts(x *topoIndex, pl *InterPodAffinity, state *plugin.CycleState)
 // add adds delta to the pair of domain d of key ki, or, when d < 0, to
 // pair (key, v).
 func (c *topoCounts) add(ki int, d int32, key, v string, delta int64) {
-	var old int64
 	if ki >= 0 && d >= 0 {
-		old = c.counts[ki][d]
+		old := c.counts[ki][d]
 		c.counts[ki][d] = old + delta
-	} else {
-		if c.extra == nil {
-			c.extra = map[string]map[string]int64{}
+		if old == 0 || old+delta == 0 {
+			c.countNonzero(old, old+delta)
 		}
-		m := c.extra[key]
-		if m == nil {
-			m = map[string]int64{}
-			c.extra[key] = m
-		}
-		old = m[v]
-		if old+delta == 0 {
-			delete(m, v)
-		} else {
-			m[v] = old + delta
-		}
+		return
 	}
-	switch n := old + delta; {
+	c.addExtra(key, v, delta)
+}
+
+// countNonzero keeps nonzero as a pair's count goes from old to n.
+func (c *topoCounts) countNonzero(old, n int64) {
+	switch {
 	case old == 0 && n != 0:
 		c.nonzero++
 	case old != 0 && n == 0:
@@ -250,17 +243,47 @@ func (c *topoCounts) add(ki int, d int32, key, v string, delta int64) {
 	}
 }
 
+// addExtra is add for a pair the index does not know.
+//
+//go:noinline
+func (c *topoCounts) addExtra(key, v string, delta int64) {
+	if c.extra == nil {
+		c.extra = map[string]map[string]int64{}
+	}
+	m := c.extra[key]
+	if m == nil {
+		m = map[string]int64{}
+		c.extra[key] = m
+	}
+	old := m[v]
+	if old+delta == 0 {
+		delete(m, v)
+	} else {
+		m[v] = old + delta
+	}
+	c.countNonzero(old, old+delta)
+}
+
 // get returns the count of the pair of domain d of key ki (d from
-// topoIndex.domain; v the value when d is unknown); 0 for noKey.
+// topoIndex.domain; v the value when d is unknown); 0 for noKey. Filter
+// asks it per node and term: a pair of the index is read inline, an
+// unknown one is getExtra.
+//
+//go:inline
 func (c *topoCounts) get(ki int, d int32, key, v string) int64 {
 	if d >= 0 {
 		return c.counts[ki][d]
 	}
 	if d == unknown && c.extra != nil {
-		return c.extra[key][v]
+		return c.getExtra(key, v)
 	}
 	return 0
 }
+
+// getExtra is get for a pair the index does not know.
+//
+//go:noinline
+func (c *topoCounts) getExtra(key, v string) int64 { return c.extra[key][v] }
 
 // Len is the number of pairs with a non-zero count.
 func (c *topoCounts) Len() int { return c.nonzero }

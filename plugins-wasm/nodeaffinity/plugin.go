@@ -230,7 +230,10 @@ func (pl *NodeAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, _ []*pl
 // Score sums the weights of the preferred terms (the pod's and the
 // profile's) the node matches.
 func (pl *NodeAffinity) Score(state *plugin.CycleState, pod *abi.Pod, node *plugin.NodeInfo) (int64, *plugin.Status) {
-	score := nodeselector.ScorePreferred(pl.addedPreferred, &node.Node)
+	var score int64
+	if pl.addedPreferred != nil {
+		score = nodeselector.ScorePreferred(pl.addedPreferred, &node.Node)
+	}
 	p, ok := state.Read(preScoreKey).(*preferredAffinity)
 	if !ok {
 		// PreScore did not run (or skipped): compile once and keep the
@@ -242,7 +245,10 @@ func (pl *NodeAffinity) Score(state *plugin.CycleState, pod *abi.Pod, node *plug
 	if p.err != nil {
 		return 0, p.err
 	}
-	return score + nodeselector.ScorePreferred(p.terms, &node.Node), nil
+	if p.terms != nil {
+		score += nodeselector.ScorePreferred(p.terms, &node.Node)
+	}
+	return score, nil
 }
 
 // NormalizeScore scales the sums so the best node scores MaxScore.

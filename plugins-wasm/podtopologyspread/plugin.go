@@ -150,7 +150,7 @@ func compileConstraints(in []abi.TopologySpreadConstraint, pod *abi.Pod, action 
 			md = 1
 		}
 		var req *nodeselector.Required
-		if c.NodeAffinityPolicy != abi.PolicyIgnore {
+		if c.NodeAffinityPolicy != abi.PolicyIgnore && hasRequiredNodes(pod) {
 			if required == nil {
 				required = nodeselector.ForPod(pod, h)
 			}
@@ -226,8 +226,28 @@ func hasAllKeys(ni *plugin.NodeInfo, cs []constraint) bool {
 	return true
 }
 
-// includes applies the constraint's node inclusion policies.
+// hasRequiredNodes reports whether the pod restricts its nodes (a
+// nodeSelector or required node affinity); a pod that does not includes
+// every node under nodeAffinityPolicy Honor, so its constraints keep no
+// node selector to ask per node.
+func hasRequiredNodes(pod *abi.Pod) bool {
+	return len(pod.NodeSelector) > 0 || (pod.NodeAffinity != nil && pod.NodeAffinity.Required != nil)
+}
+
+// includes applies the constraint's node inclusion policies. PreFilter
+// and PreScore ask it per node: a constraint without any (the usual
+// case) answers inline.
+//
+//go:inline
 func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
+	if c.required == nil && !c.honorTaints {
+		return true
+	}
+	return c.includesNode(pod, node)
+}
+
+// includesNode is includes for a constraint with inclusion policies.
+func (c *constraint) includesNode(pod *abi.Pod, node *abi.Node) bool {
 	if c.required != nil && !c.required.Matches(node) {
 		return false
 	}
@@ -241,8 +261,19 @@ func (c *constraint) includes(pod *abi.Pod, node *abi.Node) bool {
 // constraint's selector matches, one selector match per pod group label
 // set and cycle (the constraint's memo). An empty selector counts
 // nothing, as upstream's countPodsMatchSelector. It is called per node:
-// its parameters fit in registers (docs/PERFORMANCE.md, calls in Wasm).
+// its parameters fit in registers (docs/PERFORMANCE.md, calls in Wasm),
+// and a node without pods answers inline.
+//
+//go:inline
 func countMatching(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
+	if len(ni.PodGroups) == 0 {
+		return 0
+	}
+	return countGroups(ni, c, pod)
+}
+
+// countGroups is countMatching for a node with pods.
+func countGroups(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
 	if c.sel.Empty() {
 		return 0
 	}

@@ -158,14 +158,14 @@ func (s *preScoreState) domain(i int, ni *plugin.NodeInfo, v string) int32 {
 // matching count of the node's domain times the constraint's weight plus
 // maxSkew-1.
 func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
-	if s.requireAll && !hasAllKeys(ni, s.cons) {
-		return ignoredScore
-	}
 	var score float64
 	for i := range s.cons {
 		c := &s.cons[i]
 		v, _, ok := c.value(ni)
 		if !ok {
+			if s.requireAll {
+				return ignoredScore // a node missing any key is ignored
+			}
 			continue
 		}
 		var cnt int64

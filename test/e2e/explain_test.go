@@ -13,19 +13,21 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wasmsched/wasmsched/deploy/charttest"
 	"github.com/wasmsched/wasmsched/host/engines/decision"
 )
 
-// serve --record-decisions on a real API server: /debug/explain answers
-// from the ring behind the secure port's authentication and
-// authorization, 404 for a pod it has no decision of, and a placed pod
-// carries its decision summary in an annotation the binding set.
+// serve --record-decisions on a real API server (with the chart's RBAC
+// for it): /debug/explain answers from the ring behind the secure port's
+// authentication and authorization, 404 for a pod it has no decision
+// of, and a placed pod carries its decision summary in an annotation the
+// binding set.
 func TestExplainEndpointAndDecisionAnnotation(t *testing.T) {
 	t.Setenv("WASMSCHED_AUDIT", "1")
 	admin, kubeconfig := controlPlaneWithKubeconfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	applyDeploy(t, ctx, admin)
+	applyRBAC(t, ctx, admin, charttest.Objects(t, charttest.Helm(t), "recordDecisions=true"))
 	createNode(t, ctx, admin, node("big", "4"))
 	createNode(t, ctx, admin, node("mid", "2"))
 	createNode(t, ctx, admin, node("tiny", "1"))
@@ -105,6 +107,56 @@ func TestExplainEndpointAndDecisionAnnotation(t *testing.T) {
 	}
 	if code, body, _ := fetch(withCert, base+"/debug/explain", ""); code != http.StatusBadRequest {
 		t.Errorf("/debug/explain without ?pod = %d %s, want 400", code, body)
+	}
+}
+
+// serve --record-decisions on a real API server, as the chart runs it
+// with recordDecisions (its RBAC): a pod no node fits carries the
+// summary of its unschedulable attempt, naming the reasons, in a patch
+// of its own; once a node that fits is added, the pod binds and the
+// annotation is the bound decision, set by the binding.
+func TestDecisionAnnotationOfUnplacedPod(t *testing.T) {
+	admin, kubeconfig := controlPlaneWithKubeconfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	applyRBAC(t, ctx, admin, charttest.Objects(t, charttest.Helm(t), "recordDecisions=true"))
+	createNode(t, ctx, admin, node("small", "1"))
+	startServeBinary(t, ctx, admin, kubeconfig, "--record-decisions")
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod("waits", "wasmsched", "3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	summary := func() (decision.Summary, string) {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "waits", metav1.GetOptions{})
+		if err != nil {
+			return decision.Summary{}, ""
+		}
+		raw := p.Annotations[decision.AnnotationKey]
+		var sum decision.Summary
+		if raw != "" {
+			if err := json.Unmarshal([]byte(raw), &sum); err != nil || len(raw) > decision.MaxSummaryBytes {
+				t.Fatalf("annotation %s = %q (%d bytes): %v", decision.AnnotationKey, raw, len(raw), err)
+			}
+		}
+		return sum, p.Spec.NodeName
+	}
+	waitFor(t, ctx, "pod waits to carry its unschedulable decision", func() bool {
+		sum, _ := summary()
+		return sum.Outcome != ""
+	})
+	sum, bound := summary()
+	if bound != "" || sum.Outcome != decision.OutcomeUnschedulable || sum.Node != "" || sum.Evaluated != 1 || sum.Feasible != 0 ||
+		!strings.Contains(sum.Message, "Insufficient cpu") {
+		t.Errorf("unschedulable summary %+v (bound to %q)", sum, bound)
+	}
+	if len(sum.Rejected) != 1 || sum.Rejected[0].Plugin != "NodeResourcesFit" || sum.Rejected[0].Reason != "Insufficient cpu" || sum.Rejected[0].Nodes != 1 {
+		t.Errorf("summary's rejections %+v, want small's Insufficient cpu", sum.Rejected)
+	}
+
+	createNode(t, ctx, admin, node("large", "4"))
+	waitFor(t, ctx, "pod waits to be bound", func() bool { return boundTo(ctx, admin, "waits") != "" })
+	sum, bound = summary()
+	if bound != "large" || sum.Outcome != "" || sum.Message != "" || sum.Node != "large" || sum.Evaluated != 2 || sum.Feasible != 1 {
+		t.Errorf("bound summary %+v (bound to %q), want the decision that placed it on large", sum, bound)
 	}
 }
 

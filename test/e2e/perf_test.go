@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +107,54 @@ func TestPerfDriverDaemonsetAgainstServe(t *testing.T) {
 	}
 	if len(onNode) != nodes {
 		t.Errorf("measured pods on %d nodes, want %d", len(onNode), nodes)
+	}
+}
+
+// TestPerfBacklogAgainstServe runs `wasmsched perf --backlog` as a user
+// does, against a real API server: with no scheduler running it creates
+// 50 nodes, 20 init pods (bound) and 300 measured pods, then starts
+// `wasmsched serve` from --scheduler-cmd. Every measured pod must be
+// bound, each with a Scheduled Event and no failed binding, and the report
+// must carry the scheduler's CPU time, peak RSS and cold start; the
+// scheduler must be stopped at the end.
+func TestPerfBacklogAgainstServe(t *testing.T) {
+	_, kubeconfig := controlPlaneWithKubeconfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := wasmschedBinary(t)
+	dir := t.TempDir()
+	schedLog := filepath.Join(dir, "scheduler.log")
+	serve := fmt.Sprintf("%s serve --kubeconfig %s --kube-api-qps 5000 --kube-api-burst 5000 --leader-elect=false --secure-port 0 --wasm-cache-dir %s --log-level info",
+		bin, kubeconfig, filepath.Join(dir, "cache"))
+	cmd := exec.CommandContext(ctx, bin, "perf", "--kubeconfig", kubeconfig, "--nodes", "50", "--init-pods", "20", "--pods", "300",
+		"--backlog", "--scheduler-cmd", serve, "--scheduler-log", schedLog, "--label", "wasmsched", "--events-wait", "1m",
+		"--timeout", "2m", "-o", "json", "--log-level", "info")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("perf log:\n%s", stderr.String())
+	if err != nil {
+		b, _ := os.ReadFile(schedLog)
+		t.Fatalf("perf: %v\n%s\nscheduler log:\n%s", err, stdout.String(), b)
+	}
+	var rep perfdriver.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	t.Logf("report: %s", stdout.String())
+	if !rep.Complete || !rep.Backlog || rep.Label != "wasmsched" || rep.Bound != 300 || rep.PodsPerSecond <= 0 || rep.FirstBindSeconds <= 0 {
+		t.Errorf("report: complete %v, backlog %v, label %q, %d of 300 bound, %v pods/s, first bind %v s",
+			rep.Complete, rep.Backlog, rep.Label, rep.Bound, rep.PodsPerSecond, rep.FirstBindSeconds)
+	}
+	if rep.SchedulerCPUSeconds <= 0 || rep.SchedulerCPUSecondsPerPod <= 0 || rep.SchedulerPeakRSSBytes <= 0 || rep.ColdStartSeconds <= 0 {
+		t.Errorf("scheduler: CPU %v s (%v s/pod), peak RSS %d, cold start %v s: want all positive",
+			rep.SchedulerCPUSeconds, rep.SchedulerCPUSecondsPerPod, rep.SchedulerPeakRSSBytes, rep.ColdStartSeconds)
+	}
+	if e := rep.Events; e == nil || e.PodsScheduled != 300 || e.Scheduled < 300 || e.FailedBindings != 0 {
+		t.Errorf("events = %+v: want a Scheduled Event for each of the 300 pods and no failed binding", e)
+	}
+	// The scheduler perf started is gone.
+	if out, _ := exec.Command("pgrep", "-f", "--", "serve --kubeconfig "+kubeconfig).Output(); len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("the scheduler still runs after perf: pids %s", out)
 	}
 }

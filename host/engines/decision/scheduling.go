@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -161,15 +162,36 @@ func (s *Scheduling) Reject(node, plugin, code string, reasons []string) {
 	s.rejects = append(s.rejects, NodeVerdict{Node: node, Plugin: plugin, Code: code, Reasons: reasons})
 }
 
+// ScoreSource gives what the Score point replied: Normalized(p, i) is
+// plugin p's score of node i after its NormalizeScore, Raw(p, i) before
+// it (see ScorePlugin.RawKnown). SetScores asks it only about the nodes
+// it keeps, so a cycle can leave its replies as they came.
+type ScoreSource interface {
+	Raw(p, i int) int64
+	Normalized(p, i int) int64
+}
+
+// ScoreTable is a ScoreSource of decoded rows, one per plugin:
+// RawRows[p][i] and NormalizedRows[p][i].
+type ScoreTable struct {
+	RawRows, NormalizedRows [][]int64
+}
+
+// Raw implements ScoreSource.
+func (t ScoreTable) Raw(p, i int) int64 { return t.RawRows[p][i] }
+
+// Normalized implements ScoreSource.
+func (t ScoreTable) Normalized(p, i int) int64 { return t.NormalizedRows[p][i] }
+
 // SetScores records the Score point over n nodes: node i (named
-// name(i)) got raw[p][i] from plugins[p]'s Score, normalized[p][i]
-// after its NormalizeScore, totals[i] in all, and
+// name(i)) got scores.Raw(p, i) from plugins[p]'s Score,
+// scores.Normalized(p, i) after its NormalizeScore, totals[i] in all, and
 // chosen is the index of the node the cycle chose. It keeps the top
 // MaxScored nodes by total (equal totals: the earlier in the walk), the
 // chosen one and Pin, and lists the nodes tied with the chosen one. It
-// selects rather than sorts, and names only the nodes it keeps: it runs
-// on the scheduling loop.
-func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, raw, normalized [][]int64, totals []int64, chosen int) {
+// selects rather than sorts, and names and reads the scores of only the
+// nodes it keeps: it runs on the scheduling loop.
+func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlugin, scores ScoreSource, totals []int64, chosen int) {
 	s.ScorePlugins = plugins
 	k := s.Limits.MaxScored
 	top := make([]int, 0, k+2)
@@ -201,7 +223,16 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		for i, t := range totals {
 			if i != chosen && t == totals[chosen] {
 				s.TiedCount++
-				if len(s.Tied) < s.Limits.MaxScored {
+			}
+		}
+		// Counted first, so the names kept take one allocation.
+		if s.TiedCount > 0 {
+			s.Tied = make([]string, 0, min(s.TiedCount, s.Limits.MaxScored))
+			for i, t := range totals {
+				if len(s.Tied) == cap(s.Tied) {
+					break
+				}
+				if i != chosen && t == totals[chosen] {
 					s.Tied = append(s.Tied, name(i))
 				}
 			}
@@ -225,18 +256,43 @@ func (s *Scheduling) SetScores(n int, name func(int) string, plugins []ScorePlug
 		row := rows[3*j*np : 3*(j+1)*np]
 		ns := NodeScore{Node: name(i), Total: totals[i], Raw: row[:np:np], Normalized: row[np : 2*np : 2*np], Weighted: row[2*np:]}
 		for p := range plugins {
-			ns.Raw[p] = raw[p][i]
-			ns.Normalized[p] = normalized[p][i]
-			ns.Weighted[p] = normalized[p][i] * plugins[p].Weight
+			ns.Raw[p] = scores.Raw(p, i)
+			ns.Normalized[p] = scores.Normalized(p, i)
+			ns.Weighted[p] = ns.Normalized[p] * plugins[p].Weight
 		}
 		s.Scores[j] = ns
 	}
-	slices.SortFunc(s.Scores, func(a, b NodeScore) int {
-		if c := cmp.Compare(b.Total, a.Total); c != 0 {
-			return c
+	sortScores(s.Scores)
+}
+
+// sortScores orders scores by total, highest first, then by node name.
+// The selection leaves them nearly in that order (by total; ties in walk
+// order, the chosen and pinned nodes last), so a short list is sorted by
+// insertion, which then does little more than one pass.
+func sortScores(scores []NodeScore) {
+	before := func(a, b *NodeScore) bool {
+		if a.Total != b.Total {
+			return a.Total > b.Total
 		}
-		return cmp.Compare(a.Node, b.Node)
-	})
+		return strings.Compare(a.Node, b.Node) < 0
+	}
+	if len(scores) > 64 {
+		slices.SortFunc(scores, func(a, b NodeScore) int {
+			if before(&a, &b) {
+				return -1
+			}
+			if before(&b, &a) {
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	for i := 1; i < len(scores); i++ {
+		for j := i; j > 0 && before(&scores[j], &scores[j-1]); j-- {
+			scores[j], scores[j-1] = scores[j-1], scores[j]
+		}
+	}
 }
 
 // Finish groups and cuts the rejections gathered during the cycle.
@@ -314,16 +370,26 @@ func (s *Scheduling) VerdictOf(node string) *NodeVerdict {
 }
 
 // AnnotationKey is the pod annotation serve --record-decisions writes a
-// Summary under, in the binding that places the pod.
+// Summary under: in the binding that places the pod, and in a patch of
+// its own after an attempt that did not.
 const AnnotationKey = "wasmsched.io/decision"
 
 // MaxSummaryBytes caps the annotation: a pod's annotations share 256 KiB
 // in all, and a summary should take a small part of it.
 const MaxSummaryBytes = 2048
 
+// maxSummaryMessage caps a Summary's Message: the reasons are grouped
+// in Rejected, and the full message is in the pod's condition.
+const maxSummaryMessage = 256
+
 // Summary is the compact form of a record a pod annotation carries.
 type Summary struct {
-	Profile   string `json:"profile"`
+	Profile string `json:"profile"`
+	// Outcome and Message say why an attempt did not place the pod
+	// (OutcomeUnschedulable, OutcomeNominated, OutcomeError); both are
+	// left out of a chosen node's summary.
+	Outcome   string `json:"outcome,omitempty"`
+	Message   string `json:"message,omitempty"`
 	Node      string `json:"node"`
 	Score     int64  `json:"score"`
 	Evaluated int    `json:"evaluated"`
@@ -349,6 +415,9 @@ type SummaryScore struct {
 // they do not fit).
 func (s *Scheduling) Summarize(maxBytes int) string {
 	sum := Summary{Profile: s.Profile, Node: s.Node, Score: s.Score, Evaluated: s.Evaluated, Feasible: s.Feasible, Tied: s.TiedCount}
+	if s.Outcome != OutcomeChosen {
+		sum.Outcome, sum.Message = s.Outcome, cut(s.Message, maxSummaryMessage)
+	}
 	for _, ns := range s.Scores[:min(len(s.Scores), 3)] {
 		ss := SummaryScore{Node: ns.Node, Total: ns.Total, Plugins: make(map[string]int64, len(ns.Weighted))}
 		for i, w := range ns.Weighted {

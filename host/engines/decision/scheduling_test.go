@@ -24,7 +24,7 @@ func TestSetScoresKeepsTheTop(t *testing.T) {
 		s := NewScheduling(Limits{MaxScored: 1 + r.IntN(20)})
 		s.Pin = fmt.Sprintf("n%03d", r.IntN(n))
 		name := func(i int) string { return fmt.Sprintf("n%03d", i) }
-		s.SetScores(n, name, []ScorePlugin{{Name: "p", Weight: 1}}, norm, norm, totals, chosen)
+		s.SetScores(n, name, []ScorePlugin{{Name: "p", Weight: 1}}, ScoreTable{RawRows: norm, NormalizedRows: norm}, totals, chosen)
 		sorted := slices.Clone(totals)
 		slices.Sort(sorted)
 		slices.Reverse(sorted)
@@ -125,7 +125,7 @@ func TestRawScoresInRecordAndText(t *testing.T) {
 	raw := [][]int64{{3, 6}, {40, 10}, {50, 100}}
 	norm := [][]int64{{50, 100}, {40, 10}, {50, 100}}
 	totals := []int64{190, 310}
-	s.SetScores(2, func(i int) string { return fmt.Sprintf("n%d", i) }, plugins, raw, norm, totals, 1)
+	s.SetScores(2, func(i int) string { return fmt.Sprintf("n%d", i) }, plugins, ScoreTable{RawRows: raw, NormalizedRows: norm}, totals, 1)
 	s.Node = "n1"
 	if ns := s.ScoreOf("n0"); ns == nil || !slices.Equal(ns.Raw, []int64{3, 40, 50}) || !slices.Equal(ns.Normalized, []int64{50, 40, 50}) || !slices.Equal(ns.Weighted, []int64{100, 40, 50}) {
 		t.Fatalf("n0: %+v", ns)

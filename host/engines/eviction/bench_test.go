@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/config"
@@ -69,8 +70,11 @@ func benchCluster(nodes, podsPerNode int) (*cache.Cache, *mapUsage) {
 // instances (everything sent). Every round, the first included, must
 // drop no policy's answer and find as many victims as the native twin's
 // first round: a cold round that loses an answer (a sync cut by the call
-// timeout, say) fails the benchmark. WASMSCHED_BENCH_NODES sets another
-// number of nodes (of 10 pods each).
+// timeout, say) fails the benchmark. cpu-ns/op is the process's CPU time
+// per round (user and system, every thread), which moves less than wall
+// time with other load on a shared machine. WASMSCHED_BENCH_NODES sets another
+// number of nodes (of 10 pods each). With -tags wasmtime the bundle also
+// runs on wasmtime (backend=wasmtime).
 func BenchmarkEvictionRound(b *testing.B) {
 	nodes := 5000
 	if v, err := strconv.Atoi(os.Getenv("WASMSCHED_BENCH_NODES")); err == nil && v > 0 {
@@ -82,16 +86,17 @@ func BenchmarkEvictionRound(b *testing.B) {
 		{Plugin: "ResourceOvercommit"}, {Plugin: "NodePressure"}, {Plugin: "UsageThreshold"}}}
 	ctx := context.Background()
 	want := referenceVictims(b, cfg, c, u)
-	for _, backend := range []string{"wasm", "native"} {
+	for _, backend := range benchBackends {
 		for _, mode := range []string{"steady", "cold"} {
 			b.Run(fmt.Sprintf("backend=%s/%s", backend, mode), func(b *testing.B) {
-				reg, err := modules.Load(ctx, cfg, modules.Options{CacheDir: b.TempDir(), NativeBuiltin: backend == "native"})
+				reg, err := modules.Load(ctx, onRuntime(cfg, backend), modules.Options{CacheDir: b.TempDir(), NativeBuiltin: backend == "native"})
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer reg.Close(ctx)
 				coord := benchCoordinator(b, cfg, reg, c, u)
 				checkRound(b, "first round", coord.RunRound(ctx), want)
+				var cpu time.Duration
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if mode == "cold" {
@@ -100,7 +105,9 @@ func BenchmarkEvictionRound(b *testing.B) {
 						coord = benchCoordinator(b, cfg, reg, c, u)
 						b.StartTimer()
 					}
+					t := processCPU()
 					r := coord.RunRound(ctx)
+					cpu += processCPU() - t
 					b.StopTimer()
 					checkRound(b, fmt.Sprintf("round %d", i+1), r, want)
 					b.StartTimer()
@@ -108,9 +115,26 @@ func BenchmarkEvictionRound(b *testing.B) {
 				b.StopTimer()
 				coord.Close(ctx)
 				b.ReportMetric(float64(want), "victims/round")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
+}
+
+// benchBackends are the backends BenchmarkEvictionRound compares: the
+// builtin bundle on wazero ("wasm") and its native twin, and on wasmtime
+// in a test binary built with -tags wasmtime (bench_wasmtime_test.go).
+var benchBackends = []string{"wasm", "native"}
+
+// onRuntime is cfg with the builtin eviction bundle on the backend's
+// runtime: wasmtime for "wasmtime", cfg itself otherwise.
+func onRuntime(cfg *config.Configuration, backend string) *config.Configuration {
+	if backend != "wasmtime" {
+		return cfg
+	}
+	c := *cfg
+	c.Modules = append([]config.ModuleSpec{{Name: config.BuiltinEvictionModule, Runtime: config.RuntimeWasmtime}}, cfg.Modules...)
+	return &c
 }
 
 // referenceVictims is how many victims the native twin's first round

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -56,10 +57,12 @@ func benchClusterOf(vpods []VPod) *StaticCluster {
 // zones, committing each vpod's placements as a controller would, with
 // the README policy on the knative bundle in Wasm (wazero), on its
 // native twin, and on the in-process fake plugins (no ABI: the engine's
-// own cost). Reports ns per vreplica.
+// own cost); with -tags wasmtime also on wasmtime (backend=wasmtime).
+// Reports ns per vreplica, wall and CPU (the process's user and system
+// time, which moves less with other load on a shared machine).
 func BenchmarkPlaceAll(b *testing.B) {
 	ctx := context.Background()
-	for _, backend := range []string{"wasm", "native"} {
+	for _, backend := range registryBackends {
 		b.Run("backend="+backend, func(b *testing.B) {
 			var p *Policies
 			var err error
@@ -74,6 +77,7 @@ func BenchmarkPlaceAll(b *testing.B) {
 			defer p.Close(ctx)
 			vpods, total := benchVPodList()
 			var placed int64
+			var cpu time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -85,6 +89,7 @@ func BenchmarkPlaceAll(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
+				t := processCPU()
 				for _, v := range vpods {
 					ps, err := s.Schedule(ctx, v)
 					if err != nil {
@@ -92,9 +97,11 @@ func BenchmarkPlaceAll(b *testing.B) {
 					}
 					c.Commit(v.Key, ps)
 				}
+				cpu += processCPU() - t
 				placed += total
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(placed), "ns/vreplica")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(placed), "cpu-ns/vreplica")
 		})
 	}
 }

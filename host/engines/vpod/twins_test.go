@@ -30,8 +30,14 @@ var (
 	registriesDir  string
 )
 
+// registryBackends are the backends knativeRegistry serves: the native
+// twins and the Wasm build on wazero ("wasm"), and on wasmtime in a test
+// binary built with -tags wasmtime (bench_wasmtime_test.go).
+var registryBackends = []string{"native", "wasm"}
+
 // knativeRegistry loads (once per test binary) a registry serving the
-// knative plugins: backend "native" or "wasm".
+// knative plugins: backend "native", "wasm" or (with -tags wasmtime)
+// "wasmtime".
 func knativeRegistry(tb testing.TB, backend string) *modules.Registry {
 	tb.Helper()
 	registriesOnce.Do(func() {
@@ -45,7 +51,7 @@ func knativeRegistry(tb testing.TB, backend string) *modules.Registry {
 			return
 		}
 		ctx := context.Background()
-		for _, b := range []string{"native", "wasm"} {
+		for _, b := range registryBackends {
 			cfg := config.Default()
 			opts := modules.Options{CacheDir: filepath.Join(registriesDir, "cache"), NativeBuiltin: true}
 			if b == "native" {
@@ -53,6 +59,9 @@ func knativeRegistry(tb testing.TB, backend string) *modules.Registry {
 				opts.Backends = map[string]guest.Backend{knativeTestModule: native.New(nil, knativedefaults.Plugins()...)}
 			} else {
 				cfg.Modules = []config.ModuleSpec{{Name: knativeTestModule, Path: wasmPath}}
+				if b == "wasmtime" {
+					cfg.Modules[0].Runtime = config.RuntimeWasmtime
+				}
 			}
 			reg, err := modules.Load(ctx, cfg, opts)
 			if err != nil {

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -51,7 +52,6 @@ type Client struct {
 	delta   snapshot.Delta
 	filter  abi.FilterReply
 	scores  []int64
-	raw     []int64 // raw scores of the last ScoreWithRaw
 	victims []abi.NodeVictims
 	rank    []int
 }
@@ -311,18 +311,30 @@ func (c *Client) Score(ctx context.Context, plugin int, slots []uint32) ([]int64
 	return scores, err
 }
 
+// RawScores are the scores before NormalizeScore a Score reply carried,
+// left as the reply's little-endian u64s, one per slot: a cycle that
+// records its decision keeps these of only a few nodes, so it decodes
+// them for those alone rather than for every node scored.
+type RawScores []byte
+
+// Len is the number of scores.
+func (r RawScores) Len() int { return len(r) / 8 }
+
+// At is the i-th slot's score (any int64: a raw score has no bounds).
+func (r RawScores) At(i int) int64 { return int64(binary.LittleEndian.Uint64(r[8*i : 8*i+8])) }
+
 // ScoreWithRaw is Score for a cycle that records its decision: it also
 // returns each slot's score before NormalizeScore, which a module of ABI
 // v1.8 or later sends when asked (abi.ScoreRaw). raw is nil for an older
-// module, which is never asked. Both slices are the client's, valid until
-// its next call.
-func (c *Client) ScoreWithRaw(ctx context.Context, plugin int, slots []uint32) (scores, raw []int64, err error) {
+// module, which is never asked. Both are the client's (raw a view of the
+// reply), valid until its next call.
+func (c *Client) ScoreWithRaw(ctx context.Context, plugin int, slots []uint32) (scores []int64, raw RawScores, err error) {
 	return c.score(ctx, plugin, slots, c.module.manifest.VersionMinor >= abi.RawScoresMinor)
 }
 
-func (c *Client) score(ctx context.Context, plugin int, slots []uint32, raw bool) ([]int64, []int64, error) {
+func (c *Client) score(ctx context.Context, plugin int, slots []uint32, withRaw bool) ([]int64, RawScores, error) {
 	var flags uint8
-	if raw {
+	if withRaw {
 		flags = abi.ScoreRaw
 	}
 	body, err := c.runSlots(ctx, abi.FuncScore, plugin, slots, flags)
@@ -331,8 +343,13 @@ func (c *Client) score(ctx context.Context, plugin int, slots []uint32, raw bool
 	}
 	c.dec.Reset(body, false)
 	c.scores = c.dec.ScoreReply(c.scores, len(slots))
-	if raw && c.dec.Err() == nil && len(c.scores) == len(slots) {
-		c.raw = c.dec.RawScores(c.raw, len(slots))
+	var raw RawScores
+	if withRaw && c.dec.Err() == nil && len(c.scores) == len(slots) {
+		if c.dec.Remaining()/8 < len(slots) {
+			c.dec.Fail(&abi.DecodeError{What: "score reply lacks raw scores", Offset: c.dec.Offset()})
+		} else {
+			raw = c.dec.Raw(8 * len(slots))
+		}
 	}
 	if err := c.replyErr(abi.FuncScore, plugin); err != nil {
 		return nil, nil, err
@@ -346,10 +363,7 @@ func (c *Client) score(ctx context.Context, plugin int, slots []uint32, raw bool
 				Err: fmt.Errorf("score %d for slot %d is outside [0, %d]", s, slots[i], abi.MaxScore)}
 		}
 	}
-	if !raw {
-		return c.scores, nil, nil
-	}
-	return c.scores, c.raw, nil
+	return c.scores, raw, nil
 }
 
 // runSlots writes a slot list straight into the instance's input buffer.

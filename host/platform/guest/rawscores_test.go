@@ -98,8 +98,12 @@ func TestRawScoresOnlyWhenAskedAndKnown(t *testing.T) {
 			}
 			continue
 		}
-		if !slices.Equal(raw, f.rawes) || !bytes.Equal(f.request, asking) {
-			t.Errorf("v1.%d ScoreWithRaw: raw %v, request %x; want %v and %x", minor, raw, f.request, f.rawes, asking)
+		got := make([]int64, raw.Len())
+		for i := range got {
+			got[i] = raw.At(i)
+		}
+		if !slices.Equal(got, f.rawes) || !bytes.Equal(f.request, asking) {
+			t.Errorf("v1.%d ScoreWithRaw: raw %v, request %x; want %v and %x", minor, got, f.request, f.rawes, asking)
 		}
 	}
 }

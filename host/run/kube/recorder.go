@@ -53,7 +53,10 @@ type Recorder struct {
 	mu          sync.Mutex
 	events      map[string]events.EventRecorder // by reporting controller
 	patches     patchQueue
-	log         hclog.Logger
+	// decisions writes the decision summaries of attempts that did not
+	// bind (AnnotateDecision).
+	decisions *decisionWriter
+	log       hclog.Logger
 	// pods reads the informer's copy of a pod (nil until Serve's
 	// informers set it; see usePods).
 	pods atomic.Pointer[podLookup]
@@ -209,6 +212,7 @@ func NewRecorder(ctx context.Context, o RecorderOptions) *Recorder {
 		patches:  newPatchQueue(),
 		log:      log,
 	}
+	r.decisions = newDecisionWriter(o.Client, log, r.cached)
 	if servesEventsV1(ctx, ec, log) {
 		r.broadcaster = events.NewBroadcaster(newInstanceSink(ec, instance))
 		if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
@@ -387,8 +391,10 @@ func ref(pod *abi.Pod, cached *corev1.Pod) *corev1.ObjectReference {
 // podRef is ref with the informer's copy looked up.
 func (r *Recorder) podRef(pod *abi.Pod) *corev1.ObjectReference { return ref(pod, r.cached(pod)) }
 
-// Scheduled implements scheduler.Recorder.
+// Scheduled implements scheduler.Recorder. A decision summary still
+// waiting for the pod is dropped: its Binding carried the bound one.
 func (r *Recorder) Scheduled(pod *abi.Pod, profile, node string) {
+	r.decisions.drop(pod.UID)
 	r.event(profile, r.podRef(pod), nil, false, "Scheduled", ActionBinding, fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node))
 }
 
@@ -432,10 +438,25 @@ func (r *Recorder) Nominated(pod *abi.Pod, _, node string) {
 	}
 }
 
-// Run applies queued status patches until ctx ends. A pod deleted in the
-// meantime (NotFound) is skipped.
+// AnnotateDecision implements scheduler.DecisionAnnotator: summary, the
+// decision of an attempt that did not bind pod, goes to the pod's
+// decision.AnnotationKey annotation in a metadata patch of its own,
+// written by Run's workers; only the latest summary per pod waits, and
+// none when the informer's copy of the pod carries it already.
+func (r *Recorder) AnnotateDecision(pod *abi.Pod, summary string) {
+	r.decisions.add(pod, summary)
+}
+
+// Run applies queued status patches and decision annotations until ctx
+// ends. A pod deleted in the meantime (NotFound) is skipped.
 func (r *Recorder) Run(ctx context.Context) {
 	defer r.shutdown()
+	decisionsDone := make(chan struct{})
+	go func() {
+		defer close(decisionsDone)
+		r.decisions.run(ctx)
+	}()
+	defer func() { <-decisionsDone }()
 	for ctx.Err() == nil {
 		p, ok := r.patches.next()
 		if !ok {

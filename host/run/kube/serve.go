@@ -82,8 +82,10 @@ type ServeOptions struct {
 	// vpod Schedule call and autoscaler pass (/debug/explain answers from
 	// it).
 	Decisions decision.Sink
-	// RecordDecisions writes each placed pod's decision summary to its
-	// decision.AnnotationKey annotation, with the binding.
+	// RecordDecisions writes each attempt's decision summary to its pod's
+	// decision.AnnotationKey annotation: with the binding for a placed
+	// pod, in a metadata patch of its own (Recorder.AnnotateDecision)
+	// for one left unplaced.
 	RecordDecisions bool
 	// CheckAPIServer, when set, has Serve ask the API server's discovery
 	// for its version and the APIs serve calls before anything else, and

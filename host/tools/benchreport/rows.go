@@ -57,9 +57,19 @@ var defaultRows = []Row{
 		Wasm: "/backend=wasm$", Native: "/backend=native$", Unit: "pods/s", Target: Target{Op: ">=", Ratio: 0.85},
 	},
 	{
+		Name: "eviction-wasmtime", Title: "eviction round, 5000 nodes / 50 000 pods, steady", Runtime: "wasmtime",
+		Pkg: "host/engines/eviction", Tags: "wasmtime", Bench: "EvictionRound$/backend=(wasmtime|native)/steady$", Benchtime: "3x",
+		Wasm: "/backend=wasmtime/steady$", Native: "/backend=native/steady$", Unit: "ns/op", Target: Target{Op: "<=", Ratio: 1.3},
+	},
+	{
 		Name: "eviction-wazero", Title: "eviction round, 5000 nodes / 50 000 pods, steady", Runtime: "wazero",
 		Pkg: "host/engines/eviction", Bench: "EvictionRound$/backend=(wasm|native)/steady$", Benchtime: "3x",
 		Wasm: "/backend=wasm/steady$", Native: "/backend=native/steady$", Unit: "ns/op", Target: Target{Op: "<=", Ratio: 1.3},
+	},
+	{
+		Name: "vpod-wasmtime", Title: "vpod PlaceAll, per vreplica", Runtime: "wasmtime",
+		Pkg: "host/engines/vpod", Tags: "wasmtime", Bench: "PlaceAll$/backend=(wasmtime|native)$", Benchtime: "1x",
+		Wasm: "/backend=wasmtime$", Native: "/backend=native$", Unit: "ns/vreplica", Target: Target{Op: "<=", Ratio: 1.3},
 	},
 	{
 		Name: "vpod-wazero", Title: "vpod PlaceAll, per vreplica", Runtime: "wazero",

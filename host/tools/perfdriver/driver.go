@@ -73,6 +73,28 @@ type Options struct {
 	// first pod of the run seen bound, so a scheduler started just
 	// before the driver counts the creation of the nodes too).
 	SchedulerPID int
+	// StartScheduler, when set, starts the measured scheduler; the driver
+	// then knows its process as if SchedulerPID named it, adds its CPU
+	// time to the report, ends the run if it exits, and stops it before
+	// cleaning up. It is called before the nodes are created, so the
+	// scheduler runs throughout as in scheduler_perf, or with Backlog
+	// once all measured pods exist.
+	StartScheduler func(ctx context.Context) (Scheduler, error)
+	// Backlog measures a backlog drain: no scheduler runs while the nodes,
+	// the init pods (created bound, as nothing would place them) and the
+	// measured pods are created; then StartScheduler starts one and the
+	// run measures from that moment to the last measured pod seen bound.
+	// A measured pod bound before then means another scheduler serves
+	// SchedulerName, and fails the run.
+	Backlog bool
+	// EventsWait, when positive, has the driver count the Events the API
+	// server holds for the measured pods once they are all bound
+	// (Report.Events), waiting up to this long for a Scheduled Event for
+	// every pod, since schedulers post Events after binding.
+	EventsWait time.Duration
+	// Label names the scheduler in the report (e.g. wasmsched,
+	// kube-scheduler), for comparisons; both usually share SchedulerName.
+	Label string
 	// Timeout bounds the run before cleanup (0: none beyond ctx).
 	Timeout time.Duration
 	// Cleanup deletes the run's pods, namespaces and nodes at the end, even
@@ -91,6 +113,8 @@ type Report struct {
 	// Run names the run: the measured namespace, the prefix of the node
 	// names and the value of RunLabel on the nodes.
 	Run string `json:"run"`
+	// Label echoes Options.Label.
+	Label string `json:"label,omitempty"`
 	// Scheduler, Nodes, InitPods, InitPodsBound and Pods echo the options,
 	// so a saved JSON report says what was measured.
 	Scheduler     string `json:"scheduler"`
@@ -106,9 +130,14 @@ type Report struct {
 	// CreateSeconds is the time to create the measured pods: if it is
 	// close to WallSeconds, creation was the bottleneck.
 	CreateSeconds float64 `json:"createSeconds"`
-	// WallSeconds runs from the first measured create to the last
+	// WallSeconds runs from the first measured create (with Backlog:
+	// from the scheduler's start, after the last create) to the last
 	// measured pod seen bound (to the end of the wait if not all were).
 	WallSeconds float64 `json:"wallSeconds"`
+	// PodsPerSecond is Bound / WallSeconds: with Backlog, the drain rate.
+	PodsPerSecond float64 `json:"podsPerSecond"`
+	// Backlog echoes Options.Backlog.
+	Backlog bool `json:"backlog"`
 	// Throughput is scheduler_perf's SchedulingThroughput; Samples holds
 	// its raw samples in the order taken, pods/s.
 	Throughput Throughput `json:"throughput"`
@@ -121,14 +150,29 @@ type Report struct {
 	Incomplete string `json:"incomplete,omitempty"`
 	// Shape echoes Options.Shape.
 	Shape string `json:"shape"`
-	// FirstBindSeconds runs from the first measured create to the first
-	// measured pod seen bound.
+	// FirstBindSeconds runs from the first measured create (with
+	// Backlog: from the scheduler's start) to the first measured pod seen
+	// bound.
 	FirstBindSeconds float64 `json:"firstBindSeconds"`
 	// With Options.SchedulerPID: the scheduler's peak RSS in bytes, and
 	// its cold start, from its process start to the first pod of the run
 	// (init or measured) seen bound.
 	SchedulerPeakRSSBytes int64   `json:"schedulerPeakRSSBytes,omitempty"`
 	ColdStartSeconds      float64 `json:"coldStartSeconds,omitempty"`
+	// SchedulerCPUSeconds is the scheduler's CPU time (user and system,
+	// all threads) from its start to the end of the measurement (after the
+	// Events were counted), read only for a scheduler the driver started
+	// (Options.StartScheduler): another process's start is not the run's.
+	// SchedulerCPUSecondsPerPod divides it by the pods the scheduler
+	// placed: the measured ones, and the init pods unless created bound.
+	SchedulerCPUSeconds       float64 `json:"schedulerCPUSeconds,omitempty"`
+	SchedulerCPUSecondsPerPod float64 `json:"schedulerCPUSecondsPerPod,omitempty"`
+	// Events is what the API server holds of the Events on the measured
+	// pods (Options.EventsWait), and EventsWaitSeconds how long after the
+	// last bind the count was taken (every pod had its Scheduled Event,
+	// or the wait ended).
+	Events            *EventCount `json:"events,omitempty"`
+	EventsWaitSeconds float64     `json:"eventsWaitSeconds,omitempty"`
 }
 
 // The shapes of the measured pods (Options.Shape), named after
@@ -160,7 +204,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Repo
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	d := &driver{client: client, o: o, clk: clk, log: log, run: "perf-" + utilrand.String(5), namespaces: map[string]int{}}
+	d := &driver{client: client, o: o, clk: clk, log: log, run: "perf-" + utilrand.String(5), namespaces: map[string]int{}, stopping: make(chan struct{})}
 	if o.CreateQPS > 0 {
 		d.limit = flowcontrol.NewTokenBucketRateLimiter(float32(o.CreateQPS), o.Parallelism)
 	}
@@ -168,16 +212,14 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Repo
 		o.Shape = ShapeSchedulingBasic
 		d.o.Shape = o.Shape
 	}
-	rep = &Report{Run: d.run, Scheduler: o.SchedulerName, Nodes: o.Nodes, InitPods: o.InitPods, InitPodsBound: o.InitPodsBound, Pods: o.Pods, Shape: o.Shape}
+	rep = &Report{Run: d.run, Label: o.Label, Scheduler: o.SchedulerName, Nodes: o.Nodes, InitPods: o.InitPods, InitPodsBound: o.InitPodsBound,
+		Pods: o.Pods, Shape: o.Shape, Backlog: o.Backlog}
 	if o.SchedulerPID > 0 {
 		started, err := processStart(o.SchedulerPID)
 		if err != nil {
 			return nil, err
 		}
 		d.schedStart = started
-		defer func() {
-			d.schedulerFacts(rep)
-		}()
 	}
 	if o.Cleanup {
 		defer func() {
@@ -189,12 +231,27 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (rep *Repo
 			}
 		}()
 	}
+	// The scheduler is stopped after its facts are read and before the
+	// cleanup (deferred above, so run later), which it need not watch.
+	defer d.stopScheduler()
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("run took longer than --timeout %s", o.Timeout))
 		defer cancel()
 	}
-	if err := d.execute(ctx, rep); err != nil {
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	d.cancelRun = cancelRun
+	err = d.execute(ctx, rep)
+	if d.pid() > 0 {
+		d.schedulerFacts(rep)
+	}
+	if err != nil {
+		if exited := d.exited(); exited != nil && !errors.Is(err, exited) {
+			// A create cut short by the scheduler's exit fails with "context
+			// canceled"; say why the context ended.
+			err = fmt.Errorf("%w (%w)", exited, err)
+		}
 		rep.Incomplete = err.Error()
 		return rep, fmt.Errorf("run %s incomplete (%d of %d measured pods bound): %w", d.run, rep.Bound, o.Pods, err)
 	}
@@ -218,17 +275,41 @@ func (o *Options) validate() error {
 		return fmt.Errorf("shape %s: one measured pod per node, so pods (%d) must equal nodes (%d)", ShapeSchedulingDaemonset, o.Pods, o.Nodes)
 	case o.SchedulerPID < 0:
 		return fmt.Errorf("scheduler pid: want a process id or 0 (none), have %d", o.SchedulerPID)
+	case o.SchedulerPID > 0 && o.StartScheduler != nil:
+		return errors.New("scheduler pid and a scheduler to start: give one, the driver measures the scheduler it starts")
+	case o.Backlog && o.StartScheduler == nil:
+		return errors.New("backlog: the driver starts the scheduler once every measured pod exists, so it needs the command that starts it")
+	case o.Backlog && o.InitPods > 0 && !o.InitPodsBound:
+		return fmt.Errorf("backlog: %d init pods would wait for a scheduler that is not running yet; create them bound", o.InitPods)
+	case o.EventsWait < 0:
+		return fmt.Errorf("events wait: want a duration of 0 (do not count Events) or more, have %s", o.EventsWait)
 	}
 	return nil
 }
 
-// schedulerFacts fills in the scheduler process's peak RSS and cold
-// start; a process that went away leaves them out, with a log line.
+// schedulerFacts fills in the scheduler process's peak RSS, cold start
+// and, for one the driver started, CPU time; a process that went away
+// leaves them out, with a log line.
 func (d *driver) schedulerFacts(rep *Report) {
-	if rss, err := peakRSS(d.o.SchedulerPID); err != nil {
+	pid := d.pid()
+	if rss, err := peakRSS(pid); err != nil {
 		d.log.Warn("no peak RSS for the scheduler", "error", err)
 	} else {
 		rep.SchedulerPeakRSSBytes = rss
+	}
+	if d.sched != nil {
+		if cpu, err := cpuSeconds(pid); err != nil {
+			d.log.Warn("no CPU time for the scheduler", "error", err)
+		} else {
+			rep.SchedulerCPUSeconds = cpu
+			placed := rep.Bound
+			if !rep.InitPodsBound {
+				placed += rep.InitPods
+			}
+			if placed > 0 {
+				rep.SchedulerCPUSecondsPerPod = cpu / float64(placed)
+			}
+		}
 	}
 	d.mu.Lock()
 	first := d.firstBind
@@ -261,17 +342,98 @@ type driver struct {
 	run    string
 	limit  flowcontrol.RateLimiter // paces pod creation; nil: unpaced
 
-	schedStart time.Time // the scheduler process's start (Options.SchedulerPID)
+	schedStart time.Time // the scheduler process's start (Options.SchedulerPID, or the one started)
+	cancelRun  context.CancelCauseFunc
+	stopping   chan struct{} // closed before the driver stops the scheduler it started
 
 	mu         sync.Mutex
 	namespaces map[string]int // created: how many pods to delete from each
 	firstBind  time.Time      // the run's first pod seen bound
+	sched      Scheduler      // the scheduler the driver started, if any
+	exitErr    error          // how it ended, if it did before the driver stopped it
+}
+
+// pid is the measured scheduler's process: the one started, or
+// Options.SchedulerPID.
+func (d *driver) pid() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sched != nil {
+		return d.sched.PID()
+	}
+	return d.o.SchedulerPID
+}
+
+// exited says how the scheduler the driver started ended, if it did so
+// on its own during the run.
+func (d *driver) exited() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.exitErr
+}
+
+// startScheduler starts the measured scheduler and watches it: if it ends
+// before the driver stops it, the run ends with how it ended.
+func (d *driver) startScheduler(ctx context.Context) error {
+	s, err := d.o.StartScheduler(ctx)
+	if err != nil {
+		return fmt.Errorf("start the scheduler: %w", err)
+	}
+	d.mu.Lock()
+	d.sched = s
+	d.mu.Unlock()
+	started, err := processStart(s.PID())
+	if err != nil {
+		// The process ended at once (a bad command): say how it ended.
+		select {
+		case <-s.Exited():
+			err = s.Err()
+		case <-time.After(time.Second):
+		}
+		d.mu.Lock()
+		d.exitErr = err
+		d.mu.Unlock()
+		return err
+	}
+	d.schedStart = started
+	d.log.Info("scheduler started", "pid", s.PID())
+	go func() {
+		select {
+		case <-s.Exited():
+			err := s.Err()
+			d.mu.Lock()
+			d.exitErr = err
+			d.mu.Unlock()
+			d.cancelRun(err)
+		case <-d.stopping:
+		}
+	}()
+	return nil
+}
+
+// stopScheduler stops the scheduler the driver started, if any.
+func (d *driver) stopScheduler() {
+	close(d.stopping)
+	d.mu.Lock()
+	s := d.sched
+	d.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if err := s.Stop(); err != nil && d.exited() == nil {
+		d.log.Warn("stopping the scheduler", "error", err)
+	}
 }
 
 func (d *driver) execute(ctx context.Context, rep *Report) error {
 	ns, err := d.namespace(ctx, d.run, d.o.Pods)
 	if err != nil {
 		return err
+	}
+	if d.o.StartScheduler != nil && !d.o.Backlog {
+		if err := d.startScheduler(ctx); err != nil {
+			return err
+		}
 	}
 	start := d.clk.Now()
 	if err := d.createNodes(ctx); err != nil {
@@ -353,7 +515,9 @@ func (d *driver) initPods(ctx context.Context) error {
 // scheduler_perf's createPods op with collectMetrics does, and waits until
 // all are bound. The collector stops as soon as the last pod is seen
 // bound; scheduler_perf polls for that every second, so it sometimes
-// records one more sample, covering a partial interval.
+// records one more sample, covering a partial interval. With Backlog the
+// pods are all created first, and the scheduler started, collector and
+// clock with it.
 func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 	c := newBoundCounter(d.clk, d.o.Pods)
 	stop, err := watchBound(ctx, d.client, ns, c)
@@ -361,6 +525,23 @@ func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 		return err
 	}
 	defer stop()
+
+	var pin func(i int) string
+	if d.o.Shape == ShapeSchedulingDaemonset {
+		pin = func(i int) string { return nodeName(d.run, i) }
+	}
+	if d.o.Backlog {
+		start := d.clk.Now()
+		err := d.createPodsPinned(ctx, ns, d.o.Pods, pin)
+		rep.CreateSeconds = d.clk.Since(start).Seconds()
+		if err != nil {
+			return err
+		}
+		d.log.Info("measured pods created", "pods", d.o.Pods, "seconds", rep.CreateSeconds)
+		if n, _ := c.count(); n > 0 {
+			return fmt.Errorf("%d measured pods were bound before the scheduler was started: another scheduler serves spec.schedulerName %q", n, d.o.SchedulerName)
+		}
+	}
 
 	sctx, stopSampling := context.WithCancel(ctx)
 	samples := make(chan []float64, 1)
@@ -371,14 +552,17 @@ func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 	}()
 
 	start := d.clk.Now()
-	var pin func(i int) string
-	if d.o.Shape == ShapeSchedulingDaemonset {
-		pin = func(i int) string { return nodeName(d.run, i) }
+	var createErr error
+	if d.o.Backlog {
+		createErr = d.startScheduler(ctx)
+	} else {
+		createErr = d.createPodsPinned(ctx, ns, d.o.Pods, pin)
+		rep.CreateSeconds = d.clk.Since(start).Seconds()
+		if createErr == nil {
+			d.log.Info("measured pods created", "pods", d.o.Pods, "seconds", rep.CreateSeconds)
+		}
 	}
-	createErr := d.createPodsPinned(ctx, ns, d.o.Pods, pin)
-	rep.CreateSeconds = d.clk.Since(start).Seconds()
 	if createErr == nil {
-		d.log.Info("measured pods created", "pods", d.o.Pods, "seconds", rep.CreateSeconds)
 		select {
 		case <-c.done:
 		case <-ctx.Done():
@@ -398,11 +582,22 @@ func (d *driver) measure(ctx context.Context, ns string, rep *Report) error {
 	} else {
 		rep.WallSeconds = d.clk.Since(start).Seconds()
 	}
+	if rep.WallSeconds > 0 {
+		rep.PodsPerSecond = float64(bound) / rep.WallSeconds
+	}
 	switch {
 	case createErr != nil:
 		return createErr
 	case bound < d.o.Pods:
 		return fmt.Errorf("%d of %d measured pods bound: %w", bound, d.o.Pods, context.Cause(ctx))
+	}
+	if d.o.EventsWait > 0 {
+		ev, waited, err := waitEvents(ctx, d.client, d.clk, ns, d.o.Pods, d.o.EventsWait)
+		rep.Events, rep.EventsWaitSeconds = &ev, waited.Seconds()
+		if err != nil {
+			return err
+		}
+		d.log.Info("events counted", "podsScheduled", ev.PodsScheduled, "pods", d.o.Pods, "failedBindings", ev.FailedBindings, "seconds", rep.EventsWaitSeconds)
 	}
 	return nil
 }

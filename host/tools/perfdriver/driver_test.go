@@ -256,6 +256,10 @@ func TestProcessFactsFromProc(t *testing.T) {
 	if want := time.Unix(1700000000, 0).Add(123450 * time.Millisecond); !start.Equal(want) {
 		t.Errorf("start %v, want %v", start, want)
 	}
+	// utime 5 and stime 6 ticks (fields 14 and 15).
+	if cpu, err := cpuSeconds(42); err != nil || cpu != 0.11 {
+		t.Errorf("CPU %v s, %v; want 0.11", cpu, err)
+	}
 	rss, err := peakRSS(42)
 	if err != nil || rss != 256<<20 {
 		t.Errorf("peak RSS %d, %v; want 256 MiB", rss, err)

@@ -26,20 +26,9 @@ var procRoot = "/proc"
 // /proc/<pid>/stat (clock ticks after boot) and the boot time in
 // /proc/stat. Only the same machine's processes can be read.
 func processStart(pid int) (time.Time, error) {
-	b, err := boundedread.ReadFile(fmt.Sprintf("%s/%d/stat", procRoot, pid), procFileLimit, boundedread.Regular, "process stat")
+	f, err := statFields(pid)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("scheduler pid %d: %w", pid, err)
-	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// count fields after its closing one.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return time.Time{}, fmt.Errorf("scheduler pid %d: unreadable stat %q", pid, s)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 20 {
-		return time.Time{}, fmt.Errorf("scheduler pid %d: stat has %d fields", pid, len(f)+2)
+		return time.Time{}, err
 	}
 	ticks, err := strconv.ParseInt(f[19], 10, 64) // field 22
 	if err != nil {
@@ -50,6 +39,46 @@ func processStart(pid int) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return boot.Add(time.Duration(ticks) * time.Second / userHZ), nil
+}
+
+// cpuSeconds returns the CPU time process pid has used so far, user and
+// system (utime + stime, fields 14 and 15 of /proc/<pid>/stat), summed
+// over all its threads; the time of children it waited for is not in it.
+func cpuSeconds(pid int) (float64, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	var ticks int64
+	for _, i := range []int{11, 12} { // fields 14 and 15
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("scheduler pid %d: stat field %d %q: %w", pid, i+3, f[i], err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / userHZ, nil
+}
+
+// statFields returns the fields of /proc/<pid>/stat from the third
+// (state) on: f[i] is field i+3.
+func statFields(pid int) ([]string, error) {
+	b, err := boundedread.ReadFile(fmt.Sprintf("%s/%d/stat", procRoot, pid), procFileLimit, boundedread.Regular, "process stat")
+	if err != nil {
+		return nil, fmt.Errorf("scheduler pid %d: %w", pid, err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields after its closing one.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("scheduler pid %d: unreadable stat %q", pid, s)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return nil, fmt.Errorf("scheduler pid %d: stat has %d fields", pid, len(f)+2)
+	}
+	return f, nil
 }
 
 func bootTime() (time.Time, error) {

@@ -174,7 +174,7 @@ func (t *term) matches(node *abi.Node) bool {
 		return false
 	}
 	for i := range t.exprs {
-		if !t.exprs[i].matches(node.Labels) {
+		if !t.exprs[i].matches(node) {
 			return false
 		}
 	}
@@ -195,15 +195,32 @@ func (t *term) matches(node *abi.Node) bool {
 	return true
 }
 
-// matches applies labels.Requirement.Matches to a node's labels.
-func (r *requirement) matches(ls abi.Labels) bool {
-	j := ls.Find(r.key, r.keyID)
+// matches applies labels.Requirement.Matches to a node's labels. It runs
+// per node and term, so it takes two pointers (in a Wasm guest every
+// parameter past the first few is passed on the stack, and reloading them
+// cost more than the matching) and compares numbers in loops of its own
+// when the requirement and the node's labels are numbered, as they are
+// for a mirrored node; abi.Labels.Find and abi.AnyString, which it would
+// otherwise call with seven and ten words of parameters, answer the rest.
+func (r *requirement) matches(node *abi.Node) bool {
+	ls := node.Labels
+	j := -1
+	if id := r.keyID; id != 0 && id != abi.StrAbsent {
+		for i := range ls {
+			if k := ls[i].KeyID; k == id || (k == 0 && ls[i].Key == r.key) {
+				j = i
+				break
+			}
+		}
+	} else {
+		j = ls.Find(r.key, r.keyID)
+	}
 	ok := j >= 0
 	switch r.op {
 	case abi.OpIn:
-		return ok && abi.AnyString(r.values, r.valueIDs, ls[j].Value, ls[j].ValueID)
+		return ok && r.hasValue(&ls[j])
 	case abi.OpNotIn:
-		return !ok || !abi.AnyString(r.values, r.valueIDs, ls[j].Value, ls[j].ValueID)
+		return !ok || !r.hasValue(&ls[j])
 	case abi.OpExists:
 		return ok
 	case abi.OpDoesNotExist:
@@ -220,6 +237,23 @@ func (r *requirement) matches(ls abi.Labels) bool {
 			return n > r.bound
 		}
 		return n < r.bound
+	}
+	return false
+}
+
+// hasValue reports whether l's value is one of r's values, as
+// abi.AnyString(r.values, r.valueIDs, l.Value, l.ValueID) does, comparing
+// numbers without that call's ten words of parameters when l's value and
+// all of r's are numbered.
+func (r *requirement) hasValue(l *abi.Label) bool {
+	vid := l.ValueID
+	if vid == 0 || vid == abi.StrAbsent || len(r.valueIDs) < len(r.values) {
+		return abi.AnyString(r.values, r.valueIDs, l.Value, vid)
+	}
+	for i, id := range r.valueIDs[:len(r.values)] {
+		if id == vid || (id == 0 && r.values[i] == l.Value) {
+			return true
+		}
 	}
 	return false
 }

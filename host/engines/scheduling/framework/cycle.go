@@ -111,6 +111,7 @@ type cycle struct {
 	// scored gathers the Score plugins' replies of an explained cycle.
 	scored   []scoredPlugin
 	scoreBuf *[]int64 // from scoreBufs, while the cycle holds scores
+	rawBuf   *[]byte  // from rawBufs, likewise
 }
 
 // start returns the start time of a plugin call when this cycle is timed
@@ -445,6 +446,9 @@ func (c *cycle) preFilter(ctx context.Context) (preFilterOutcome, error) {
 	var out preFilterOutcome
 	var unschedulable *Status
 	at := &pluginPoint{name: metrics.PreFilter, skip: c.skip}
+	if c.rec != nil {
+		c.rec.PreFilter = make([]decision.PreFilterVerdict, 0, len(c.prof.preFilter))
+	}
 	for k := range c.prof.preFilter {
 		p := &c.prof.preFilter[k]
 		var st abi.PluginStatus
@@ -691,10 +695,13 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 	at = &pluginPoint{name: metrics.Score, skip: skip}
 	for k := range c.prof.score {
 		p := &c.prof.score[k]
-		var scores, raw []int64
+		var scores []int64
+		var raw guest.RawScores
 		ran, err := c.runPlugin(ctx, at, p, func(cl *guest.Client) (err error) {
 			t0 := c.start()
-			if c.rec != nil {
+			// Only a normalising plugin's raw scores differ from its
+			// scores: the others are not asked to send them twice.
+			if c.rec != nil && p.points.Has(abi.PointNormalizeScore) {
 				scores, raw, err = cl.ScoreWithRaw(ctx, p.index, feasible)
 			} else {
 				scores, err = cl.Score(ctx, p.index, feasible)

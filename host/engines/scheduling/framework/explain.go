@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmsched/wasmsched/abi"
 	"github.com/wasmsched/wasmsched/host/engines/decision"
+	"github.com/wasmsched/wasmsched/host/platform/guest"
 )
 
 // An explained cycle (CycleState.Explain) fills a decision.Scheduling from
@@ -21,34 +22,59 @@ const notRunCode = "NotRun"
 
 // scoredPlugin is one Score plugin's reply in an explained cycle: its
 // scores are scoreBuf[at : at+len(feasible)], and its scores before
-// NormalizeScore follow them (a copy of the scores when the module did
-// not send them).
+// NormalizeScore, as the reply's bytes (guest.RawScores), are
+// rawBuf[rawAt : rawAt+8*len(feasible)] (rawAt -1: the module did not
+// send them, so they equal the scores).
 type scoredPlugin struct {
 	plugin decision.ScorePlugin
 	at     int
+	rawAt  int
 }
 
-// scoreBufs recycles the buffers explained cycles copy Score replies
-// into (the client reuses its reply buffer from call to call), so that
-// recording allocates only what the record keeps.
-var scoreBufs = sync.Pool{New: func() any { return new([]int64) }}
+// scoreBufs and rawBufs recycle the buffers explained cycles copy Score
+// replies into (the client reuses its reply buffer from call to call),
+// so that recording allocates only what the record keeps.
+var (
+	scoreBufs = sync.Pool{New: func() any { return new([]int64) }}
+	rawBufs   = sync.Pool{New: func() any { return new([]byte) }}
+)
 
 // keepScores copies plugin p's Score reply for the record: scores and
 // raw, the scores before NormalizeScore, nil when the module is older
-// than abi.RawScoresMinor.
-func (c *cycle) keepScores(p *wasmPlugin, scores, raw []int64) {
+// than abi.RawScoresMinor. Raw scores stay encoded: the record decodes
+// those of the few nodes it keeps.
+func (c *cycle) keepScores(p *wasmPlugin, scores []int64, raw guest.RawScores) {
 	if c.scoreBuf == nil {
-		c.scoreBuf = scoreBufs.Get().(*[]int64)
-		*c.scoreBuf = (*c.scoreBuf)[:0]
+		c.scoreBuf, c.rawBuf = scoreBufs.Get().(*[]int64), rawBufs.Get().(*[]byte)
+		*c.scoreBuf, *c.rawBuf = (*c.scoreBuf)[:0], (*c.rawBuf)[:0]
 	}
 	norm := p.points.Has(abi.PointNormalizeScore)
 	sp := decision.ScorePlugin{Name: p.name, Weight: p.weight, NormalizeScore: norm, RawKnown: raw != nil || !norm}
-	c.scored = append(c.scored, scoredPlugin{plugin: sp, at: len(*c.scoreBuf)})
+	kept := scoredPlugin{plugin: sp, at: len(*c.scoreBuf), rawAt: -1}
 	*c.scoreBuf = append(*c.scoreBuf, scores...)
-	if raw == nil {
-		raw = scores
+	if raw != nil {
+		kept.rawAt = len(*c.rawBuf)
+		*c.rawBuf = append(*c.rawBuf, raw...)
 	}
-	*c.scoreBuf = append(*c.scoreBuf, raw...)
+	c.scored = append(c.scored, kept)
+}
+
+// keptScores is the decision.ScoreSource of an explained cycle's Score
+// replies.
+type keptScores struct{ c *cycle }
+
+// Normalized implements decision.ScoreSource.
+func (k keptScores) Normalized(p, i int) int64 {
+	return (*k.c.scoreBuf)[k.c.scored[p].at+i]
+}
+
+// Raw implements decision.ScoreSource.
+func (k keptScores) Raw(p, i int) int64 {
+	sp := k.c.scored[p]
+	if sp.rawAt < 0 {
+		return (*k.c.scoreBuf)[sp.at+i]
+	}
+	return guest.RawScores((*k.c.rawBuf)[sp.rawAt:]).At(i)
 }
 
 // Explain makes the cycle fill rec with why it decided what it did.
@@ -74,17 +100,16 @@ func (c *cycle) explainFilter(diag *Diagnosis, evaluated, feasible int) {
 // of best.
 func (c *cycle) explainScores(feasible []uint32, totals []int64, best int) {
 	plugins := make([]decision.ScorePlugin, len(c.scored))
-	normalized, raw := make([][]int64, len(c.scored)), make([][]int64, len(c.scored))
-	n := len(feasible)
 	for i, sp := range c.scored {
-		plugins[i], normalized[i], raw[i] = sp.plugin, (*c.scoreBuf)[sp.at:sp.at+n], (*c.scoreBuf)[sp.at+n:sp.at+2*n]
+		plugins[i] = sp.plugin
 	}
 	defer func() {
 		scoreBufs.Put(c.scoreBuf)
-		c.scoreBuf = nil
+		rawBufs.Put(c.rawBuf)
+		c.scoreBuf, c.rawBuf = nil, nil
 	}()
 	name := func(i int) string { return c.snap.Slot(feasible[i]).Info.Node.Name }
-	c.rec.SetScores(len(feasible), name, plugins, raw, normalized, totals, best)
+	c.rec.SetScores(len(feasible), name, plugins, keptScores{c}, totals, best)
 }
 
 // explainOutcome finishes rec after a cycle of pod on profile begun at

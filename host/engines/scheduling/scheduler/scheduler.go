@@ -39,6 +39,14 @@ type Recorder interface {
 	Nominated(pod *abi.Pod, profile, node string)
 }
 
+// DecisionAnnotator is a Recorder that can write a decision summary to
+// a pod outside a binding: AnnotateDecisions hands it the summary of
+// every attempt that did not bind (unschedulable, nominated, failed).
+// It must not block the scheduling cycle.
+type DecisionAnnotator interface {
+	AnnotateDecision(pod *abi.Pod, summary string)
+}
+
 // Failure reasons, as kube-scheduler's Event and condition reasons.
 const (
 	ReasonUnschedulable  = "Unschedulable"
@@ -78,9 +86,11 @@ type Options struct {
 	// it wants (decision.Sink.Want); nil records none and costs nothing.
 	Decisions decision.Sink
 	// AnnotateDecisions writes each recorded decision's summary to its
-	// pod's decision.AnnotationKey annotation with the binding (when the
-	// Binder can: framework.AnnotatingBinder). It records the decisions
-	// of every pod, with or without Decisions.
+	// pod's decision.AnnotationKey annotation: with the binding when the
+	// cycle chose a node (and the Binder can: framework.AnnotatingBinder),
+	// through the Recorder when it did not (when the Recorder is a
+	// DecisionAnnotator). It records the decisions of every pod, with or
+	// without Decisions.
 	AnnotateDecisions bool
 }
 
@@ -237,7 +247,7 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 	}
 	res, err := prof.Schedule(ctx, state, pod, s.snap, walkStart, s.queue, s.rng)
 	if rec != nil {
-		s.recordDecision(state, rec, err)
+		s.recordDecision(state, pod, rec, err)
 	}
 	if prof.shadow != nil {
 		var fit *framework.FitError
@@ -394,13 +404,21 @@ func (s *Scheduler) explainer(pod *abi.Pod) *decision.Scheduling {
 	return decision.NewScheduling(decision.Limits{})
 }
 
-// recordDecision hands a finished record to the sink and, for a chosen
-// node, puts its summary among the annotations the binding sets.
-func (s *Scheduler) recordDecision(state *framework.CycleState, rec *decision.Scheduling, err error) {
+// recordDecision hands a finished record of pod's cycle to the sink and
+// its summary to the pod: for a chosen node among the annotations the
+// binding sets, otherwise to the Recorder (DecisionAnnotator).
+func (s *Scheduler) recordDecision(state *framework.CycleState, pod *abi.Pod, rec *decision.Scheduling, err error) {
 	if s.decisions != nil && s.decisions.Want(decision.KindScheduling, rec.Pod) {
 		s.decisions.Add(&decision.Record{Kind: decision.KindScheduling, Time: rec.Time, Key: rec.Pod, Scheduling: rec})
 	}
-	if s.annotate && err == nil {
+	if !s.annotate {
+		return
+	}
+	if err == nil {
 		state.SetBindAnnotations(map[string]string{decision.AnnotationKey: rec.Summarize(decision.MaxSummaryBytes)})
+		return
+	}
+	if a, ok := s.recorder.(DecisionAnnotator); ok {
+		a.AnnotateDecision(pod, rec.Summarize(decision.MaxSummaryBytes))
 	}
 }

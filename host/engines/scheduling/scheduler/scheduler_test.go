@@ -81,6 +81,12 @@ func newEnv(t *testing.T) *env {
 // in flight (0: none).
 func newEnvWith(t *testing.T, b framework.Binder, maxBindings int) *env {
 	t.Helper()
+	return newEnvOpts(t, b, func(o *scheduler.Options) { o.MaxBindingsInFlight = maxBindings })
+}
+
+// newEnvOpts is newEnv with another binder and options set by with.
+func newEnvOpts(t *testing.T, b framework.Binder, with func(*scheduler.Options)) *env {
+	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
 	reg, err := modules.Load(ctx, cfg, modules.Options{NativeBuiltin: true, CacheDir: t.TempDir()})
@@ -98,8 +104,9 @@ func newEnvWith(t *testing.T, b framework.Binder, maxBindings int) *env {
 	e := &env{clk: clk, ev: &events{failed: map[string]string{}}}
 	e.q = queue.New(queue.Options{Clock: clk, PluginEvents: framework.PluginEvents})
 	e.cache = cache.New(0, clk.Now)
-	e.sched, err = scheduler.New(scheduler.Options{Profiles: []*framework.Profile{prof}, Cache: e.cache, Queue: e.q, Recorder: e.ev,
-		MaxBindingsInFlight: maxBindings})
+	opts := scheduler.Options{Profiles: []*framework.Profile{prof}, Cache: e.cache, Queue: e.q, Recorder: e.ev}
+	with(&opts)
+	e.sched, err = scheduler.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
