@@ -1,13 +1,19 @@
 # wasmsched — build, test and benchmark.
 #
 #   make demo    run the embedded default (in-memory cluster simulation)
-#   make build   build/wasmsched, stamped with the checkout's version and revision
-#                (wasmsched version; go run and a build in a git worktree carry none)
+#   make build   build/wasmsched, the release binary (what the image ships): cgo and
+#                -tags wasmtime, so modules run on wasmtime by default; stamped with the
+#                checkout's version and revision (wasmsched version; go run and a build
+#                in a git worktree carry none). Needs a C compiler (gcc)
+#   make build-static  build/wasmsched, the static pure-Go build (CGO_ENABLED=0): wazero
+#                only, for platforms without cgo (what go run and go build give)
 #   make test    everything CI runs: wasm reproducibility (TinyGo and Rust builds), vet,
 #                unit tests (-race on the host; includes the README's plugin walk-through),
 #                the wasmtime backend's tests (cgo), then the e2e suite against a real
 #                kube-apiserver and etcd
-#   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite
+#   make test-wasmtime  the wasmtime backend (-tags wasmtime, cgo) and the conformance suite,
+#                and scripts/check-release.sh: the release binary built as the Dockerfile
+#                builds it runs on distroless/cc-debian12 (its libraries, glibc <= 2.36)
 #   make wasm    rebuild the committed TinyGo builds of the policy bundles
 #   make bench   the benchmarks recorded in docs/PERFORMANCE.md
 #   make bench-report  run docs/PERFORMANCE.md's benchmark table (Wasm against native,
@@ -19,7 +25,8 @@
 #   make report-test  simulate --report's page in headless Chromium (Debian's, installed
 #                by scripts/chromium.sh) for every example
 #   make e2e     end-to-end tests against a real kube-apiserver v1.37.2 (builds it once);
-#                K8S_VERSION=1.35.4 make e2e against v1.35.4
+#                K8S_VERSION=1.35.4 make e2e against v1.35.4; runs the release (wasmtime)
+#                build when a C compiler is there, WASMSCHED_E2E_RUNTIME=wazero the static one
 #   make perf-e2e  only the load driver's end-to-end test (wasmsched perf against serve)
 #   make sidebyside  wasmsched serve against kube-scheduler v1.37.2 on a real API server
 #                (NODES=1000,5000 by default; scripts/sidebyside.sh; not part of make test)
@@ -85,7 +92,7 @@ WASM_BUILDS = \
 
 GUEST_MODULES = abi guest-sdk plugins-wasm
 
-.PHONY: all demo build test vet unit test-wasmtime report-test e2e perf-e2e sidebyside parity check-wasm wasm wasm-go bench bench-report tinygo fmt
+.PHONY: all demo build build-static test vet unit test-wasmtime report-test e2e perf-e2e sidebyside parity check-wasm wasm wasm-go bench bench-report tinygo fmt
 .PHONY: rust-wasm check-rust chart manifest
 
 all: test
@@ -93,8 +100,14 @@ all: test
 demo:
 	$(GO) run -ldflags '$(VERSION_LDFLAGS)' ./cmd/wasmsched simulate examples/cluster.yaml --config examples/profiles.yaml
 
+# scripts/build-release.sh is the one definition of the release build:
+# the Dockerfile and scripts/check-release.sh run it too.
+RELEASE_ENV = GO='$(GO)' VERSION='$(VERSION)' REVISION='$(REVISION)' REVISION_TIME='$(REVISION_TIME)' MODIFIED='$(MODIFIED)'
 build:
-	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o build/wasmsched ./cmd/wasmsched
+	$(RELEASE_ENV) scripts/build-release.sh build/wasmsched wasmtime
+
+build-static:
+	$(RELEASE_ENV) scripts/build-release.sh build/wasmsched wazero
 
 test: check-wasm check-rust vet unit chart test-wasmtime report-test e2e
 
@@ -118,7 +131,9 @@ test-wasmtime:
 	  echo "test-wasmtime: SKIPPED, no C compiler ($$cc) for cgo"; exit 0; fi; \
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
 	CGO_ENABLED=1 $(GO) test -count=1 -race -tags wasmtime ./host/platform/runtime/wasmtime/ ./host/platform/runtime/backendtest/... && \
-	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Runtime' ./host/platform/modules/ && \
+	CGO_ENABLED=1 $(GO) test -count=1 -tags wasmtime -run 'Version|Runtime' ./cmd/wasmsched/ && \
+	GO='$(GO)' scripts/check-release.sh
 
 # report-test loads the page `simulate --report` writes for every example
 # in headless Chromium (Debian's package, which scripts/chromium.sh
@@ -162,12 +177,28 @@ manifest:
 # modules from a registry start the CNCF distribution registry with TLS
 # and basic auth, which scripts/registry.sh builds the same way.
 # E2E_FLAGS=-v shows each test.
+#
+# The suite runs what ships: the release build (cgo, -tags wasmtime, so
+# serve runs modules on wasmtime, in process and as the binary
+# scripts/build-release.sh builds) whenever a C compiler is there, which
+# CI requires. WASMSCHED_E2E_RUNTIME=wazero runs it on the static pure-Go
+# build instead; without a C compiler outside CI it falls back to that,
+# saying so.
 E2E_FLAGS ?=
+E2E_RUNTIME = rt=$${WASMSCHED_E2E_RUNTIME:-}; cc=$${CC:-gcc}; \
+	if [ -z "$$rt" ]; then \
+	  if command -v $$cc >/dev/null; then rt=wasmtime; \
+	  elif [ "$$CI" = "true" ]; then echo "e2e: no C compiler ($$cc) for the release (wasmtime) build; WASMSCHED_E2E_RUNTIME=wazero runs the static build"; exit 1; \
+	  else rt=wazero; echo "e2e: no C compiler ($$cc): running the static (wazero) build"; fi; fi; \
+	case $$rt in wasmtime) tags="-tags wasmtime"; export CGO_ENABLED=1;; wazero) tags=;; \
+	  *) echo "e2e: WASMSCHED_E2E_RUNTIME must be wasmtime or wazero, not $$rt"; exit 1;; esac; \
+	echo "e2e: serve runs modules on $$rt ($$( [ $$rt = wasmtime ] && echo 'the release build: cgo, -tags wasmtime' || echo 'the static pure-Go build'))"; \
+	export WASMSCHED_E2E_RUNTIME=$$rt
 e2e:
 	@echo "e2e: kube-apiserver and etcd in $$(scripts/controlplane.sh build)"
 	@echo "e2e: OCI registry in $$(scripts/registry.sh build)"
 	@echo "e2e: helm in $$(scripts/helm.sh)"
-	WASMSCHED_E2E=1 $(GO) test -count=1 -timeout 20m $(E2E_FLAGS) ./test/e2e/
+	@$(E2E_RUNTIME); set -x; WASMSCHED_E2E=1 $(GO) test $$tags -count=1 -timeout 20m $(E2E_FLAGS) ./test/e2e/
 
 # perf-e2e runs the load driver (wasmsched perf) against serve on a real
 # kube-apiserver: a small SchedulingBasic and SchedulingDaemonset, all pods
@@ -176,7 +207,7 @@ e2e:
 # are in docs/PERFORMANCE.md.
 perf-e2e:
 	scripts/controlplane.sh build >/dev/null
-	WASMSCHED_E2E=1 $(GO) test -count=1 -run Perf -v ./test/e2e/
+	@$(E2E_RUNTIME); set -x; WASMSCHED_E2E=1 $(GO) test $$tags -count=1 -run Perf -v ./test/e2e/
 
 # sidebyside measures wasmsched serve (make build) and kube-scheduler
 # v1.37.2 side by side on a real API server, a fresh one per run, and

@@ -367,6 +367,19 @@ func TestChartOptions(t *testing.T) {
 		t.Errorf("with a module from a registry, args %v do not keep pulled modules in the cache volume", args)
 	}
 
+	// The runtime: the image's default unless the value names one; both
+	// runtimes cache their compiled code in the cache volume.
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--runtime") }) {
+		t.Errorf("args %v pick a runtime without the runtime value", args)
+	}
+	if !slices.Contains(args, "--wasm-cache-dir=/var/cache/wasmsched/wazero") {
+		t.Errorf("args %v do not cache compiled code in the cache volume's wazero directory", args)
+	}
+	r3 := split(t, charttest.Objects(t, helm, "--set=runtime=wazero"))
+	if args := r3.dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--runtime=wazero") {
+		t.Errorf("with runtime=wazero, args %v lack --runtime=wazero", args)
+	}
+
 	var readers []rbacv1.Subject
 	for _, b := range r.crbs {
 		if b.RoleRef.Name == "wasmsched-metrics-reader" {

@@ -28,6 +28,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		recordDecisions                  bool
 		election                         = kube.DefaultLeaderElection()
 		serving                          = newEndpointFlags()
+		wasmRuntime                      = newRuntimeFlag()
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -81,6 +82,9 @@ token or client certificate whose identity may get that nonResourceURL
 			if err := serving.validate(); err != nil {
 				return err
 			}
+			if err := wasmRuntime.validate(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			restConfig, err := set.restConfig()
@@ -102,7 +106,7 @@ token or client certificate whose identity may get that nonResourceURL
 			if err != nil {
 				return err
 			}
-			opts := kube.ServeOptions{Client: client, EventClient: eventClient, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
+			opts := kube.ServeOptions{Client: client, EventClient: eventClient, RESTConfig: restConfig, Config: cfg, CacheDir: cacheDir, Runtime: wasmRuntime.name, ModuleCacheDir: moduleCacheDir, ModulePollInterval: pollInterval, Log: log, Metrics: srv.metrics, Ready: srv.ready,
 				ConfigPath: configPath, Watch: watch, RequireSHA256: requireSHA, MaxBindingsInFlight: maxBindings, OnSwap: srv.configz.Set,
 				Decisions: srv.decisions, RecordDecisions: recordDecisions, CheckAPIServer: true}
 			if set.leaderElect {
@@ -125,6 +129,7 @@ token or client certificate whose identity may get that nonResourceURL
 	cmd.Flags().IntVar(&maxBindings, "max-bindings-in-flight", scheduler.DefaultMaxBindingsInFlight,
 		"bindings sent to the API server at once; with that many in flight the scheduler waits for one to end before the next cycle (0: the default; negative: no bound)")
 	f := cmd.Flags()
+	wasmRuntime.register(f)
 	f.BoolVar(&watch, "watch", true, "reload the configuration when --config or a module file it names changes (SIGHUP reloads either way)")
 	f.BoolVar(&requireSHA, "require-sha256", false, "refuse module files without a sha256 pin, at start and at every reload")
 	f.BoolVar(&leaderElect, "leader-elect", true, "run as one of several replicas: schedule only while holding the Lease")

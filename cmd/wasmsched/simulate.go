@@ -35,6 +35,7 @@ func newSimulateCommand(logger func() hclog.Logger) *cobra.Command {
 		evictRounds int
 		reportPath  string
 		explain     explainFlags
+		wasmRuntime = newRuntimeFlag()
 		fromLimits  = fromClusterFlags{
 			maxPageBytes: clusterread.DefaultMaxPageBytes, maxBytes: clusterread.DefaultMaxBytes,
 			requestTimeout: clusterread.DefaultRequestTimeout, timeout: clusterread.DefaultTimeout,
@@ -108,6 +109,9 @@ StatefulSets create.`,
 			if err := explain.validate(); err != nil {
 				return err
 			}
+			if err := wasmRuntime.validate(); err != nil {
+				return err
+			}
 			if reportPath != "" && watchFiles {
 				return errors.New("--report writes one run's page: it cannot be combined with --watch")
 			}
@@ -122,7 +126,8 @@ StatefulSets create.`,
 					notes = cmd.ErrOrStderr()
 				}
 				return watchLoop(ctx, cmd.OutOrStdout(), watchOptions{Manifests: args, ConfigPath: configPath, ShadowPath: shadowPath,
-					Output: output, Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Notes: notes, Log: logger(), Explain: explain})
+					Output: output, Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Notes: notes, Log: logger(), Explain: explain,
+					Runtime: wasmRuntime.name})
 			}
 			live, err := loadConfig(configPath)
 			if err != nil {
@@ -147,7 +152,7 @@ StatefulSets create.`,
 				return err
 			}
 			opts := sim.Options{Seed: seed, APILatency: latency, EvictionRounds: evictionRounds(evictRounds), Log: logger(),
-				Explain: explain.match()}
+				Explain: explain.match(), Runtime: wasmRuntime.name}
 			if reportPath != "" {
 				// The page explains every pod on a click.
 				opts.Explain = func(string) bool { return true }
@@ -186,6 +191,7 @@ StatefulSets create.`,
 	cmd.Flags().Var(optionalInt{&evictRounds}, "eviction-rounds", fmt.Sprintf("eviction rounds to run after scheduling settles, when the configuration has eviction policies, at most %d (default: the configuration's eviction.simulateRounds)", config.MaxEvictionSimulateRounds))
 	fromLimits.register(cmd.Flags())
 	explain.register(cmd.Flags())
+	wasmRuntime.register(cmd.Flags())
 	cmd.Flags().BoolVar(&watchFiles, "watch", false, "keep running: run again after each change to the manifests, the configuration files or their module files, and print what changed (-o json: results on stdout, the rest on stderr)")
 	return cmd
 }

@@ -38,6 +38,9 @@ type watchOptions struct {
 	// EvictionRounds is --eviction-rounds; nil for the configuration's
 	// eviction.simulateRounds.
 	EvictionRounds *int
+	// Runtime is --runtime: the Wasm runtime of the modules whose entry
+	// names none (sim.Options.Runtime).
+	Runtime string
 	// Debounce is how quiet the files must be before a re-run; 0 means
 	// reload.DefaultDebounce, the live scheduler's.
 	Debounce time.Duration
@@ -277,7 +280,7 @@ func (s *watchSession) simulate(ctx context.Context) (*watchRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics,
+	opts := sim.Options{Seed: o.Seed, APILatency: o.APILatency, EvictionRounds: o.EvictionRounds, Log: o.Log, Metrics: o.Metrics, Runtime: o.Runtime,
 		Explain: o.Explain.match()}
 	return runSimulations(ctx, objs, live, shadow, o.ShadowPath, opts, s.last)
 }
@@ -300,7 +303,7 @@ func runSimulations(ctx context.Context, objs *sim.Objects, live, shadow *config
 	if prev != nil {
 		prevLive, prevShadow = prev.liveReg, prev.shadowReg
 	}
-	mo := modules.Options{Log: opts.Log, Metrics: opts.Metrics, Previous: prevLive}
+	mo := modules.Options{Log: opts.Log, Metrics: opts.Metrics, Previous: prevLive, Runtime: opts.Runtime}
 	if r.liveReg, err = modules.Load(ctx, live, mo); err != nil {
 		return nil, err
 	}

@@ -6,11 +6,13 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/config"
 	"github.com/wasmsched/wasmsched/host/platform/modules"
 )
 
@@ -33,18 +35,27 @@ type versionInfo struct {
 	Version  string `json:"version"`
 	Revision string `json:"revision,omitempty"`
 	// RevisionTime is the commit's time (RFC 3339).
-	RevisionTime string            `json:"revisionTime,omitempty"`
-	Modified     bool              `json:"modified,omitempty"`
-	Go           string            `json:"go"`
-	Platform     string            `json:"platform"`
-	Wazero       string            `json:"wazero"`
-	ABI          string            `json:"abi"`
-	Builtins     []modules.Builtin `json:"builtinModules"`
+	RevisionTime string `json:"revisionTime,omitempty"`
+	Modified     bool   `json:"modified,omitempty"`
+	Go           string `json:"go"`
+	Platform     string `json:"platform"`
+	Wazero       string `json:"wazero"`
+	// Wasmtime is wasmtime-go's version in a binary built with it ("" in
+	// a pure-Go build).
+	Wasmtime string `json:"wasmtime,omitempty"`
+	// Runtimes are the Wasm runtimes built in; DefaultRuntime is the one
+	// serve and simulate run modules on unless --runtime or a module
+	// entry names another: which one a bug report's numbers came from.
+	Runtimes       []string          `json:"runtimes"`
+	DefaultRuntime string            `json:"defaultRuntime"`
+	ABI            string            `json:"abi"`
+	Builtins       []modules.Builtin `json:"builtinModules"`
 }
 
 func currentVersion() versionInfo {
 	v := versionInfo{Version: "(devel)", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
-		Wazero: "unknown", ABI: fmt.Sprintf("v%d.%d", abi.VersionMajor, abi.VersionMinor), Builtins: modules.Builtins()}
+		Wazero: "unknown", ABI: fmt.Sprintf("v%d.%d", abi.VersionMajor, abi.VersionMinor), Builtins: modules.Builtins(),
+		Runtimes: modules.Runtimes(), DefaultRuntime: modules.DefaultRuntime()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v.fromBuildInfo(bi)
 	}
@@ -59,8 +70,11 @@ func (v *versionInfo) fromBuildInfo(bi *debug.BuildInfo) {
 		v.Version = bi.Main.Version
 	}
 	for _, d := range bi.Deps {
-		if d.Path == "github.com/tetratelabs/wazero" {
+		switch {
+		case d.Path == "github.com/tetratelabs/wazero":
 			v.Wazero = d.Version
+		case strings.HasPrefix(d.Path, "github.com/bytecodealliance/wasmtime-go") && slices.Contains(v.Runtimes, config.RuntimeWasmtime):
+			v.Wasmtime = d.Version
 		}
 	}
 	for _, s := range bi.Settings {
@@ -107,7 +121,18 @@ func (v versionInfo) text() string {
 	case v.Version == "(devel)":
 		b.WriteString(", revision unknown: built without a VCS stamp (go run, -buildvcs=false, a git worktree); make build stamps one")
 	}
-	fmt.Fprintf(&b, "\ngo         %s %s\nwazero     %s\nabi        %s\n", v.Go, v.Platform, v.Wazero, v.ABI)
+	fmt.Fprintf(&b, "\ngo         %s %s\nwazero     %s\n", v.Go, v.Platform, v.Wazero)
+	if v.Wasmtime != "" {
+		fmt.Fprintf(&b, "wasmtime   %s (wasmtime-go)\n", v.Wasmtime)
+	}
+	b.WriteString("runtimes  ")
+	for _, n := range v.Runtimes {
+		b.WriteString(" " + n)
+		if n == v.DefaultRuntime {
+			b.WriteString(" (default)")
+		}
+	}
+	fmt.Fprintf(&b, "\nabi        %s\n", v.ABI)
 	for _, m := range v.Builtins {
 		fmt.Fprintf(&b, "module     %s  sha256:%s  %d bytes (builtin)\n", m.Name, m.SHA256, m.Size)
 	}
@@ -118,7 +143,7 @@ func newVersionCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the binary, Go, wazero and ABI versions and the builtin modules' digests",
+		Short: "Print the binary, Go, Wasm runtime and ABI versions, the runtimes built in and the default, and the builtin modules' digests",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := currentVersion()

@@ -31,7 +31,8 @@ func TestVersionNamesRuntimeABIAndBuiltinDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := modules.Builtins()[0]
-	for _, want := range []string{"wasmsched ", "go1.", "wazero     v1.", "abi        v1.", "sha256:" + b.SHA256} {
+	def := modules.DefaultRuntime() + " (default)"
+	for _, want := range []string{"wasmsched ", "go1.", "wazero     v1.", "abi        v1.", "sha256:" + b.SHA256, "runtimes   ", def} {
 		if !strings.Contains(out, want) {
 			t.Errorf("version output lacks %q:\n%s", want, out)
 		}
@@ -195,6 +196,42 @@ func TestPositionalArgumentsAreNamed(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%v: %v, want it to contain %q", c.args, err, w)
 			}
+		}
+	}
+}
+
+// TestRuntimeFlag: serve's and simulate's --runtime defaults to the
+// fastest runtime the binary has; one it lacks, or an unknown one, is an
+// error naming the flag before anything starts.
+func TestRuntimeFlag(t *testing.T) {
+	has := map[string]bool{}
+	for _, n := range modules.Runtimes() {
+		has[n] = true
+	}
+	if want := map[bool]string{true: "wasmtime", false: "wazero"}[has["wasmtime"]]; modules.DefaultRuntime() != want {
+		t.Errorf("DefaultRuntime() = %q in a binary with %v; want %q", modules.DefaultRuntime(), modules.Runtimes(), want)
+	}
+	for cmd, args := range map[string][]string{"serve": nil, "simulate": {"x.yaml"}} {
+		out, _ := run(t, cmd, "--help")
+		if !strings.Contains(out, "--runtime string") || !strings.Contains(out, `(default "`+modules.DefaultRuntime()+`")`) {
+			t.Errorf("%s --help does not show --runtime defaulting to %s:\n%s", cmd, modules.DefaultRuntime(), out)
+		}
+		_, err := run(t, append([]string{cmd, "--runtime", "v8"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), `--runtime: unknown runtime "v8"`) {
+			t.Errorf("%s --runtime v8: err = %v", cmd, err)
+		}
+		if !has["wasmtime"] {
+			_, err := run(t, append([]string{cmd, "--runtime", "wasmtime"}, args...)...)
+			if err == nil || !strings.Contains(err.Error(), "--runtime: this wasmsched binary was built without the wasmtime runtime") {
+				t.Errorf("%s --runtime wasmtime without wasmtime: err = %v", cmd, err)
+			}
+		}
+	}
+	example := filepath.Join("..", "..", "examples", "cluster.yaml")
+	for _, rt := range modules.Runtimes() {
+		out, err := run(t, "simulate", "--runtime", rt, example)
+		if err != nil || !strings.Contains(out, "Scheduled") {
+			t.Errorf("simulate --runtime %s: %v\n%s", rt, err, out)
 		}
 	}
 }

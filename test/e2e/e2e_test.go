@@ -78,6 +78,9 @@ func startServe(t *testing.T, ctx context.Context, o kube.ServeOptions) {
 	ready := make(chan struct{})
 	o.Ready = ready
 	o.CheckAPIServer = true
+	if o.Runtime == "" {
+		o.Runtime = e2eRuntime()
+	}
 	if o.CacheDir == "" {
 		o.CacheDir = t.TempDir()
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -27,7 +28,11 @@ var (
 )
 
 // wasmschedBinary builds cmd/wasmsched once per test run, so replicas run
-// as real processes that can be killed.
+// as real processes that can be killed. It is the binary that ships
+// (scripts/build-release.sh, the one build make build and the Dockerfile
+// run) for the suite's runtime: the wasmtime build, or the static one
+// with WASMSCHED_E2E_RUNTIME=wazero; its default runtime is checked to be
+// that runtime.
 func wasmschedBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -37,10 +42,26 @@ func wasmschedBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "wasmsched")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/wasmsched").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		rt := e2eRuntime()
+		build := exec.Command("scripts/build-release.sh", binPath, rt)
+		build.Dir = "../.."
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("scripts/build-release.sh %s: %v\n%s", rt, err, out)
+			return
 		}
+		out, err := exec.Command(binPath, "version", "-o", "json").Output()
+		if err != nil {
+			buildErr = fmt.Errorf("wasmsched version: %v", err)
+			return
+		}
+		var v struct {
+			DefaultRuntime string `json:"defaultRuntime"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil || v.DefaultRuntime != rt {
+			buildErr = fmt.Errorf("the %s build's default runtime is %q (%v), not %s:\n%s", rt, v.DefaultRuntime, err, rt, out)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "e2e: wasmsched binary %s runs modules on %s\n", binPath, v.DefaultRuntime)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

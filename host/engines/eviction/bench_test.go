@@ -127,13 +127,15 @@ func BenchmarkEvictionRound(b *testing.B) {
 var benchBackends = []string{"wasm", "native"}
 
 // onRuntime is cfg with the builtin eviction bundle on the backend's
-// runtime: wasmtime for "wasmtime", cfg itself otherwise.
+// runtime: wasmtime for "wasmtime", wazero for "wasm" (in every build,
+// also where wasmtime is the binary's default), cfg itself for "native".
 func onRuntime(cfg *config.Configuration, backend string) *config.Configuration {
-	if backend != "wasmtime" {
+	runtime := map[string]string{"wasm": config.RuntimeWazero, "wasmtime": config.RuntimeWasmtime}[backend]
+	if runtime == "" {
 		return cfg
 	}
 	c := *cfg
-	c.Modules = append([]config.ModuleSpec{{Name: config.BuiltinEvictionModule, Runtime: config.RuntimeWasmtime}}, cfg.Modules...)
+	c.Modules = append([]config.ModuleSpec{{Name: config.BuiltinEvictionModule, Runtime: runtime}}, cfg.Modules...)
 	return &c
 }
 

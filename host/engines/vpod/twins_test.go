@@ -59,6 +59,9 @@ func knativeRegistry(tb testing.TB, backend string) *modules.Registry {
 				opts.Backends = map[string]guest.Backend{knativeTestModule: native.New(nil, knativedefaults.Plugins()...)}
 			} else {
 				cfg.Modules = []config.ModuleSpec{{Name: knativeTestModule, Path: wasmPath}}
+				// "wasm" is wazero in every build, also where wasmtime
+				// is the binary's default.
+				cfg.Modules[0].Runtime = config.RuntimeWazero
 				if b == "wasmtime" {
 					cfg.Modules[0].Runtime = config.RuntimeWasmtime
 				}

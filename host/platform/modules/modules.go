@@ -48,6 +48,11 @@ type Compiled struct {
 	// came from ("" for a file, or when the cache answered by the sha256
 	// pin alone): what a poll of a moved tag compares.
 	ImageManifest string
+	// Runtime runs the module's code: wazero or wasmtime (the entry's
+	// runtime, else Options.Runtime, else DefaultRuntime), "native" for
+	// the builtin bundles' native twins, "" for a backend given in
+	// Options.Backends. What the load log line reports.
+	Runtime string
 
 	shared *sharedBackend
 }
@@ -179,6 +184,11 @@ type Options struct {
 	// OCICacheDir holds modules pulled from registries, by digest; empty
 	// uses oci.DefaultCacheDir.
 	OCICacheDir string
+	// Runtime runs the modules whose entry names no runtime, and the
+	// builtin bundles: wazero or wasmtime (serve's and simulate's
+	// --runtime). Empty: DefaultRuntime, the fastest this binary has. A
+	// runtime the binary lacks fails Load with an error naming it.
+	Runtime string
 	// Previous is the registry a reload replaces: modules whose bytes,
 	// name and limits are unchanged reuse its compiled code (and its
 	// wazero runtime) instead of being compiled again. Previous stays
@@ -195,6 +205,11 @@ func Load(ctx context.Context, cfg *config.Configuration, opts Options) (*Regist
 	log := opts.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
+	}
+	if opts.Runtime != "" {
+		if err := CheckRuntime(opts.Runtime); err != nil {
+			return nil, fmt.Errorf("the runtime for modules that name none: %w", err)
+		}
 	}
 	var rt *sharedRuntime
 	if opts.Previous != nil {
@@ -436,7 +451,10 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 	}()
 	key := backendKey{name: mc.Name, timeout: mc.CallTimeout.Duration, runtime: mc.Runtime}
 	if key.runtime == "" {
-		key.runtime = config.RuntimeWazero
+		key.runtime = opts.Runtime
+	}
+	if key.runtime == "" {
+		key.runtime = DefaultRuntime()
 	}
 	switch {
 	case mc.MemoryLimit != nil:
@@ -486,7 +504,7 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		if prev != nil {
 			prev.shared.refs.Add(1)
 			reused = true
-			m := &Compiled{Config: mc, Backend: prev.Backend, Manifest: prev.Manifest, SHA256: prev.SHA256, shared: prev.shared}
+			m := &Compiled{Config: mc, Backend: prev.Backend, Manifest: prev.Manifest, SHA256: prev.SHA256, Runtime: prev.Runtime, shared: prev.shared}
 			m.ImageManifest = manifest
 			r.modules = append(r.modules, m)
 			return m, nil
@@ -524,12 +542,17 @@ func (r *Registry) add(ctx context.Context, field string, builtin bool, mc confi
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	m := &Compiled{Config: mc, Backend: backend, Manifest: *probe.Manifest(), SHA256: key.digest, ImageManifest: manifest,
-		shared: &sharedBackend{backend: backend, key: key, collects: builtin && builtinCollects(mc.Name)}}
+		Runtime: key.runtime, shared: &sharedBackend{backend: backend, key: key, collects: builtin && builtinCollects(mc.Name)}}
 	probe.Close(ctx)
 	m.shared.refs.Add(1)
-	if given != nil {
+	switch {
+	case given != nil:
 		m.shared.key = backendKey{} // never reused: the caller owns its lifetime
+		m.Runtime = ""
+	case key.native:
+		m.Runtime = "native"
 	}
+	r.log.Info("module loaded", "module", mc.Name, "field", field, "runtime", m.Runtime, "sha256", key.digest)
 	r.modules = append(r.modules, m)
 	return m, nil
 }

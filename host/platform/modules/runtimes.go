@@ -39,6 +39,32 @@ var runtimes = map[string]runtimeFactory{
 	},
 }
 
+// DefaultRuntime is the runtime a module runs on when neither its entry
+// nor Options.Runtime names one: the fastest this binary has. wasmtime
+// (Cranelift-compiled code, in binaries built with the wasmtime tag and
+// cgo: the release binary and the image) runs the policy bundles
+// measurably closer to native than wazero (docs/PERFORMANCE.md); a pure-Go
+// build has only wazero.
+func DefaultRuntime() string {
+	if _, ok := runtimes[config.RuntimeWasmtime]; ok {
+		return config.RuntimeWasmtime
+	}
+	return config.RuntimeWazero
+}
+
+// CheckRuntime reports whether this binary can run modules on the named
+// runtime, with an error that says what the binary has and, for
+// wasmtime, how to build a binary with it.
+func CheckRuntime(name string) error {
+	if _, ok := runtimes[name]; ok {
+		return nil
+	}
+	if name == config.RuntimeWasmtime {
+		return fmt.Errorf("this wasmsched binary was built without the wasmtime runtime (it needs cgo: build with make build, or CGO_ENABLED=1 go build -tags wasmtime); it has %s", strings.Join(Runtimes(), ", "))
+	}
+	return fmt.Errorf("unknown runtime %q: this binary has %s", name, strings.Join(Runtimes(), ", "))
+}
+
 // Runtimes lists the Wasm runtimes this binary can run modules on.
 func Runtimes() []string {
 	names := make([]string, 0, len(runtimes))
@@ -71,20 +97,17 @@ type compilers struct {
 // get returns the named runtime's compiler, making it on first use.
 func (c *compilers) get(name string) (Compiler, error) {
 	if name == "" {
-		name = config.RuntimeWazero
+		name = DefaultRuntime()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if comp, ok := c.by[name]; ok {
 		return comp, nil
 	}
-	newCompiler, ok := runtimes[name]
-	if !ok {
-		if name == config.RuntimeWasmtime {
-			return nil, fmt.Errorf("this wasmsched binary was built without the wasmtime runtime (it needs cgo: build with CGO_ENABLED=1 go build -tags wasmtime); it has %s", strings.Join(Runtimes(), ", "))
-		}
-		return nil, fmt.Errorf("unknown runtime %q: this binary has %s", name, strings.Join(Runtimes(), ", "))
+	if err := CheckRuntime(name); err != nil {
+		return nil, err
 	}
+	newCompiler := runtimes[name]
 	dir := c.dir
 	if dir != "" && name != config.RuntimeWazero {
 		// wazero's cache is the configured directory; another runtime's

@@ -1,6 +1,7 @@
 package modules
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -57,5 +58,63 @@ func TestBuiltinEntryWithoutPathSetsItsOptions(t *testing.T) {
 	_, err = config.Parse([]byte("apiVersion: wasmsched.io/v1alpha1\nkind: SchedulerConfiguration\nmodules:\n- name: mine\n"))
 	if err == nil || !strings.Contains(err.Error(), "modules[0].path: must not be empty") {
 		t.Fatalf("a non-builtin module without a path: err = %v", err)
+	}
+}
+
+// TestDefaultRuntimeFollowsTheBinary: modules whose entry names no
+// runtime, and the builtin bundles, run on the fastest runtime the binary
+// has (wasmtime when built with it), or on Options.Runtime when set; an
+// entry's own runtime wins over both; a runtime the binary lacks in
+// Options.Runtime fails the load.
+func TestDefaultRuntimeFollowsTheBinary(t *testing.T) {
+	want := config.RuntimeWazero
+	for _, n := range Runtimes() {
+		if n == config.RuntimeWasmtime {
+			want = config.RuntimeWasmtime
+		}
+	}
+	if DefaultRuntime() != want {
+		t.Fatalf("DefaultRuntime() = %q with runtimes %v; want %q", DefaultRuntime(), Runtimes(), want)
+	}
+	path, _ := writeModule(t)
+	loadWith := func(rt string, mods ...config.ModuleSpec) (*Registry, error) {
+		cfg := config.Default()
+		cfg.Modules = mods
+		r, err := Load(context.Background(), cfg, Options{CacheDir: t.TempDir(), Runtime: rt})
+		if r != nil {
+			t.Cleanup(func() { r.Close(context.Background()) })
+		}
+		return r, err
+	}
+	r, err := loadWith("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Modules()[0].Runtime; got != want {
+		t.Errorf("the builtin bundle runs on %q; want the binary's default %q", got, want)
+	}
+	r, err = loadWith(config.RuntimeWazero, config.ModuleSpec{Name: config.BuiltinDefaultModule, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Modules() {
+		if m.Runtime != config.RuntimeWazero {
+			t.Errorf("with Options.Runtime wazero module %q runs on %q", m.Config.Name, m.Runtime)
+		}
+	}
+	r, err = loadWith(DefaultRuntime(), config.ModuleSpec{Name: config.BuiltinDefaultModule, Path: path, Runtime: config.RuntimeWazero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.byName[config.BuiltinDefaultModule]; m == nil || m.Runtime != config.RuntimeWazero {
+		t.Errorf("the entry's runtime: wazero did not win over Options.Runtime: %+v", m)
+	}
+	if _, err := loadWith("v8"); err == nil || !strings.Contains(err.Error(), `unknown runtime "v8"`) {
+		t.Errorf("Options.Runtime v8: err = %v", err)
+	}
+	if r, err := Load(context.Background(), config.Default(), Options{CacheDir: t.TempDir(), NativeBuiltin: true}); err != nil || r.Modules()[0].Runtime != "native" {
+		t.Errorf("native twin: runtime %v, err %v", r, err)
+	} else {
+		r.Close(context.Background())
 	}
 }

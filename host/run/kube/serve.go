@@ -30,6 +30,10 @@ type ServeOptions struct {
 	EventClient kubernetes.Interface
 	Config      *config.Configuration
 	CacheDir    string // compiled modules; empty: the default
+	// Runtime runs the modules whose entry names no runtime, and the
+	// builtin bundles (modules.Options.Runtime); empty: the fastest the
+	// binary has.
+	Runtime string
 	// ModuleCacheDir holds modules pulled from registries, by digest;
 	// empty: oci.DefaultCacheDir.
 	ModuleCacheDir string
@@ -130,7 +134,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			return err
 		}
 	}
-	modOpts := modules.Options{CacheDir: o.CacheDir, OCICacheDir: o.ModuleCacheDir, Log: log, Metrics: o.Metrics}
+	modOpts := modules.Options{CacheDir: o.CacheDir, OCICacheDir: o.ModuleCacheDir, Log: log, Metrics: o.Metrics, Runtime: o.Runtime}
 	reg, err := modules.Load(ctx, o.Config, modOpts)
 	if err != nil {
 		return err

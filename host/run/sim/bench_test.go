@@ -226,7 +226,7 @@ func (g *guestFaults) check() {
 }
 
 // benchBackends are the backends a binary can compare: the default
-// bundle on wazero ("wasm"), as a native twin, and on wasmtime when the
+// bundle on wazero ("wasm", in every build), as a native twin, and on wasmtime when the
 // test binary has it (go test -tags wasmtime).
 func benchBackends() []string {
 	backends := []string{"wasm", "native"}
@@ -245,6 +245,10 @@ func benchOptions(backend, cacheDir string) Options {
 // the builtin default bundle on one of benchBackends.
 func onBackend(backend string, cfg *config.Configuration, opts Options) Options {
 	opts.NativeBuiltin = backend == "native"
+	if backend == "wasm" {
+		// wazero even in a binary with wasmtime, whose default it is.
+		opts.Runtime = config.RuntimeWazero
+	}
 	if backend == "wasmtime" {
 		if cfg == nil {
 			cfg = config.Default()

@@ -48,6 +48,10 @@ type Options struct {
 	NativeBuiltin bool
 	// CacheDir for compiled modules; empty uses the default.
 	CacheDir string
+	// Runtime runs the modules whose entry names no runtime, and the
+	// builtin bundles (modules.Options.Runtime); empty: the fastest the
+	// binary has.
+	Runtime string
 	// MaxCycles stops a run that does not settle (default 100 per pod).
 	MaxCycles int
 	// APILatency is added to every write to the in-memory API (bind,
@@ -292,7 +296,7 @@ func Start(ctx context.Context, objs *Objects, opts Options) (*Env, error) {
 	reg, owns := opts.Registry, false
 	if reg == nil {
 		reg, err = modules.Load(ctx, cfg, modules.Options{CacheDir: opts.CacheDir, NativeBuiltin: opts.NativeBuiltin, Log: log, Backends: opts.Backends,
-			Metrics: opts.Metrics})
+			Metrics: opts.Metrics, Runtime: opts.Runtime})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,40 @@
+#!/bin/sh
+# build-release.sh OUT [RUNTIME]: build the wasmsched binary the way it
+# ships. `make build`, `make build-static`, the Dockerfile and
+# scripts/check-release.sh all call this script, so there is one
+# definition of the release build.
+#
+#   RUNTIME=wasmtime (default): cgo and -tags wasmtime, so the binary has
+#     both runtimes and runs modules on wasmtime unless told otherwise
+#     (docs/PERFORMANCE.md: it runs the policy bundles closer to native).
+#     It links glibc dynamically (libc, libm, libgcc_s, libdl, libpthread)
+#     and so needs a glibc base image: distroless/cc-debian12.
+#   RUNTIME=wazero: CGO_ENABLED=0, pure Go, static: wazero only; for
+#     distroless/static and platforms without a C compiler.
+#
+# What `wasmsched version` reports comes from VERSION, REVISION,
+# REVISION_TIME and MODIFIED in the environment (the Makefile takes them
+# from the checkout; a Docker build passes them as build arguments).
+# GO names the go command (default go).
+set -eu
+out=${1:?usage: build-release.sh OUT [wasmtime|wazero]}
+runtime=${2:-wasmtime}
+go=${GO:-go}
+ldflags="-s -w -X main.version=${VERSION:-} -X main.revision=${REVISION:-} -X main.revisionTime=${REVISION_TIME:-} -X main.modified=${MODIFIED:-}"
+case $runtime in
+wasmtime)
+	cc=${CC:-gcc}
+	if ! command -v "$cc" >/dev/null 2>&1; then
+		echo "build-release.sh: the wasmtime build needs cgo and a C compiler ($cc not found); build-release.sh OUT wazero builds the static pure-Go binary" >&2
+		exit 1
+	fi
+	CGO_ENABLED=1 exec "$go" build -trimpath -tags wasmtime -ldflags="$ldflags" -o "$out" ./cmd/wasmsched
+	;;
+wazero)
+	CGO_ENABLED=0 exec "$go" build -trimpath -ldflags="$ldflags" -o "$out" ./cmd/wasmsched
+	;;
+*)
+	echo "build-release.sh: RUNTIME must be wasmtime or wazero, not \"$runtime\"" >&2
+	exit 2
+	;;
+esac
