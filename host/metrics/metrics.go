@@ -196,7 +196,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		recycled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: WasmSubsystem,
 			Name:      "instances_recycled_total",
-			Help: "Number of instances replaced between calls because their memory had grown for the last time " +
+			Help: "Number of instances replaced between calls because their memory had grown past their mirror " +
 				"(a guest without a garbage collector); the next one starts with a full sync.",
 		}, []string{"module"}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -429,7 +429,7 @@ func (mm *ModuleMetrics) MemoryChanged(delta int64) {
 }
 
 // InstanceRecycled counts an instance replaced because its memory had
-// grown for the last time.
+// grown past its mirror.
 func (mm *ModuleMetrics) InstanceRecycled() {
 	if mm != nil {
 		mm.m.recycled.WithLabelValues(mm.module).Inc()

@@ -203,7 +203,7 @@ func (m *Pool) Manifest() *abi.Manifest { return &m.manifest }
 func (m *Pool) Lost() int64 { return m.lost.Load() }
 
 // Recycled counts instances Put replaced because their memory had grown
-// for the last time.
+// past their mirror.
 func (m *Pool) Recycled() int64 { return m.recycled.Load() }
 
 // MemoryBytes is the linear memory of the pool's live instances, as of
@@ -290,21 +290,23 @@ func (m *Pool) newClient(ctx context.Context) (*Client, error) {
 // Put returns a client to the pool; a broken one is closed and its place
 // freed for a fresh instance.
 //
-// Put also replaces an instance whose heap would soon run out: a guest
-// that never collects garbage (the builtin default bundle is built with
-// TinyGo's leaking allocator, which saves the per-call cost of a
-// collector's bookkeeping) grows its memory by doubling it, so once its memory is
-// more than half its limit and bigger than it was when first returned
-// (after the first cycle's full sync), the next doubling would fail and
-// trap. Replacing it between cycles costs one instantiation and one full
-// sync, and loses nothing: the host holds the state a fresh instance
-// mirrors. A guest known to collect its garbage (Config.Collects) is left
-// alone: TinyGo's collector grows the heap when less than a third of it is
-// free after a collection, so a guest whose first sync filled its memory
-// to past two thirds doubles it once more, later, and replacing it then
+// Put also replaces an instance whose memory has grown past its mirror:
+// a guest that never collects garbage (the builtin default bundle is
+// built with TinyGo's leaking allocator, which saves the per-call cost of
+// a collector's bookkeeping) grows its memory by doubling it, and all it
+// adds after its first full sync is garbage the Go heap holds (a Wasm
+// memory is a Go byte slice) until the instance is closed, or the next
+// doubling past the limit traps. So Put replaces it at its first doubling
+// after the size it had when first returned (Client.outgrown says when).
+// Replacing it between cycles costs one instantiation and one full sync,
+// and loses nothing: the host holds the state a fresh instance mirrors. A
+// guest known to collect its garbage (Config.Collects) is left alone:
+// TinyGo's collector grows the heap when less than a third of it is free
+// after a collection, so a guest whose first sync filled its memory to
+// past two thirds doubles it once more, later, and replacing it then
 // would only make its replacement sync and double again, round after
-// round. A guest not known to collect that still grows past that point is
-// replaced like the leaking kind.
+// round. A guest not known to collect that still grows is replaced like
+// the leaking kind.
 func (m *Pool) Put(ctx context.Context, c *Client) {
 	if !c.broken {
 		m.noteMemory(c)
