@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ func newServeCommand(logger func() hclog.Logger) *cobra.Command {
 		burst, maxBindings               int
 		leaderElect, watch, requireSHA   bool
 		recordDecisions                  bool
+		memLimit                         memoryLimit
 		election                         = kube.DefaultLeaderElection()
 		serving                          = newEndpointFlags()
 		wasmRuntime                      = newRuntimeFlag()
@@ -85,6 +87,11 @@ token or client certificate whose identity may get that nonResourceURL
 			if err := wasmRuntime.validate(); err != nil {
 				return err
 			}
+			if n, from, err := memLimit.apply(os.Getenv, "/sys/fs/cgroup"); err != nil {
+				return err
+			} else if n > 0 {
+				log.Info("Go memory limit set", "bytes", n, "from", from)
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			restConfig, err := set.restConfig()
@@ -130,6 +137,8 @@ token or client certificate whose identity may get that nonResourceURL
 		"bindings sent to the API server at once; with that many in flight the scheduler waits for one to end before the next cycle (0: the default; negative: no bound)")
 	f := cmd.Flags()
 	wasmRuntime.register(f)
+	f.Var(&memLimit, "memory-limit", "soft limit on the Go runtime's memory (the garbage collector runs more often near it; "+
+		"more CPU, less memory): a byte count such as 192Mi, none, or auto: GOMEMLIMIT if set, else 90% of the container's memory limit, else none")
 	f.BoolVar(&watch, "watch", true, "reload the configuration when --config or a module file it names changes (SIGHUP reloads either way)")
 	f.BoolVar(&requireSHA, "require-sha256", false, "refuse module files without a sha256 pin, at start and at every reload")
 	f.BoolVar(&leaderElect, "leader-elect", true, "run as one of several replicas: schedule only while holding the Lease")

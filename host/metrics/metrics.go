@@ -110,6 +110,7 @@ type Metrics struct {
 	traps       *prometheus.CounterVec
 	deadlines   *prometheus.CounterVec
 	instances   *prometheus.GaugeVec
+	memory      *prometheus.GaugeVec
 	recycled    *prometheus.CounterVec
 	ignored     *prometheus.CounterVec
 
@@ -186,10 +187,16 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			Name:      "module_instances",
 			Help:      "Number of live instances of a policy module (idle or in use), over all profiles' pools.",
 		}, []string{"module"}),
+		memory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: WasmSubsystem,
+			Name:      "module_memory_bytes",
+			Help: "Linear memory of a policy module's live instances, summed over all profiles' pools, as of each instance's " +
+				"last return to its pool (a call in flight may have grown it since). Native twins count 0.",
+		}, []string{"module"}),
 		recycled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: WasmSubsystem,
 			Name:      "instances_recycled_total",
-			Help: "Number of instances replaced between calls because their memory had grown for the last time " +
+			Help: "Number of instances replaced between calls because their memory had grown past their mirror " +
 				"(a guest without a garbage collector); the next one starts with a full sync.",
 		}, []string{"module"}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -215,7 +222,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.attempts, m.attemptDuration, m.pluginDuration, m.pending,
-		m.moduleLoads, m.traps, m.deadlines, m.instances, m.recycled, m.ignored, m.apiBlocked, m.fetch.failures, m.fetch.unavailable}, append(append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...), m.vpod.collectors()...)...) {
+		m.moduleLoads, m.traps, m.deadlines, m.instances, m.memory, m.recycled, m.ignored, m.apiBlocked, m.fetch.failures, m.fetch.unavailable}, append(append(append(m.preemption.collectors(), m.reload.collectors()...), m.eviction.collectors()...), m.vpod.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}
@@ -375,6 +382,7 @@ type ModuleMetrics struct {
 	m         *Metrics
 	module    string
 	instances prometheus.Gauge
+	memory    prometheus.Gauge
 }
 
 // Module resolves the metrics of a module (its configured name). Several
@@ -383,7 +391,7 @@ func (m *Metrics) Module(name string) *ModuleMetrics {
 	if m == nil {
 		return nil
 	}
-	return &ModuleMetrics{m: m, module: name, instances: m.instances.WithLabelValues(name)}
+	return &ModuleMetrics{m: m, module: name, instances: m.instances.WithLabelValues(name), memory: m.memory.WithLabelValues(name)}
 }
 
 // Trap counts a guest call that trapped (a panic, memory exhausted, an
@@ -409,8 +417,19 @@ func (mm *ModuleMetrics) InstanceOpened() {
 	}
 }
 
+// MemoryChanged adds delta bytes to the module's linear memory: an
+// instance opened or closed, or found grown when returned to its pool.
+// The pools report changes rather than the gauge reading instances,
+// because an instance in use may be growing its memory on another
+// goroutine.
+func (mm *ModuleMetrics) MemoryChanged(delta int64) {
+	if mm != nil && delta != 0 {
+		mm.memory.Add(float64(delta))
+	}
+}
+
 // InstanceRecycled counts an instance replaced because its memory had
-// grown for the last time.
+// grown past its mirror.
 func (mm *ModuleMetrics) InstanceRecycled() {
 	if mm != nil {
 		mm.m.recycled.WithLabelValues(mm.module).Inc()

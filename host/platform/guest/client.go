@@ -29,6 +29,12 @@ type Client struct {
 	// firstSize is the instance's memory size when first returned to the
 	// pool (0 before; see Pool.Put).
 	firstSize uint64
+	// returns counts the instance's returns to the pool since firstSize
+	// was set (see outgrown).
+	returns int
+	// memSize is the instance's memory size as the pool last counted it
+	// (Pool.noteMemory).
+	memSize uint64
 
 	snap   *snapshot.Snapshot // the snapshot the mirror follows
 	synced uint64             // its generation the mirror has reached
@@ -458,9 +464,21 @@ const moduleWide = -1
 func (c *Client) pluginName(plugin int) string { return c.module.pluginName(plugin) }
 
 // outgrown tells whether the instance's memory has grown past the point
-// where Pool.Put replaces it: more than half its limit, and bigger than
-// when it was first returned. Put asks it on every return; the first time
-// it records the size later returns are compared with.
+// where Pool.Put replaces a guest that may never free: bigger than when
+// it was first returned (after the first cycle's full sync, so roughly
+// the mirror and what decoding it left behind), or, for an instance that
+// grew within its first quickGrowth returns, bigger than the size it
+// grew to then. Without a collector everything past the mirror is
+// garbage, and the Go heap holds the whole memory (twice over while the
+// runtime copies it into a doubled buffer), so the pool replaces the
+// instance at its first doubling after the mirror rather than letting it
+// reach its limit. An instance that doubles within its first
+// quickGrowth returns needed the room for its mirror (the sync filled
+// the memory it had): its mark moves to the new size, so a mirror that
+// just fits is not resynced every few cycles. Past half the limit the
+// next doubling would fail, so an instance there is replaced as soon as
+// it has grown at all. Put asks on every return; the first time sets the
+// size later returns are compared with.
 func (c *Client) outgrown() bool {
 	lm, ok := c.inst.(LinearMemory)
 	if !ok {
@@ -471,8 +489,23 @@ func (c *Client) outgrown() bool {
 		c.firstSize = size
 		return false
 	}
-	return size > c.firstSize && size > limit/2
+	c.returns++
+	if size <= c.firstSize {
+		return false
+	}
+	if size > limit/2 || c.returns > quickGrowth {
+		return true
+	}
+	c.firstSize, c.returns = size, 0 // grew with its mirror: mark the new size
+	return false
 }
+
+// quickGrowth is how many returns after its first one an instance may
+// double its memory in and be kept (see outgrown). A scheduling cycle
+// leaves a few KiB behind in a guest without a collector, so an instance
+// whose mirror left it room grows only after thousands of cycles; one
+// that doubles within 64 had its memory filled by the mirror itself.
+const quickGrowth = 64
 
 // Broken reports whether the instance was lost; Pool.Put discards it.
 func (c *Client) Broken() bool { return c.broken }

@@ -38,7 +38,8 @@ type Instance interface {
 
 // LinearMemory is implemented by instances that run in a linear memory
 // (the Wasm backends, not native twins). Pool.Put uses it to replace an
-// instance whose memory has grown for the last time (see Pool.Put).
+// instance whose memory has grown past its mirror (see Pool.Put), and
+// to count the memory in wasmsched_module_memory_bytes.
 type LinearMemory interface {
 	// MemoryBytes is the memory's size now and the most it may grow to.
 	MemoryBytes() (size, limit uint64)

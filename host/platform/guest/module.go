@@ -46,6 +46,7 @@ type Pool struct {
 	slots    chan struct{} // one token per instance that may exist
 	lost     atomic.Int64
 	recycled atomic.Int64
+	memory   atomic.Int64 // linear memory of the live instances (Client.memSize summed)
 	metrics  *metrics.ModuleMetrics
 	collects bool // Config.Collects: never replaced for growing
 }
@@ -84,8 +85,9 @@ func Load(ctx context.Context, b Backend, cfg PoolConfig) (*Pool, error) {
 		return nil, err
 	}
 	m.slots <- struct{}{}
-	m.idle <- c
 	m.metrics.InstanceOpened()
+	m.noteMemory(c)
+	m.idle <- c
 	return m, nil
 }
 
@@ -201,8 +203,40 @@ func (m *Pool) Manifest() *abi.Manifest { return &m.manifest }
 func (m *Pool) Lost() int64 { return m.lost.Load() }
 
 // Recycled counts instances Put replaced because their memory had grown
-// for the last time.
+// past their mirror.
 func (m *Pool) Recycled() int64 { return m.recycled.Load() }
+
+// MemoryBytes is the linear memory of the pool's live instances, as of
+// each one's last return to the pool (0 for native twins). It is what the
+// pool adds to wasmsched_module_memory_bytes.
+func (m *Pool) MemoryBytes() int64 { return m.memory.Load() }
+
+// noteMemory brings the count of c's linear memory up to date; the pool
+// calls it when c is made and each time it comes back, never while c is
+// in use (its guest may be growing the memory).
+func (m *Pool) noteMemory(c *Client) {
+	lm, ok := c.inst.(LinearMemory)
+	if !ok {
+		return
+	}
+	size, _ := lm.MemoryBytes()
+	if d := int64(size) - int64(c.memSize); d != 0 {
+		c.memSize = size
+		m.memory.Add(d)
+		m.metrics.MemoryChanged(d)
+	}
+}
+
+// closeInstance closes c's instance and takes it out of the counts.
+func (m *Pool) closeInstance(ctx context.Context, c *Client) {
+	c.inst.Close(ctx)
+	m.metrics.InstanceClosed()
+	if c.memSize != 0 {
+		m.memory.Add(-int64(c.memSize))
+		m.metrics.MemoryChanged(-int64(c.memSize))
+		c.memSize = 0
+	}
+}
 
 // Get checks out a client, making a new instance if the pool has room and
 // none is idle, else waiting for one.
@@ -249,28 +283,34 @@ func (m *Pool) newClient(ctx context.Context) (*Client, error) {
 		return nil, err
 	}
 	m.metrics.InstanceOpened()
+	m.noteMemory(c)
 	return c, nil
 }
 
 // Put returns a client to the pool; a broken one is closed and its place
 // freed for a fresh instance.
 //
-// Put also replaces an instance whose heap would soon run out: a guest
-// that never collects garbage (the builtin default bundle is built with
-// TinyGo's leaking allocator, which saves the per-call cost of a
-// collector's bookkeeping) grows its memory by doubling it, so once its memory is
-// more than half its limit and bigger than it was when first returned
-// (after the first cycle's full sync), the next doubling would fail and
-// trap. Replacing it between cycles costs one instantiation and one full
-// sync, and loses nothing: the host holds the state a fresh instance
-// mirrors. A guest known to collect its garbage (Config.Collects) is left
-// alone: TinyGo's collector grows the heap when less than a third of it is
-// free after a collection, so a guest whose first sync filled its memory
-// to past two thirds doubles it once more, later, and replacing it then
+// Put also replaces an instance whose memory has grown past its mirror:
+// a guest that never collects garbage (the builtin default bundle is
+// built with TinyGo's leaking allocator, which saves the per-call cost of
+// a collector's bookkeeping) grows its memory by doubling it, and all it
+// adds after its first full sync is garbage the Go heap holds (a Wasm
+// memory is a Go byte slice) until the instance is closed, or the next
+// doubling past the limit traps. So Put replaces it at its first doubling
+// after the size it had when first returned (Client.outgrown says when).
+// Replacing it between cycles costs one instantiation and one full sync,
+// and loses nothing: the host holds the state a fresh instance mirrors. A
+// guest known to collect its garbage (Config.Collects) is left alone:
+// TinyGo's collector grows the heap when less than a third of it is free
+// after a collection, so a guest whose first sync filled its memory to
+// past two thirds doubles it once more, later, and replacing it then
 // would only make its replacement sync and double again, round after
-// round. A guest not known to collect that still grows past that point is
-// replaced like the leaking kind.
+// round. A guest not known to collect that still grows is replaced like
+// the leaking kind.
 func (m *Pool) Put(ctx context.Context, c *Client) {
+	if !c.broken {
+		m.noteMemory(c)
+	}
 	switch {
 	case c.broken:
 		m.lost.Add(1)
@@ -281,8 +321,7 @@ func (m *Pool) Put(ctx context.Context, c *Client) {
 		m.idle <- c
 		return
 	}
-	c.inst.Close(ctx)
-	m.metrics.InstanceClosed()
+	m.closeInstance(ctx, c)
 	<-m.slots
 }
 
@@ -294,8 +333,7 @@ func (m *Pool) Close(ctx context.Context) {
 	for {
 		select {
 		case c := <-m.idle:
-			c.inst.Close(ctx)
-			m.metrics.InstanceClosed()
+			m.closeInstance(ctx, c)
 		default:
 			return
 		}

@@ -2,10 +2,17 @@ package guest_test
 
 import (
 	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/metrics"
 	"github.com/wasmsched/wasmsched/host/platform/guest"
+	"github.com/wasmsched/wasmsched/internal/testmetrics"
 )
 
 // growFake is a module whose instances report a linear memory of 16 MiB,
@@ -85,4 +92,195 @@ func TestPutKeepsACollectingGuestThatGrew(t *testing.T) {
 		}
 		m.Close(ctx)
 	}
+}
+
+// TestPutReplacesALeakingGuestAtItsFirstDoublingAfterTheMirror bounds a
+// guest without a collector by its mirror rather than its limit: an
+// instance that grows after more than quickGrowth returns is replaced at
+// once (32 MiB, not the 64 a half-limit rule would wait for), while one
+// that doubles within its first returns (its mirror filled the memory it
+// had) keeps the new size as its mark and is replaced at its next
+// doubling.
+func TestPutReplacesALeakingGuestAtItsFirstDoublingAfterTheMirror(t *testing.T) {
+	ctx := context.Background()
+	cycle := func(m *guest.Pool, f *growFake, size uint64) {
+		t.Helper()
+		c, err := m.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size != 0 {
+			f.last.size = size
+		}
+		m.Put(ctx, c)
+	}
+	for _, tc := range []struct {
+		name     string
+		earlyAt  int // return (after the first) at which memory doubles to 32 MiB
+		recycled []int64
+	}{
+		// the sizes after the first return: 100 × 16 MiB then 32 MiB
+		{name: "grows late", earlyAt: 100, recycled: []int64{1}},
+		// doubles on the 3rd return: kept at 32 MiB until it doubles again
+		{name: "grows early", earlyAt: 3, recycled: []int64{0}},
+	} {
+		f := &growFake{}
+		m, err := guest.Load(ctx, f, guest.PoolConfig{Name: "grow", PoolSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cycle(m, f, 0) // first return: 16 MiB
+		for i := 1; i < tc.earlyAt; i++ {
+			cycle(m, f, 0)
+		}
+		cycle(m, f, 32<<20)
+		if got := m.Recycled(); got != tc.recycled[0] {
+			t.Errorf("%s: %d replaced after doubling to 32 MiB, want %d", tc.name, got, tc.recycled[0])
+		}
+		if tc.recycled[0] == 0 {
+			for i := 0; i < 200; i++ {
+				cycle(m, f, 0) // stays at 32 MiB: kept however long
+			}
+			if got := m.Recycled(); got != 0 {
+				t.Errorf("%s: replaced while its memory kept the size it grew to with its mirror", tc.name)
+			}
+			cycle(m, f, 48<<20) // grows again, still under half the limit
+			if got := m.Recycled(); got != 1 {
+				t.Errorf("%s: %d replaced after growing past its mark, want 1", tc.name, got)
+			}
+		}
+		m.Close(ctx)
+	}
+}
+
+// TestModuleMemoryFollowsInstances: wasmsched_module_memory_bytes and
+// Pool.MemoryBytes are the sum of the live instances' linear memory as
+// each was last returned, through opens, growth, replacement, loss and
+// Close, also with clients checked out and returned concurrently.
+func TestModuleMemoryFollowsInstances(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	met, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &sizedFake{}
+	m, err := guest.Load(ctx, f, guest.PoolConfig{Name: "mem", PoolSize: 4, Metrics: met})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, want int64) {
+		t.Helper()
+		if got := m.MemoryBytes(); got != want {
+			t.Errorf("%s: Pool.MemoryBytes %d MiB, want %d MiB", what, got>>20, want>>20)
+		}
+		if got := testmetrics.Value(t, reg, "wasmsched_module_memory_bytes", testmetrics.Labels{"module": "mem"}); got != float64(want) {
+			t.Errorf("%s: wasmsched_module_memory_bytes %v MiB, want %d MiB", what, got/(1<<20), want>>20)
+		}
+	}
+	check("after Load", 16<<20)
+
+	a, _ := m.Get(ctx)
+	b, _ := m.Get(ctx) // a second instance
+	check("two instances checked out", 32<<20)
+	f.setSize(1, 24<<20) // b grows while in use: counted when returned
+	check("growing in use", 32<<20)
+	m.Put(ctx, b)
+	check("returned grown", 40<<20)
+	m.Put(ctx, a)
+
+	// concurrent use: every instance returned, the sum still matches
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				c, err := m.Get(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				m.Put(ctx, c)
+			}
+		}()
+	}
+	wg.Wait()
+	check("after concurrent use", f.liveBytes())
+
+	// a lost instance leaves the count
+	c, _ := m.Get(ctx)
+	f.fail.Store(true)
+	if err := c.PushState(ctx); err == nil || !c.Broken() {
+		t.Fatalf("a failing call left the instance usable (%v)", err)
+	}
+	f.fail.Store(false)
+	m.Put(ctx, c)
+	check("after a lost instance", f.liveBytes())
+
+	m.Close(ctx)
+	check("after Close", 0)
+}
+
+// sizedFake is a module whose instances start with 16 MiB of linear
+// memory; the test sets an instance's size by the order it was made in,
+// and makes every call fail while fail is set.
+type sizedFake struct {
+	mu    sync.Mutex
+	insts []*sizedInstance
+	fail  atomic.Bool
+}
+
+func (f *sizedFake) NewInstance(context.Context) (guest.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := &sizedInstance{growInstance: growInstance{size: 16 << 20}, f: f}
+	f.insts = append(f.insts, i)
+	return i, nil
+}
+func (f *sizedFake) Close(context.Context) error { return nil }
+
+func (f *sizedFake) setSize(i int, size uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.insts[i].size = size
+}
+
+// liveBytes sums the memory of the instances not closed.
+func (f *sizedFake) liveBytes() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, i := range f.insts {
+		if !i.closed {
+			n += int64(i.size)
+		}
+	}
+	return n
+}
+
+type sizedInstance struct {
+	growInstance
+	f      *sizedFake
+	closed bool
+}
+
+func (i *sizedInstance) MemoryBytes() (size, limit uint64) {
+	i.f.mu.Lock()
+	defer i.f.mu.Unlock()
+	return i.size, 64 << 20
+}
+
+func (i *sizedInstance) Call(ctx context.Context, fn abi.Func, arg uint32, n int) ([]byte, error) {
+	if i.f.fail.Load() {
+		return nil, errors.New("failing on purpose")
+	}
+	return i.growInstance.Call(ctx, fn, arg, n)
+}
+
+func (i *sizedInstance) Close(context.Context) error {
+	i.f.mu.Lock()
+	defer i.f.mu.Unlock()
+	i.closed = true
+	return nil
 }

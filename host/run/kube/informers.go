@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +36,7 @@ func Watch(ctx context.Context, client kubernetes.Interface, s *scheduler.Schedu
 // watchCluster is Watch, also giving rec (if not nil) the pod informer's
 // copies (Recorder.usePods).
 func watchCluster(ctx context.Context, client kubernetes.Interface, s *scheduler.Scheduler, log hclog.Logger, rec *Recorder) error {
-	f := informers.NewSharedInformerFactory(client, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(dropUnread))
 	skip := func(what string, err error) {
 		log.Warn("skipping object the scheduler cannot represent", "object", what, "error", err)
 	}
@@ -215,6 +216,33 @@ func (c *controllerListers) selector(p *corev1.Pod) *abi.LabelSelector {
 func gated(obj any) bool {
 	p, ok := obj.(*corev1.Pod)
 	return ok && p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) > 0
+}
+
+// dropUnread is the informers' transform: it drops, before an object
+// enters a cache, the fields nothing in wasmsched reads, so the caches
+// hold less. Every object loses metadata.managedFields (the field
+// managers' record of who set what: often the largest part of a node or
+// pod, and only server-side apply reads it; kube-scheduler drops it from
+// its pods the same way). A node also loses status.capacity when it has
+// status.allocatable (convert.Node falls back to capacity only when
+// allocatable is empty), status.nodeInfo, status.addresses,
+// status.daemonEndpoints and status.config, which no plugin reads. The
+// objects are the informers' own decoded copies, so changing them in
+// place is safe; a tombstone is left as it is.
+func dropUnread(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
+		a.SetManagedFields(nil)
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		if len(n.Status.Allocatable) != 0 {
+			n.Status.Capacity = nil
+		}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{}
+		n.Status.Addresses = nil
+		n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
+		n.Status.Config = nil
+	}
+	return obj, nil
 }
 
 // unwrap returns the object inside a delete tombstone.

@@ -1,0 +1,76 @@
+package kube
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmsched/wasmsched/host/internal/convert"
+)
+
+// TestDropUnreadKeepsWhatTheSchedulerReads: the informers' transform drops
+// managedFields and the node status fields nothing reads, and a node
+// converts to the same abi.Node before and after it, also one whose
+// allocatable is empty (convert.Node then reads capacity, which stays).
+func TestDropUnreadKeepsWhatTheSchedulerReads(t *testing.T) {
+	mf := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}
+	for _, alloc := range []corev1.ResourceList{rl, nil} {
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"zone": "a"}, ManagedFields: mf},
+			Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{
+				Capacity: rl.DeepCopy(), Allocatable: alloc.DeepCopy(),
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+				Images:     []corev1.ContainerImage{{Names: []string{"pause"}, SizeBytes: 1 << 20}},
+				NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OSImage: "linux"},
+				Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+			},
+		}
+		before, err := convert.Node(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := dropUnread(n.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := out.(*corev1.Node)
+		if s.ManagedFields != nil || s.Status.NodeInfo.KubeletVersion != "" || s.Status.Addresses != nil {
+			t.Errorf("allocatable %v: managedFields, nodeInfo or addresses kept: %+v", alloc != nil, s)
+		}
+		if (s.Status.Capacity == nil) != (alloc != nil) {
+			t.Errorf("allocatable %v: capacity kept %v, want it kept only without allocatable", alloc != nil, s.Status.Capacity != nil)
+		}
+		after, err := convert.Node(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(before, after) {
+			t.Errorf("allocatable %v: converted node changed:\nbefore %+v\nafter  %+v", alloc != nil, before, after)
+		}
+	}
+
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ManagedFields: mf, Annotations: map[string]string{"a": "b"}},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	want := p.DeepCopy()
+	want.ManagedFields = nil
+	out, err := dropUnread(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, want) {
+		t.Errorf("pod: only managedFields should go:\ngot  %+v\nwant %+v", out, want)
+	}
+	// a tombstone passes through untouched
+	tomb := "not an object"
+	if out, err := dropUnread(tomb); err != nil || out != tomb {
+		t.Errorf("non-object: %v, %v", out, err)
+	}
+}
