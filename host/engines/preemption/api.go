@@ -28,3 +28,13 @@ type API interface {
 	// Event records an Event on a pod (Normal unless warning).
 	Event(pod *abi.Pod, warning bool, reason, message string)
 }
+
+// RelatedEventer is an API whose Events can name a second object, as
+// kube-scheduler's Preempted Event on a victim names its preemptor
+// (events.k8s.io/v1 `related`), so `kubectl get events` shows who took
+// the victim's place. Preemption uses it when the API has it and Event
+// otherwise.
+type RelatedEventer interface {
+	// EventRelated records an Event on pod that also names related.
+	EventRelated(pod, related *abi.Pod, warning bool, reason, message string)
+}

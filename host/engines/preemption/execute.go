@@ -373,7 +373,12 @@ func (p *Plugin) preemptVictim(ctx context.Context, pod *abi.Pod, node string, v
 	default:
 		note(ctx, v, node, outcome, nil)
 	}
-	p.opts.API.Event(v, false, ReasonPreempted, fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how))
+	msg := fmt.Sprintf("Preempted by pod %s/%s on node %s (%s)", pod.Namespace, pod.Name, node, how)
+	if re, ok := p.opts.API.(RelatedEventer); ok {
+		re.EventRelated(v, pod, false, ReasonPreempted, msg)
+	} else {
+		p.opts.API.Event(v, false, ReasonPreempted, msg)
+	}
 	return nil
 }
 

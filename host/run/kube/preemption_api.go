@@ -29,8 +29,9 @@ type PreemptionAPI struct {
 }
 
 var (
-	_ preemption.API           = PreemptionAPI{}
-	_ podremoval.DryRunEvictor = PreemptionAPI{}
+	_ preemption.API            = PreemptionAPI{}
+	_ preemption.RelatedEventer = PreemptionAPI{}
+	_ podremoval.DryRunEvictor  = PreemptionAPI{}
 )
 
 // MarkVictim implements preemption.API: a strategic merge patch of the
@@ -76,4 +77,10 @@ func (a PreemptionAPI) SetNomination(_ context.Context, pod *abi.Pod, node strin
 // Event implements preemption.API.
 func (a PreemptionAPI) Event(pod *abi.Pod, warning bool, reason, message string) {
 	a.Recorder.event(pod.SchedulerName, a.Recorder.podRef(pod), nil, warning, reason, ActionPreempting, message)
+}
+
+// EventRelated implements preemption.RelatedEventer: the Preempted Event
+// on a victim names its preemptor as related, as kube-scheduler's does.
+func (a PreemptionAPI) EventRelated(pod, related *abi.Pod, warning bool, reason, message string) {
+	a.Recorder.event(pod.SchedulerName, a.Recorder.podRef(pod), a.Recorder.podRef(related), warning, reason, ActionPreempting, message)
 }

@@ -112,6 +112,29 @@ func TestRecorderPostsEventsV1AsKubeScheduler(t *testing.T) {
 		e.Action != ActionPreempting || e.Regarding.Name != "victim" {
 		t.Fatalf("Preempted: note of %d bytes %q, %+v", len(e.Note), e.Note, e)
 	}
+	if e.Related != nil {
+		t.Fatalf("Preempted through Event names a related object: %+v", e.Related)
+	}
+
+	// Through EventRelated, as preemption calls it, the preemptor is the
+	// Event's related object.
+	PreemptionAPI{Client: client, Recorder: rec}.EventRelated(&abi.Pod{UID: "u4", Namespace: "ns", Name: "victim2", SchedulerName: "my-profile"},
+		&abi.Pod{UID: "u5", Namespace: "ns", Name: "preemptor"}, false, preemption.ReasonPreempted, "Preempted by pod ns/preemptor on node n1")
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		evs, err := client.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "victim2" {
+				if e.Related == nil || e.Related.Name != "preemptor" || e.Related.UID != "u5" || e.Related.Kind != "Pod" {
+					t.Fatalf("Preempted Event's related is %+v, want the preemptor", e.Related)
+				}
+				return true
+			}
+		}
+		return false
+	}, "no Preempted Event on victim2")
 }
 
 // TestRecorderFallsBackToCoreV1: a server that does not serve
