@@ -285,7 +285,7 @@ bench-report:
 
 bench:
 	$(GO) test -run '^$$' -bench 'FilterScorePerNode|MirrorDeltaSync|TopologyPlugins' -benchtime 40x -count 3 ./host/platform/guest/
-	$(GO) test -run '^$$' -bench SchedulingBasic -benchtime 1x -count 2 ./host/run/sim/
+	$(GO) test -run '^$$' -bench 'SchedulingBasic$$' -benchtime 1x -count 2 ./host/run/sim/
 
 tinygo:
 	scripts/install-tinygo.sh
