@@ -440,9 +440,11 @@ type Pod struct {
 	StartTime int64
 	// Containers and InitContainers carry each container's effective
 	// requests: spec (limits defaulting requests, as the API does), or
-	// for a container an in-place resize touched, what kube-scheduler
-	// counts (the larger of spec, actuated and allocated; actuated and
-	// allocated alone while the resize is Infeasible).
+	// for a pod whose status reports its containers' resources, what
+	// kube-scheduler v1.37 counts: per resource the largest of the
+	// pod's spec, actuated and allocated totals (actuated and allocated
+	// alone while the resize is Infeasible), each container carrying its
+	// value in the view that wins, so that PodRequests sums to it.
 	Containers     []Container
 	InitContainers []Container
 	// PodLevel is the pod-level resources' requests (ABI v1.4); nil when
