@@ -1,16 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/wasmsched/wasmsched/host/platform/cgroup"
 )
 
 // memoryLimit is serve's --memory-limit: the Go runtime's soft memory
@@ -76,7 +73,7 @@ func (m *memoryLimit) apply(getenv func(string) string, cgroupRoot string) (int6
 		if env := getenv("GOMEMLIMIT"); env != "" {
 			return debug.SetMemoryLimit(-1), "GOMEMLIMIT", nil // the runtime applied it at start
 		}
-		limit, err := cgroupMemoryLimit(cgroupRoot)
+		limit, err := cgroup.MemoryLimit(cgroupRoot)
 		if err != nil {
 			return 0, "", fmt.Errorf("--memory-limit auto: %w", err)
 		}
@@ -89,32 +86,4 @@ func (m *memoryLimit) apply(getenv func(string) string, cgroupRoot string) (int6
 	}
 	debug.SetMemoryLimit(m.bytes)
 	return m.bytes, "--memory-limit", nil
-}
-
-// cgroupMemoryLimit reads the memory limit of the process's cgroup under
-// root: cgroup v2's memory.max, else v1's memory.limit_in_bytes; 0 when
-// there is none ("max", a v1 value of 2^62 or more, no such file).
-func cgroupMemoryLimit(root string) (int64, error) {
-	for _, f := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
-		b, err := os.ReadFile(filepath.Join(root, f))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read the container's memory limit: %w", err)
-		}
-		s := strings.TrimSpace(string(b))
-		if s == "max" {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("read the container's memory limit: %s: %q is not a byte count", filepath.Join(root, f), s)
-		}
-		if n >= 1<<62 { // cgroup v1's "unlimited"
-			return 0, nil
-		}
-		return n, nil
-	}
-	return 0, nil
 }
