@@ -38,9 +38,9 @@ type variant struct {
 	b    guest.Backend
 }
 
-// runtimes returns the default bundle on every backend: the native twin,
-// the TinyGo and the Go (wasip1) builds on wazero and on wasmtime.
-func runtimes(tb testing.TB) []variant {
+// bothRuntimes starts wazero and wasmtime, each caching in a temporary
+// directory and closed when tb ends.
+func bothRuntimes(tb testing.TB) (*wasm.Runtime, *wasmtime.Runtime) {
 	ctx := context.Background()
 	wz, err := wasm.NewRuntime(tb.TempDir(), nil)
 	if err != nil {
@@ -52,6 +52,14 @@ func runtimes(tb testing.TB) []variant {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { wt.Close(ctx) })
+	return wz, wt
+}
+
+// runtimes returns the default bundle on every backend: the native twin,
+// the TinyGo and the Go (wasip1) builds on wazero and on wasmtime.
+func runtimes(tb testing.TB) []variant {
+	ctx := context.Background()
+	wz, wt := bothRuntimes(tb)
 	tinygo, gobuild := testwasm.TinyGoBytes(tb, testwasm.Default), testwasm.GoBytes(tb, testwasm.Default)
 	vs := []variant{{"native", native.New(nil, defaults.Plugins()...)}}
 	for _, build := range []struct {

@@ -19,7 +19,6 @@ import (
 	"github.com/wasmsched/wasmsched/host/platform/guest"
 	"github.com/wasmsched/wasmsched/host/platform/runtime/native"
 	"github.com/wasmsched/wasmsched/host/platform/runtime/wasm"
-	"github.com/wasmsched/wasmsched/host/platform/runtime/wasmtime"
 	"github.com/wasmsched/wasmsched/internal/testwasm"
 	"github.com/wasmsched/wasmsched/plugins-wasm/defaults"
 )
@@ -104,16 +103,7 @@ func BenchmarkRuntimesTopologyPhases(b *testing.B) {
 // runtimes and the builds WASMSCHED_BENCH_WASM names on wasmtime.
 func phaseVariants(tb testing.TB) []variant {
 	ctx := context.Background()
-	wz, err := wasm.NewRuntime(tb.TempDir(), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { wz.Close(ctx) })
-	wt, err := wasmtime.NewRuntime(tb.TempDir(), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { wt.Close(ctx) })
+	wz, wt := bothRuntimes(tb)
 	vs := []variant{{"native", native.New(nil, defaults.Plugins()...)}}
 	add := func(name string, be guest.Backend, closer func(context.Context) error) {
 		tb.Cleanup(func() { closer(ctx) })
