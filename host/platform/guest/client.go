@@ -464,21 +464,25 @@ const moduleWide = -1
 func (c *Client) pluginName(plugin int) string { return c.module.pluginName(plugin) }
 
 // outgrown tells whether the instance's memory has grown past the point
-// where Pool.Put replaces a guest that may never free: bigger than when
-// it was first returned (after the first cycle's full sync, so roughly
-// the mirror and what decoding it left behind), or, for an instance that
-// grew within its first quickGrowth returns, bigger than the size it
-// grew to then. Without a collector everything past the mirror is
-// garbage, and the Go heap holds the whole memory (twice over while the
-// runtime copies it into a doubled buffer), so the pool replaces the
-// instance at its first doubling after the mirror rather than letting it
-// reach its limit. An instance that doubles within its first
-// quickGrowth returns needed the room for its mirror (the sync filled
-// the memory it had): its mark moves to the new size, so a mirror that
-// just fits is not resynced every few cycles. Past half the limit the
-// next doubling would fail, so an instance there is replaced as soon as
-// it has grown at all. Put asks on every return; the first time sets the
-// size later returns are compared with.
+// where Pool.Put replaces a guest that may never free: more than
+// keptGrowth times its mark, the size it had when first returned (after
+// the first cycle's full sync, so roughly the mirror and what decoding it
+// left behind), or, for an instance that grew within its first
+// quickGrowth returns, the size it grew to then. Without a collector
+// everything past the mirror is garbage, and the Go heap holds the whole
+// memory (twice over while the runtime copies it into a doubled buffer),
+// so the pool bounds it by the mirror rather than by the limit. The bound
+// is the second doubling past the mark, not the first: replacing costs a
+// fresh instance and a full sync on the cycle's path, and at the first
+// doubling a 5000-node SchedulingBasic replaced 30 instances in 10 000
+// cycles (10% of its CPU per pod on wazero) against 2 at the second
+// (docs/PERFORMANCE.md, "Memory"). An instance that doubles within its
+// first quickGrowth returns needed the room for its mirror (the sync
+// filled the memory it had): its mark moves to the new size, so a mirror
+// that just fits is not resynced every few cycles. Past half the limit
+// the next doubling would fail, so an instance there is replaced as soon
+// as it has grown at all. Put asks on every return; the first time sets
+// the size later returns are compared with.
 func (c *Client) outgrown() bool {
 	lm, ok := c.inst.(LinearMemory)
 	if !ok {
@@ -493,12 +497,21 @@ func (c *Client) outgrown() bool {
 	if size <= c.firstSize {
 		return false
 	}
-	if size > limit/2 || c.returns > quickGrowth {
+	if size > limit/2 {
 		return true
 	}
-	c.firstSize, c.returns = size, 0 // grew with its mirror: mark the new size
+	if c.returns > quickGrowth {
+		return size > c.firstSize*keptGrowth
+	}
+	// grew with its mirror: mark the new size
+	c.firstSize, c.returns = size, 0
 	return false
 }
+
+// keptGrowth is how many times its mark an instance's memory may reach
+// and be kept (see outgrown): one doubling past the mark is kept, the
+// second is replaced.
+const keptGrowth = 2
 
 // quickGrowth is how many returns after its first one an instance may
 // double its memory in and be kept (see outgrown). A scheduling cycle

@@ -296,7 +296,7 @@ func (m *Pool) newClient(ctx context.Context) (*Client, error) {
 // a collector's bookkeeping) grows its memory by doubling it, and all it
 // adds after its first full sync is garbage the Go heap holds (a Wasm
 // memory is a Go byte slice) until the instance is closed, or the next
-// doubling past the limit traps. So Put replaces it at its first doubling
+// doubling past the limit traps. So Put replaces it at its second doubling
 // after the size it had when first returned (Client.outgrown says when).
 // Replacing it between cycles costs one instantiation and one full sync,
 // and loses nothing: the host holds the state a fresh instance mirrors. A

@@ -17,20 +17,30 @@ import (
 
 // growFake is a module whose instances report a linear memory of 16 MiB,
 // or what the test sets on the last one made, under a 64 MiB limit.
-type growFake struct{ last *growInstance }
+// growFake makes instances of 16 MiB whose memory limit is limit (64 MiB
+// when 0).
+type growFake struct {
+	last  *growInstance
+	limit uint64
+}
 
 func (f *growFake) NewInstance(context.Context) (guest.Instance, error) {
-	f.last = &growInstance{size: 16 << 20}
+	f.last = &growInstance{size: 16 << 20, limit: f.limit}
 	return f.last, nil
 }
 func (f *growFake) Close(context.Context) error { return nil }
 
 type growInstance struct {
-	in   []byte
-	size uint64
+	in          []byte
+	size, limit uint64
 }
 
-func (i *growInstance) MemoryBytes() (size, limit uint64) { return i.size, 64 << 20 }
+func (i *growInstance) MemoryBytes() (size, limit uint64) {
+	if i.limit == 0 {
+		return i.size, 64 << 20
+	}
+	return i.size, i.limit
+}
 
 func (i *growInstance) ABIVersion(context.Context) (uint32, error) {
 	return abi.PackVersion(abi.VersionMajor, abi.VersionMinor), nil
@@ -94,14 +104,15 @@ func TestPutKeepsACollectingGuestThatGrew(t *testing.T) {
 	}
 }
 
-// TestPutReplacesALeakingGuestAtItsFirstDoublingAfterTheMirror bounds a
-// guest without a collector by its mirror rather than its limit: an
-// instance that grows after more than quickGrowth returns is replaced at
-// once (32 MiB, not the 64 a half-limit rule would wait for), while one
-// that doubles within its first returns (its mirror filled the memory it
-// had) keeps the new size as its mark and is replaced at its next
-// doubling.
-func TestPutReplacesALeakingGuestAtItsFirstDoublingAfterTheMirror(t *testing.T) {
+// TestPutReplacesALeakingGuestAtItsSecondDoublingAfterTheMirror bounds
+// a guest without a collector by its mirror rather than its limit: an
+// instance that grows after more than quickGrowth returns keeps one
+// doubling past its mark (16 → 32 MiB) and is replaced at the second
+// (any growth past twice the mark), while one that doubles within its
+// first returns (its mirror filled the memory it had) keeps the new size
+// as its mark and is replaced only past twice that. The limit is 256 MiB,
+// so half of it is never the reason here.
+func TestPutReplacesALeakingGuestAtItsSecondDoublingAfterTheMirror(t *testing.T) {
 	ctx := context.Background()
 	cycle := func(m *guest.Pool, f *growFake, size uint64) {
 		t.Helper()
@@ -115,16 +126,20 @@ func TestPutReplacesALeakingGuestAtItsFirstDoublingAfterTheMirror(t *testing.T) 
 		m.Put(ctx, c)
 	}
 	for _, tc := range []struct {
-		name     string
-		earlyAt  int // return (after the first) at which memory doubles to 32 MiB
-		recycled []int64
+		name    string
+		earlyAt int    // return (after the first) at which memory doubles to 32 MiB
+		then    uint64 // the next growth
+		want    int64  // replaced after it
 	}{
-		// the sizes after the first return: 100 × 16 MiB then 32 MiB
-		{name: "grows late", earlyAt: 100, recycled: []int64{1}},
-		// doubles on the 3rd return: kept at 32 MiB until it doubles again
-		{name: "grows early", earlyAt: 3, recycled: []int64{0}},
+		// 100 × 16 MiB, then 32 MiB (kept: one doubling), then 33 MiB
+		// (past twice the 16 MiB mark: replaced)
+		{name: "grows late", earlyAt: 100, then: 33 << 20, want: 1},
+		// doubles on the 3rd return: the mark moves to 32 MiB, so 64 MiB
+		// is kept, and 65 MiB is past twice the mark
+		{name: "grows early", earlyAt: 3, then: 64 << 20, want: 0},
+		{name: "grows early, then twice its mark", earlyAt: 3, then: 65 << 20, want: 1},
 	} {
-		f := &growFake{}
+		f := &growFake{limit: 256 << 20}
 		m, err := guest.Load(ctx, f, guest.PoolConfig{Name: "grow", PoolSize: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -134,20 +149,18 @@ func TestPutReplacesALeakingGuestAtItsFirstDoublingAfterTheMirror(t *testing.T) 
 			cycle(m, f, 0)
 		}
 		cycle(m, f, 32<<20)
-		if got := m.Recycled(); got != tc.recycled[0] {
-			t.Errorf("%s: %d replaced after doubling to 32 MiB, want %d", tc.name, got, tc.recycled[0])
+		if got := m.Recycled(); got != 0 {
+			t.Errorf("%s: %d replaced after one doubling past the mark, want 0", tc.name, got)
 		}
-		if tc.recycled[0] == 0 {
-			for i := 0; i < 200; i++ {
-				cycle(m, f, 0) // stays at 32 MiB: kept however long
-			}
-			if got := m.Recycled(); got != 0 {
-				t.Errorf("%s: replaced while its memory kept the size it grew to with its mirror", tc.name)
-			}
-			cycle(m, f, 48<<20) // grows again, still under half the limit
-			if got := m.Recycled(); got != 1 {
-				t.Errorf("%s: %d replaced after growing past its mark, want 1", tc.name, got)
-			}
+		for i := 0; i < 200; i++ {
+			cycle(m, f, 0) // stays at 32 MiB: kept however long
+		}
+		if got := m.Recycled(); got != 0 {
+			t.Errorf("%s: replaced while its memory stayed within twice its mark", tc.name)
+		}
+		cycle(m, f, tc.then)
+		if got := m.Recycled(); got != tc.want {
+			t.Errorf("%s: %d replaced after growing to %d MiB, want %d", tc.name, got, tc.then>>20, tc.want)
 		}
 		m.Close(ctx)
 	}
