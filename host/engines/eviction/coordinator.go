@@ -168,9 +168,17 @@ type Coordinator struct {
 	// rounds numbers the rounds run, for their records' keys.
 	rounds int
 
-	state  *state
-	snap   *snapshot.Snapshot
-	tables []*snapshot.Observations
+	state *state
+	snap  *snapshot.Snapshot
+	// idleSet is the empty policy set whose last full round had nothing
+	// to do (no taint to set or remove, no condition still in its
+	// transition period). While it is the set, rounds skip the snapshot
+	// and the coordinator holds none: with no policies a copy of the
+	// whole cluster every sync period would only cost memory and CPU.
+	// A new set (a reload) ends it, so a set emptied by a reload still
+	// gets the round that removes its taints.
+	idleSet *PolicySet
+	tables  []*snapshot.Observations
 	// tableSet is the policy set the tables were made for.
 	tableSet *PolicySet
 	live     map[uint32]bool // slots observed last round
@@ -415,6 +423,10 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 		round.rec.Burst, round.rec.Rate, round.rec.RateBurst = c.settings.Burst, c.settings.Rate, c.settings.RateBurst
 	}
 
+	if set == c.idleSet {
+		c.metrics.Round(c.clock.Since(start))
+		return round
+	}
 	c.cluster.UpdateSnapshot(c.snap)
 	var usage Usage
 	if c.usage != nil && len(set.policies) > 0 {
@@ -458,11 +470,24 @@ func (c *Coordinator) RunRound(ctx context.Context) *Round {
 		}
 		c.killer.Submit(reqs)
 	}
+	c.goIdleIfNothingToDo(set, round)
 	c.metrics.Round(c.clock.Since(start))
 	if round.rec != nil {
 		c.decisions.Add(&decision.Record{Kind: decision.KindEviction, Time: now, Key: decision.EvictionKey(round.rec.Round), Eviction: round.rec})
 	}
 	return round
+}
+
+// goIdleIfNothingToDo makes set the idle set, and lets the snapshot go,
+// when set has no policies and the round just run changed nothing and
+// left no condition that could still taint a node.
+func (c *Coordinator) goIdleIfNothingToDo(set *PolicySet, round *Round) {
+	if len(set.policies) > 0 || len(round.Taints) > 0 || len(round.Victims) > 0 || len(c.state.conditions) > 0 {
+		return
+	}
+	c.idleSet = set
+	c.snap = snapshot.New()
+	c.live, c.stamps = map[uint32]bool{}, map[uint32]obsStamp{}
 }
 
 // offer assembles the round: the nodes of the snapshot, each pod's

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
+	"github.com/wasmsched/wasmsched/host/engines/scheduling/cache"
+	"github.com/wasmsched/wasmsched/host/platform/snapshot"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func names(vs []Victim) []string {
@@ -470,4 +474,57 @@ func TestObservationsFollowUsage(t *testing.T) {
 	if want := []string{"n1=20,a:7,crit:nodata!", "n2=nodata"}; !reflect.DeepEqual(seen, want) {
 		t.Fatalf("round 2 saw %q, want %q", seen, want)
 	}
+}
+
+// With no policies the coordinator still removes the taints it manages
+// (left by an earlier configuration), then stops copying the cluster
+// each round until its policies change.
+func TestNoPoliciesGoIdleAfterTaintsAreClean(t *testing.T) {
+	c := cache.New(0, nil)
+	e := &env{t: t, cache: c, cluster: &fakeCluster{cache: c}, killer: &fakeKiller{held: map[string]bool{}}, clock: clocktesting.NewFakeClock(t0)}
+	counted := &countingCluster{Cluster: e.cluster}
+	e.coord = New(Options{Cluster: counted, Killer: e.killer, Clock: e.clock}, nil)
+	e.cache.AddNode(abi.Node{Name: "n1", Taints: []abi.Taint{{Key: TaintPrefix + "MemoryPressure", Effect: abi.EffectNoSchedule}}})
+	e.node("n2", 1000)
+
+	if r := e.round(); len(r.Taints) != 1 || r.Taints[0].Node != "n1" || len(r.Taints[0].After) != 0 {
+		t.Fatalf("first round with no policies: taint changes %+v, want n1's managed taint removed", r.Taints)
+	}
+	e.round() // nothing left to change: the coordinator goes idle
+	if counted.updates != 2 {
+		t.Fatalf("%d snapshot updates in two rounds, want 2", counted.updates)
+	}
+	if n := len(e.coord.snap.Nodes()); n != 0 {
+		t.Fatalf("idle coordinator holds a snapshot of %d nodes, want none", n)
+	}
+	for range 3 {
+		e.round()
+	}
+	if counted.updates != 2 {
+		t.Fatalf("idle rounds updated the snapshot: %d updates, want 2", counted.updates)
+	}
+
+	// Another set (a reload) ends it: the next round looks at the
+	// cluster again and sees a managed taint that appeared meanwhile.
+	n1, _ := e.cache.Node("n1")
+	n1.Taints = append(n1.Taints, abi.Taint{Key: TaintPrefix + "DiskPressure", Effect: abi.EffectNoSchedule})
+	e.cache.AddNode(n1)
+	e.coord.SetPolicies(&PolicySet{})
+	if r := e.round(); len(r.Taints) != 1 || r.Taints[0].Node != "n1" {
+		t.Fatalf("round after a new set: taint changes %+v, want n1's new managed taint removed", r.Taints)
+	}
+	if counted.updates != 3 {
+		t.Fatalf("%d snapshot updates after a new set, want 3", counted.updates)
+	}
+}
+
+// countingCluster counts snapshot updates.
+type countingCluster struct {
+	Cluster
+	updates int
+}
+
+func (c *countingCluster) UpdateSnapshot(dst *snapshot.Snapshot) {
+	c.updates++
+	c.Cluster.UpdateSnapshot(dst)
 }
