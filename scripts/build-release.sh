@@ -26,10 +26,10 @@ ldflags="-s -w -X main.version=${VERSION:-} -X main.revision=${REVISION:-} -X ma
 # folios (2 MiB on Linux 6.18 with ext4), and each page a process touches
 # maps its whole folio: the same binary run straight from the linker's
 # output showed 88 MiB of its own pages resident at serve's peak, 65 MiB
-# once copied. Copied, OUT is cached as any file written by write(2) is
-# (an image layer unpacked by the container runtime, kube-scheduler's
-# binary in ~/.cache), so peak RSS measured on it (scripts/sidebyside.sh)
-# compares like with like.
+# once copied. Copied, OUT is cached as any file written by write(2) or
+# cp is (an image layer unpacked by the container runtime, the copy
+# scripts/sidebyside.sh runs, kube-scheduler's binary in ~/.cache), so
+# peak RSS measured on OUT itself compares like with like.
 tmp=$out.link.$$
 trap 'rm -f "$tmp" "$tmp.copy"' EXIT
 case $runtime in
