@@ -110,6 +110,9 @@ func (r *Runtime) compiledModule(name string, bin []byte) (m *wt.Module, cached 
 		if dir != "" {
 			r.store(name, dir, key, m)
 		}
+		// The compile's (and serialisation's) working memory is freed
+		// but still resident in the C allocator; see trimMalloc.
+		trimMalloc()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
