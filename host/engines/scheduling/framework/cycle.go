@@ -117,7 +117,7 @@ type cycle struct {
 
 // cycleScratch is what a cycle fills for every node it walks or scores.
 // A cycle at 5000 nodes fills a few kilobytes of them; allocated afresh
-// they were a fifth of the bytes a scheduler under load allocates, so of
+// they were a sixth of the bytes serve allocates under load, and so of
 // the collector's work. The cycle takes one from scratchPool and release
 // gives it back; nothing a cycle returns refers to them.
 type cycleScratch struct {
