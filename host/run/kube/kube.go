@@ -79,7 +79,12 @@ func (b Binder) BindAnnotated(ctx context.Context, pod *abi.Pod, node string, an
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID), Annotations: annotations},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
+	rc := b.restClient()
 	err := retry.OnError(retry.DefaultBackoff, transient, func() error {
+		if rc != nil {
+			return rc.Post().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("binding").
+				Body(binding).Do(ctx).Error()
+		}
 		return b.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	})
 	switch {
@@ -89,6 +94,22 @@ func (b Binder) BindAnnotated(ctx context.Context, pod *abi.Pod, node string, an
 		return fmt.Errorf("bind %s/%s to %s: %w (%v)", pod.Namespace, pod.Name, node, scheduler.ErrPodGone, err)
 	}
 	return fmt.Errorf("bind %s/%s to %s: %w", pod.Namespace, pod.Name, node, err)
+}
+
+// restClient is the clientset's core/v1 REST client, through which
+// BindAnnotated sends the pods/binding POST the typed client's Bind
+// sends, without its query parameters: Bind encodes an empty
+// CreateOptions into them by reflection on every call, which took a
+// quarter of a binding's CPU and most of its stack growth in a profile of
+// serve at 5000 nodes, and adds nothing to the URL. It is nil when the
+// clientset has none (the fake clientsets of unit tests), which then bind
+// through the typed call.
+func (b Binder) restClient() *rest.RESTClient {
+	rc, ok := b.Client.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok {
+		return nil
+	}
+	return rc // nil for a fake clientset's
 }
 
 // transient reports the API errors kube-scheduler retries a binding on:

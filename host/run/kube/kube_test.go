@@ -2,14 +2,21 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -87,5 +94,60 @@ func TestPodConversionSkipsFinishedPods(t *testing.T) {
 	}
 	if _, err := nodeOf("not a node"); err == nil {
 		t.Fatal("a string converted to a node")
+	}
+}
+
+// TestBindThroughRESTClient: against an API server (a real clientset,
+// not a fake), Bind posts the Binding to the pod's binding subresource
+// with no query parameters, retries a 503, and maps a 409 to a gone pod.
+func TestBindThroughRESTClient(t *testing.T) {
+	var mu sync.Mutex
+	var got []string // method path?query per request
+	var bodies []corev1.Binding
+	status := []int{http.StatusServiceUnavailable, http.StatusCreated, http.StatusConflict}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		var b corev1.Binding
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			t.Errorf("binding body: %v", err)
+		}
+		bodies = append(bodies, b)
+		code := status[0]
+		status = status[1:]
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: int32(code)}
+		if code != http.StatusCreated {
+			st.Status, st.Reason = metav1.StatusFailure, metav1.StatusReasonServiceUnavailable
+			if code == http.StatusConflict {
+				st.Reason = metav1.StatusReasonConflict
+			}
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Binder{Client: client}
+	if b.restClient() == nil {
+		t.Fatal("a real clientset binds through the typed call")
+	}
+	pod := &abi.Pod{UID: "u1", Namespace: "ns", Name: "p"}
+	if err := b.BindAnnotated(context.Background(), pod, "n1", map[string]string{"k": "v"}); err != nil {
+		t.Fatalf("bind after a 503: %v", err)
+	}
+	if err := b.Bind(context.Background(), pod, "n2"); !errors.Is(err, scheduler.ErrPodGone) {
+		t.Fatalf("bind answered 409: %v; want ErrPodGone", err)
+	}
+	const want = "POST /api/v1/namespaces/ns/pods/p/binding?"
+	if len(got) != 3 || got[0] != want || got[1] != want || got[2] != want {
+		t.Fatalf("requests = %q; want three of %q", got, want)
+	}
+	if b := bodies[1]; b.Name != "p" || b.Namespace != "ns" || b.UID != "u1" || b.Target.Kind != "Node" || b.Target.Name != "n1" || b.Annotations["k"] != "v" {
+		t.Fatalf("binding sent = %+v", b)
 	}
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
@@ -266,8 +268,16 @@ func servesEventsV1(ctx context.Context, client kubernetes.Interface, log hclog.
 // dropped, and the writes in flight stay well under one connection's
 // streams beside the bindings' (DefaultMaxBindingsInFlight) and the
 // informers' watches.
+//
+// Create posts through the events.k8s.io/v1 REST client when the
+// clientset has one, as the typed client's Create does but without its
+// query parameters: it encodes an empty CreateOptions into them by
+// reflection on every call, a quarter of an Event's CPU in a profile of
+// serve at 5000 nodes, for nothing in the URL. The fake clientsets of unit
+// tests have none, and post through the typed client.
 type instanceSink struct {
 	events.EventSinkImpl
+	rest     *rest.RESTClient // nil: the typed client
 	instance string
 	slots    chan struct{}
 }
@@ -278,7 +288,9 @@ type instanceSink struct {
 const maxEventWritesInFlight = 16
 
 func newInstanceSink(client kubernetes.Interface, instance string) *instanceSink {
-	return &instanceSink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}, instance: instance, slots: make(chan struct{}, maxEventWritesInFlight)}
+	rc, _ := client.EventsV1().RESTClient().(*rest.RESTClient) // nil for a fake clientset's
+	return &instanceSink{EventSinkImpl: events.EventSinkImpl{Interface: client.EventsV1()}, rest: rc, instance: instance,
+		slots: make(chan struct{}, maxEventWritesInFlight)}
 }
 
 // acquire takes a write slot; release gives it back.
@@ -299,7 +311,18 @@ func (s *instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1
 	}
 	defer s.release()
 	e.ReportingInstance = s.instance
-	return s.EventSinkImpl.Create(ctx, e)
+	if s.rest == nil {
+		return s.EventSinkImpl.Create(ctx, e)
+	}
+	if e.Namespace == "" {
+		return nil, errors.New("can't create an event with empty namespace")
+	}
+	created := &eventsv1.Event{}
+	err := s.rest.Post().UseProtobufAsDefault().Namespace(e.Namespace).Resource("events").Body(e).Do(ctx).Into(created)
+	if err != nil {
+		return nil, err
+	}
+	return created, nil
 }
 
 func (s *instanceSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -366,4 +367,52 @@ func TestRecorderDropsNoStatusPatchUnderABacklog(t *testing.T) {
 	}
 	go rec.Run(ctx)
 	testwait.Eventually(t, 20*time.Second, func() bool { return patched.Load() == n }, "%d of %d status patches written", patched.Load(), n)
+}
+
+// TestInstanceSinkCreatesThroughRESTClient: with a real clientset the
+// sink posts an Event to its namespace's events.k8s.io/v1 collection, with
+// no query parameters and the replica's reportingInstance, and hands the
+// broadcaster the server's copy back (series are patched against it).
+func TestInstanceSinkCreatesThroughRESTClient(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	var sent []eventsv1.Event
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		var e eventsv1.Event
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			t.Errorf("event body: %v", err)
+		}
+		sent = append(sent, e)
+		e.ResourceVersion = "7"
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(e)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newInstanceSink(client, "replica-1")
+	if sink.rest == nil {
+		t.Fatal("a real clientset's sink posts through the typed client")
+	}
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p.1"}, Reason: "Scheduled", Note: "Successfully assigned ns/p to n1"}
+	created, err := sink.Create(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.ResourceVersion != "7" || created.Name != "p.1" || created.ReportingInstance != "replica-1" {
+		t.Fatalf("created = %+v; want the server's copy", created)
+	}
+	const want = "POST /apis/events.k8s.io/v1/namespaces/ns/events?"
+	if len(got) != 1 || got[0] != want || sent[0].ReportingInstance != "replica-1" || sent[0].Reason != "Scheduled" {
+		t.Fatalf("requests = %q, sent %+v; want one %q", got, sent, want)
+	}
+	if _, err := sink.Create(context.Background(), &eventsv1.Event{}); err == nil {
+		t.Fatal("an Event without a namespace was posted")
+	}
 }

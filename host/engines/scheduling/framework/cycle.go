@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wasmsched/wasmsched/abi"
@@ -101,10 +102,10 @@ type cycle struct {
 	// fresh instance of its module must run it again to catch up.
 	prefiltered []bool
 
-	remaining []uint32 // scratch: nodes still passing in a chunk
-	passed    []bool   // scratch: filterChunk's verdicts
-	passIdx   []int32  // scratch: indexes of the nodes a Filter call passed
-	sample    bool     // time the plugin calls of this cycle
+	// cycleScratch holds the buffers of the node walk and scoring, from
+	// scratchPool until release.
+	*cycleScratch
+	sample bool // time the plugin calls of this cycle
 	// rec, when the cycle is explained (CycleState.Explain), gathers
 	// the cycle's answers; nil costs nothing else.
 	rec *decision.Scheduling
@@ -113,6 +114,22 @@ type cycle struct {
 	scoreBuf *[]int64 // from scoreBufs, while the cycle holds scores
 	rawBuf   *[]byte  // from rawBufs, likewise
 }
+
+// cycleScratch is what a cycle fills for every node it walks or scores.
+// A cycle at 5000 nodes fills a few kilobytes of them; allocated afresh
+// they were a sixth of the bytes serve allocates under load, and so of
+// the collector's work. The cycle takes one from scratchPool and release
+// gives it back; nothing a cycle returns refers to them.
+type cycleScratch struct {
+	chunk     []uint32 // the chunk of nodes being filtered
+	remaining []uint32 // nodes still passing in a chunk
+	passed    []bool   // filterChunk's verdicts
+	passIdx   []int32  // indexes of the nodes a Filter call passed
+	feasible  []uint32 // the feasible nodes found so far
+	totals    []int64  // the feasible nodes' weighted score totals
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(cycleScratch) }}
 
 // start returns the start time of a plugin call when this cycle is timed
 // (zero otherwise, sparing the clock read).
@@ -160,7 +177,7 @@ func worstCode(entries []abi.FilterEntry) abi.Code {
 func (prof *Profile) startCycle(ctx context.Context, pod *abi.Pod, snap *snapshot.Snapshot) (*cycle, error) {
 	n := len(prof.modules)
 	c := &cycle{prof: prof, snap: snap, pod: pod, clients: make([]*guest.Client, n), down: make([]error, n),
-		skip: map[string]bool{}, prefiltered: make([]bool, len(prof.preFilter))}
+		skip: map[string]bool{}, prefiltered: make([]bool, len(prof.preFilter)), cycleScratch: scratchPool.Get().(*cycleScratch)}
 	for i := range prof.modules {
 		cl, err := c.ready(ctx, i)
 		if err != nil {
@@ -278,6 +295,10 @@ func (c *cycle) release(ctx context.Context) {
 			c.prof.modules[i].pool.Put(ctx, cl)
 			c.clients[i] = nil
 		}
+	}
+	if c.cycleScratch != nil {
+		scratchPool.Put(c.cycleScratch)
+		c.cycleScratch = nil
 	}
 }
 
@@ -526,16 +547,25 @@ func (c *cycle) findFeasible(ctx context.Context, pod *abi.Pod, nodes []*snapsho
 		return nil, 0, nil
 	}
 	want := NumFeasibleNodesToFind(c.prof.percentage, n)
-	start %= n
+	next := start % n // the walk's next node
 	walked := 0
-	var chunk []uint32
+	feasible = c.feasible[:0]
+	defer func() {
+		if feasible != nil { // nil: an error returned
+			c.feasible = feasible[:0]
+		}
+	}()
 	for walked < n && len(feasible) < want {
 		size := max(want-len(feasible), 32)
 		size = min(size, n-walked, guest.MaxBatch)
-		chunk = chunk[:0]
-		for i := 0; i < size; i++ {
-			chunk = append(chunk, nodes[(start+walked+i)%n].Slot)
+		chunk := c.chunk[:0]
+		for range size {
+			chunk = append(chunk, nodes[next].Slot)
+			if next++; next == n {
+				next = 0
+			}
 		}
+		c.chunk = chunk
 		passed, err := c.filterChunk(ctx, pod, chunk, nom, diag)
 		if err != nil {
 			return nil, 0, err
@@ -670,8 +700,10 @@ func (c *cycle) filterChunk(ctx context.Context, pod *abi.Pod, chunk []uint32, n
 // total. A plugin that fails under Ignore adds nothing (its Score is
 // skipped after a failed PreScore).
 func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
-	totals := make([]int64, len(feasible))
-	skip := map[string]bool{}
+	totals := slices.Grow(c.totals[:0], len(feasible))[:len(feasible)]
+	clear(totals)
+	c.totals = totals
+	var skip map[string]bool // the PreScore plugins that said Skip, rarely any
 	at := &pluginPoint{name: metrics.PreScore}
 	for k := range c.prof.preScore {
 		p := &c.prof.preScore[k]
@@ -686,6 +718,9 @@ func (c *cycle) score(ctx context.Context, feasible []uint32) ([]int64, error) {
 			return nil, err
 		}
 		if !ran || st.Code == abi.Skip { // else Success: the client refuses other codes
+			if skip == nil {
+				skip = map[string]bool{}
+			}
 			skip[p.name] = true
 			if c.rec != nil {
 				c.rec.ScoreSkipped = append(c.rec.ScoreSkipped, p.name)

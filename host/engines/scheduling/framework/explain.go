@@ -117,14 +117,24 @@ func (c *cycle) explainScores(feasible []uint32, totals []int64, best int) {
 func explainOutcome(rec *decision.Scheduling, profile string, pod *abi.Pod, t0 time.Time, res Result, err error) {
 	rec.Pod, rec.UID, rec.Profile = pod.Namespace+"/"+pod.Name, pod.UID, profile
 	rec.Time, rec.DurationNanos = t0, int64(time.Since(t0))
-	var fit *FitError
-	var nominated *NominatedError
-	switch {
-	case err == nil:
+	if err == nil {
 		rec.Outcome, rec.Node = decision.OutcomeChosen, res.Node
 		if rec.Score == 0 {
 			rec.Score = res.Score
 		}
+	} else {
+		explainFailure(rec, err)
+	}
+	rec.Finish()
+}
+
+// explainFailure records why a cycle failed. It is apart from
+// explainOutcome because the targets errors.As fills live on the heap:
+// here only a failed cycle pays for them.
+func explainFailure(rec *decision.Scheduling, err error) {
+	var fit *FitError
+	var nominated *NominatedError
+	switch {
 	case errors.As(err, &nominated):
 		rec.Outcome, rec.Node, rec.Message = decision.OutcomeNominated, nominated.Node, FailureMessage(err)
 	case errors.As(err, &fit):
@@ -132,5 +142,4 @@ func explainOutcome(rec *decision.Scheduling, profile string, pod *abi.Pod, t0 t
 	default:
 		rec.Outcome, rec.Message = decision.OutcomeError, FailureMessage(err)
 	}
-	rec.Finish()
 }

@@ -236,7 +236,7 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 	if s.metrics != nil {
 		start = time.Now()
 	}
-	log := s.log.With("pod", pod.Namespace+"/"+pod.Name, "profile", prof.Name)
+	log := &podLog{base: s.log, pod: pod, profile: prof.Name}
 	s.cache.UpdateSnapshot(s.snap)
 	state := framework.NewCycleState()
 	state.SetRecordPluginMetrics(s.metrics.SamplePluginMetrics())
@@ -285,7 +285,9 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 		s.handleFailure(prof, qp, permitError(st), start, log)
 		return false
 	}
-	log.Debug("assumed", "node", res.Node, "evaluated", res.EvaluatedNodes, "feasible", res.FeasibleNodes)
+	if log.base.IsDebug() {
+		log.get().Debug("assumed", "node", res.Node, "evaluated", res.EvaluatedNodes, "feasible", res.FeasibleNodes)
+	}
 	s.bindings.Add(1)
 	go func() {
 		// WaitBindings returns once the slot and the set are given back.
@@ -295,6 +297,25 @@ func (s *Scheduler) scheduleOn(ctx context.Context, ps *profileSet, prof *profil
 		s.bind(ctx, prof, state, qp, &assumed, res.Node, start, log)
 	}()
 	return true
+}
+
+// podLog is the logger of one pod's cycle and binding: the scheduler's,
+// with the pod and its profile as fields. It is made on first use: at the
+// default level most cycles log nothing, and the fields cost a string and
+// a logger per cycle.
+type podLog struct {
+	base    hclog.Logger
+	pod     *abi.Pod
+	profile string
+	l       hclog.Logger
+}
+
+// get returns the logger, making it the first time.
+func (p *podLog) get() hclog.Logger {
+	if p.l == nil {
+		p.l = p.base.With("pod", p.pod.Namespace+"/"+p.pod.Name, "profile", p.profile)
+	}
+	return p.l
 }
 
 func permitError(st *framework.Status) error {
@@ -309,7 +330,7 @@ func permitError(st *framework.Status) error {
 // releases the assumed pod and sends it back to the queue. The attempt,
 // begun at start, ends here: scheduled, or an error (as kube-scheduler
 // counts a failed binding, a pod deleted meanwhile included).
-func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *abi.Pod, node string, start time.Time, log hclog.Logger) {
+func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.CycleState, qp *queue.QueuedPodInfo, assumed *abi.Pod, node string, start time.Time, log *podLog) {
 	st := prof.RunPreBind(ctx, state, assumed, node)
 	if st.IsSuccess() {
 		st = prof.RunBind(ctx, state, assumed, node)
@@ -320,7 +341,7 @@ func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.Cy
 		// The assumed pod's resources are free again.
 		s.queue.MoveAllToActiveOrBackoffQueue(queue.AssignedPodDelete, nil)
 		if errors.Is(st.Err, ErrPodGone) {
-			log.Info("pod gone before binding; dropping it", "error", st.Message())
+			log.get().Info("pod gone before binding; dropping it", "error", st.Message())
 			s.queue.Done(qp.Pod.UID)
 			s.attempted(prof, metrics.Error, start)
 			return
@@ -332,15 +353,17 @@ func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.Cy
 	s.cache.FinishBinding(assumed)
 	s.queue.Done(qp.Pod.UID)
 	prof.RunPostBind(ctx, state, assumed, node)
-	log.Debug("bound", "node", node)
+	if log.base.IsDebug() {
+		log.get().Debug("bound", "node", node)
+	}
 	if s.recorder != nil {
 		s.recorder.Scheduled(assumed, prof.Name, node)
 	}
 }
 
-func (s *Scheduler) forget(pod *abi.Pod, log hclog.Logger) {
+func (s *Scheduler) forget(pod *abi.Pod, log *podLog) {
 	if err := s.cache.ForgetPod(pod); err != nil {
-		log.Warn("forget assumed pod", "error", err)
+		log.get().Warn("forget assumed pod", "error", err)
 	}
 }
 
@@ -356,7 +379,7 @@ func (s *Scheduler) attempted(prof *profile, r metrics.Result, start time.Time) 
 // unschedulable pod waits for an event that may help (the plugins that
 // rejected it say which); an error backs off and retries. It ends the
 // attempt begun at start.
-func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err error, start time.Time, log hclog.Logger) {
+func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err error, start time.Time, log *podLog) {
 	pod := qp.Pod
 	reason, isError := ReasonSchedulerError, true
 	var rejectors queue.PluginSet
@@ -383,12 +406,12 @@ func (s *Scheduler) handleFailure(prof *profile, qp *queue.QueuedPodInfo, err er
 	}
 	msg := framework.FailureMessage(err)
 	if isError {
-		log.Warn("scheduling failed", "error", msg)
-	} else {
-		log.Debug("unschedulable", "message", msg)
+		log.get().Warn("scheduling failed", "error", msg)
+	} else if log.base.IsDebug() {
+		log.get().Debug("unschedulable", "message", msg)
 	}
 	if qerr := s.queue.AddUnschedulableIfNotPresent(qp, rejectors, isError); qerr != nil {
-		log.Warn("requeue", "error", qerr)
+		log.get().Warn("requeue", "error", qerr)
 	}
 	if s.recorder != nil {
 		s.recorder.FailedScheduling(pod, prof.Name, reason, msg)
