@@ -548,7 +548,7 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 			changedSet = true
 		}
 		dn.Generation = sn.Generation
-		dn.Info = sn.Info.Clone() // later live changes must not show through
+		dn.Info = copyInfo(&sn.Info) // later live changes must not show through
 		s.changes = append(s.changes, change{dn.Generation, dn})
 	}
 	if full {
@@ -598,6 +598,25 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 	if len(s.changes) > 2*len(s.order)+64 {
 		s.compactChanges()
 	}
+}
+
+// copyInfo copies a node's NodeInfo for a snapshot that reads it while
+// the live one goes on changing. The aggregates' scalars and the pod
+// groups are copied, since AddPod and RemovePod change their elements in
+// place. The pods and used ports are shared, which spares a copy of every
+// pod per snapshot: on the live side AddPod only appends past the
+// copy's length and RemovePod never writes an array it shrinks (it
+// shrinks into a new one), so the copy, capped at its length, keeps
+// seeing exactly its own elements, and cannot append into the live
+// array's spare capacity either.
+func copyInfo(src *abi.NodeInfo) abi.NodeInfo {
+	c := *src
+	c.Requested.Scalars = slices.Clone(src.Requested.Scalars)
+	c.NonZeroRequested.Scalars = slices.Clone(src.NonZeroRequested.Scalars)
+	c.PodGroups = slices.Clone(src.PodGroups)
+	c.Pods = slices.Clip(src.Pods)
+	c.UsedPorts = slices.Clip(src.UsedPorts)
+	return c
 }
 
 // sortChanges orders a log by generation.
