@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"unique"
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
@@ -226,9 +228,10 @@ func gated(obj any) bool {
 // its pods the same way). A node also loses status.capacity when it has
 // status.allocatable (convert.Node falls back to capacity only when
 // allocatable is empty), status.nodeInfo, status.addresses,
-// status.daemonEndpoints and status.config, which no plugin reads. The
-// objects are the informers' own decoded copies, so changing them in
-// place is safe; a tombstone is left as it is.
+// status.daemonEndpoints and status.config, which no plugin reads. A pod
+// keeps every field but holds less (compactPod). The objects are the
+// informers' own decoded copies, so changing them in place is safe; a
+// tombstone is left as it is.
 func dropUnread(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
 		a.SetManagedFields(nil)
@@ -242,7 +245,93 @@ func dropUnread(obj any) (any, error) {
 		n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
 		n.Status.Config = nil
 	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		compactPod(p)
+	}
 	return obj, nil
+}
+
+// compactPod makes a decoded pod hold less without changing what any
+// reader sees. Decoding gives every string its own allocation, so the
+// strings that thousands of pods repeat (namespace, node and scheduler
+// names, images, the API's defaults such as the termination message
+// path, toleration keys) are replaced by one shared copy each. And a
+// container whose limits equal its requests (every container of a
+// Guaranteed pod: the API server defaults requests from limits) gets one
+// map for both. Readers of informer objects never modify them, so the
+// sharing is invisible.
+func compactPod(p *corev1.Pod) {
+	in := intern
+	p.Namespace = in(p.Namespace)
+	p.GenerateName = in(p.GenerateName)
+	for i := range p.OwnerReferences {
+		o := &p.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name = in(o.APIVersion), in(o.Kind), in(o.Name)
+	}
+	sp := &p.Spec
+	sp.NodeName, sp.SchedulerName, sp.PriorityClassName = in(sp.NodeName), in(sp.SchedulerName), in(sp.PriorityClassName)
+	sp.RestartPolicy, sp.DNSPolicy = corev1.RestartPolicy(in(string(sp.RestartPolicy))), corev1.DNSPolicy(in(string(sp.DNSPolicy)))
+	sp.ServiceAccountName, sp.DeprecatedServiceAccount = in(sp.ServiceAccountName), in(sp.DeprecatedServiceAccount)
+	for _, cs := range [2][]corev1.Container{sp.Containers, sp.InitContainers} {
+		for i := range cs {
+			compactContainer(&cs[i])
+		}
+	}
+	if sp.Resources != nil {
+		shareLimits(sp.Resources)
+	}
+	for i := range sp.Tolerations {
+		t := &sp.Tolerations[i]
+		t.Key, t.Value = in(t.Key), in(t.Value)
+		t.Operator, t.Effect = corev1.TolerationOperator(in(string(t.Operator))), corev1.TaintEffect(in(string(t.Effect)))
+	}
+	st := &p.Status
+	st.Phase, st.QOSClass = corev1.PodPhase(in(string(st.Phase))), corev1.PodQOSClass(in(string(st.QOSClass)))
+	st.NominatedNodeName = in(st.NominatedNodeName)
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Status = corev1.PodConditionType(in(string(c.Type))), corev1.ConditionStatus(in(string(c.Status)))
+		c.Reason = in(c.Reason)
+	}
+}
+
+// compactContainer shares a container's repeated strings and, when they
+// are equal, its limits and requests maps (compactPod).
+func compactContainer(c *corev1.Container) {
+	in := intern
+	c.Name, c.Image = in(c.Name), in(c.Image)
+	c.ImagePullPolicy = corev1.PullPolicy(in(string(c.ImagePullPolicy)))
+	c.TerminationMessagePath = in(c.TerminationMessagePath)
+	c.TerminationMessagePolicy = corev1.TerminationMessagePolicy(in(string(c.TerminationMessagePolicy)))
+	for i := range c.Ports {
+		c.Ports[i].Name, c.Ports[i].Protocol = in(c.Ports[i].Name), corev1.Protocol(in(string(c.Ports[i].Protocol)))
+	}
+	shareLimits(&c.Resources)
+}
+
+// shareLimits makes r's limits the very map of its requests when both
+// hold the same quantities, written the same way (1 and 1000m are equal
+// quantities but not the same value of resource.Quantity).
+func shareLimits(r *corev1.ResourceRequirements) {
+	if len(r.Limits) == 0 || len(r.Limits) != len(r.Requests) {
+		return
+	}
+	for name, l := range r.Limits {
+		q, ok := r.Requests[name]
+		if !ok || q.Cmp(l) != 0 || !reflect.DeepEqual(q, l) {
+			return
+		}
+	}
+	r.Limits = r.Requests
+}
+
+// intern returns one shared copy of s: the garbage collector frees it
+// once no object holds it (package unique).
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }
 
 // unwrap returns the object inside a delete tombstone.

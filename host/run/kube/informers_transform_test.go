@@ -3,6 +3,7 @@ package kube
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,5 +73,68 @@ func TestDropUnreadKeepsWhatTheSchedulerReads(t *testing.T) {
 	tomb := "not an object"
 	if out, err := dropUnread(tomb); err != nil || out != tomb {
 		t.Errorf("non-object: %v, %v", out, err)
+	}
+}
+
+// TestCompactPodChangesNothingReadable: a pod after the transform is
+// equal to the decoded one and converts the same; its repeated strings
+// are shared across pods, and a container's limits share its requests'
+// map only when they say the same.
+func TestCompactPodChangesNothingReadable(t *testing.T) {
+	rl := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	mk := func(name string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: string([]byte("ns")),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs"}}},
+			Spec: corev1.PodSpec{
+				NodeName: string([]byte("node-1")), SchedulerName: "default-scheduler", RestartPolicy: corev1.RestartPolicyAlways,
+				Containers: []corev1.Container{
+					{Name: "same", Image: string([]byte("pause")), Resources: corev1.ResourceRequirements{Requests: rl("100m", "1Gi"), Limits: rl("100m", "1Gi")},
+						Ports: []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}},
+					{Name: "burst", Image: "pause", Resources: corev1.ResourceRequirements{Requests: rl("100m", "1Gi"), Limits: rl("200m", "1Gi")}},
+					{Name: "format", Image: "pause", Resources: corev1.ResourceRequirements{Requests: rl("1", "1Gi"), Limits: rl("1000m", "1Gi")}},
+					{Name: "fewer", Image: "pause", Resources: corev1.ResourceRequirements{
+						Requests: rl("1", "1Gi"), Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
+				},
+				Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
+			},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}},
+		}
+	}
+	a, b := mk("a"), mk("b")
+	want := a.DeepCopy()
+	before, err := convert.Pod(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*corev1.Pod{a, b} {
+		if _, err := dropUnread(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(a, want) {
+		t.Fatalf("pod changed:\ngot  %+v\nwant %+v", a, want)
+	}
+	after, err := convert.Pod(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("converted pod changed:\nbefore %+v\nafter  %+v", before, after)
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	if !same(a.Namespace, b.Namespace) || !same(a.Spec.NodeName, b.Spec.NodeName) || !same(a.Spec.Containers[0].Image, b.Spec.Containers[0].Image) {
+		t.Error("repeated strings not shared across pods")
+	}
+	shared := func(r corev1.ResourceRequirements) bool {
+		return reflect.ValueOf(r.Limits).UnsafePointer() == reflect.ValueOf(r.Requests).UnsafePointer()
+	}
+	for i, wantShared := range []bool{true, false, false, false} {
+		if c := a.Spec.Containers[i]; shared(c.Resources) != wantShared {
+			t.Errorf("container %s: limits share requests = %v, want %v", c.Name, !wantShared, wantShared)
+		}
 	}
 }
