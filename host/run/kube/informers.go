@@ -228,8 +228,9 @@ func gated(obj any) bool {
 // its pods the same way). A node also loses status.capacity when it has
 // status.allocatable (convert.Node falls back to capacity only when
 // allocatable is empty), status.nodeInfo, status.addresses,
-// status.daemonEndpoints and status.config, which no plugin reads. A pod
-// keeps every field but holds less (compactPod). The objects are the
+// status.daemonEndpoints and status.config, which no plugin reads, and
+// shares the strings nodes repeat (compactNode). A pod keeps every field
+// but holds less (compactPod). The objects are the
 // informers' own decoded copies, so changing them in place is safe; a
 // tombstone is left as it is.
 func dropUnread(obj any) (any, error) {
@@ -244,6 +245,7 @@ func dropUnread(obj any) (any, error) {
 		n.Status.Addresses = nil
 		n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
 		n.Status.Config = nil
+		compactNode(n)
 	}
 	if p, ok := obj.(*corev1.Pod); ok {
 		compactPod(p)
@@ -251,8 +253,17 @@ func dropUnread(obj any) (any, error) {
 	return obj, nil
 }
 
-// compactPod makes a decoded pod hold less without changing what any
-// reader sees. Decoding gives every string its own allocation, so the
+// compactPod makes a decoded pod hold less. It drops what no reader of
+// the pod informer reads (convert.Pod, the Recorder, the default spread
+// selector, kube-scheduler's node feature inference): each container's
+// command, arguments, working directory, environment and probes and
+// lifecycle hooks (often most of a pod's spec), and of each container
+// status all but its name, readiness, restarts and resources (the state
+// and image fields, most of a running pod's status); as the cluster
+// reader does for simulations. The pods are never written back whole
+// (every write is a patch), so nothing dropped can be lost in the API.
+// The rest it keeps as read. Decoding gives every string its own
+// allocation, so the
 // strings that thousands of pods repeat (namespace, node and scheduler
 // names, images, the API's defaults such as the termination message
 // path, toleration keys) are replaced by one shared copy each. And a
@@ -264,6 +275,8 @@ func compactPod(p *corev1.Pod) {
 	in := intern
 	p.Namespace = in(p.Namespace)
 	p.GenerateName = in(p.GenerateName)
+	internKeysAndValues(p.Labels)
+	internKeys(p.Annotations)
 	for i := range p.OwnerReferences {
 		o := &p.OwnerReferences[i]
 		o.APIVersion, o.Kind, o.Name = in(o.APIVersion), in(o.Kind), in(o.Name)
@@ -277,6 +290,11 @@ func compactPod(p *corev1.Pod) {
 			compactContainer(&cs[i])
 		}
 	}
+	for i := range sp.EphemeralContainers {
+		c := &sp.EphemeralContainers[i].EphemeralContainerCommon
+		c.Command, c.Args, c.WorkingDir, c.Env, c.EnvFrom = nil, nil, "", nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	}
 	if sp.Resources != nil {
 		shareLimits(sp.Resources)
 	}
@@ -288,6 +306,13 @@ func compactPod(p *corev1.Pod) {
 	st := &p.Status
 	st.Phase, st.QOSClass = corev1.PodPhase(in(string(st.Phase))), corev1.PodQOSClass(in(string(st.QOSClass)))
 	st.NominatedNodeName = in(st.NominatedNodeName)
+	for _, css := range [3][]corev1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses} {
+		for i := range css {
+			cs := &css[i]
+			*cs = corev1.ContainerStatus{Name: in(cs.Name), Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started,
+				Resources: cs.Resources, AllocatedResources: cs.AllocatedResources}
+		}
+	}
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		c.Type, c.Status = corev1.PodConditionType(in(string(c.Type))), corev1.ConditionStatus(in(string(c.Status)))
@@ -295,9 +320,53 @@ func compactPod(p *corev1.Pod) {
 	}
 }
 
-// compactContainer shares a container's repeated strings and, when they
-// are equal, its limits and requests maps (compactPod).
+// compactNode shares the strings nodes repeat: label keys and values,
+// condition types, reasons and messages, image names.
+func compactNode(n *corev1.Node) {
+	in := intern
+	internKeysAndValues(n.Labels)
+	internKeys(n.Annotations)
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		t.Key, t.Value, t.Effect = in(t.Key), in(t.Value), corev1.TaintEffect(in(string(t.Effect)))
+	}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.Type, c.Status = corev1.NodeConditionType(in(string(c.Type))), corev1.ConditionStatus(in(string(c.Status)))
+		c.Reason, c.Message = in(c.Reason), in(c.Message)
+	}
+	for i := range n.Status.Images {
+		for j, name := range n.Status.Images[i].Names {
+			n.Status.Images[i].Names[j] = in(name)
+		}
+	}
+	n.Status.Phase = corev1.NodePhase(in(string(n.Status.Phase)))
+}
+
+// internKeysAndValues shares a string map's keys and values (intern).
+// Assigning to a key already in a map stores the key given, so this
+// swaps both for their shared copies in place.
+func internKeysAndValues(m map[string]string) {
+	for k, v := range m {
+		m[intern(k)] = intern(v)
+	}
+}
+
+// internKeys shares a string map's keys only: annotation values are
+// often large and unique (a last-applied configuration), not worth a
+// second copy in the intern table.
+func internKeys(m map[string]string) {
+	for k, v := range m {
+		m[intern(k)] = v
+	}
+}
+
+// compactContainer drops what nothing reads of a container, and shares
+// its repeated strings and, when they are equal, its limits and requests
+// maps (compactPod).
 func compactContainer(c *corev1.Container) {
+	c.Command, c.Args, c.WorkingDir, c.Env, c.EnvFrom = nil, nil, "", nil, nil
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
 	in := intern
 	c.Name, c.Image = in(c.Name), in(c.Image)
 	c.ImagePullPolicy = corev1.PullPolicy(in(string(c.ImagePullPolicy)))

@@ -77,9 +77,10 @@ func TestDropUnreadKeepsWhatTheSchedulerReads(t *testing.T) {
 }
 
 // TestCompactPodChangesNothingReadable: a pod after the transform is
-// equal to the decoded one and converts the same; its repeated strings
-// are shared across pods, and a container's limits share its requests'
-// map only when they say the same.
+// the decoded one without the container fields and status nothing reads,
+// and converts the same (its in-place resize included); its repeated
+// strings are shared across pods, and a container's limits share its
+// requests' map only when they say the same.
 func TestCompactPodChangesNothingReadable(t *testing.T) {
 	rl := func(cpu, mem string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
@@ -87,6 +88,7 @@ func TestCompactPodChangesNothingReadable(t *testing.T) {
 	mk := func(name string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: string([]byte("ns")),
+				Labels:          map[string]string{string([]byte("app")): string([]byte("web"))},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs"}}},
 			Spec: corev1.PodSpec{
 				NodeName: string([]byte("node-1")), SchedulerName: "default-scheduler", RestartPolicy: corev1.RestartPolicyAlways,
@@ -106,6 +108,28 @@ func TestCompactPodChangesNothingReadable(t *testing.T) {
 	}
 	a, b := mk("a"), mk("b")
 	want := a.DeepCopy()
+	c0 := &a.Spec.Containers[0]
+	c0.Command, c0.Args, c0.WorkingDir = []string{"/pause"}, []string{"-v"}, "/"
+	c0.Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+	c0.EnvFrom = []corev1.EnvFromSource{{Prefix: "X"}}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	c0.LivenessProbe, c0.ReadinessProbe, c0.StartupProbe = probe, probe, probe
+	c0.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	a.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Command: []string{"sh"}}}}
+	want.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
+	// A resized container: its status resources count, and stay.
+	started := true
+	status := func(full bool) []corev1.ContainerStatus {
+		cs := corev1.ContainerStatus{Name: "same", Ready: true, RestartCount: 2, Started: &started,
+			AllocatedResources: rl("300m", "1Gi"), Resources: &corev1.ResourceRequirements{Requests: rl("300m", "1Gi")}}
+		if full {
+			cs.Image, cs.ImageID, cs.ContainerID = "pause", "sha256:1", "containerd://1"
+			cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+		}
+		return []corev1.ContainerStatus{cs}
+	}
+	a.Status.ContainerStatuses, want.Status.ContainerStatuses = status(true), status(false)
 	before, err := convert.Pod(a)
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +152,13 @@ func TestCompactPodChangesNothingReadable(t *testing.T) {
 	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
 	if !same(a.Namespace, b.Namespace) || !same(a.Spec.NodeName, b.Spec.NodeName) || !same(a.Spec.Containers[0].Image, b.Spec.Containers[0].Image) {
 		t.Error("repeated strings not shared across pods")
+	}
+	for ka, va := range a.Labels {
+		for kb, vb := range b.Labels {
+			if !same(ka, kb) || !same(va, vb) {
+				t.Error("label keys and values not shared across pods")
+			}
+		}
 	}
 	shared := func(r corev1.ResourceRequirements) bool {
 		return reflect.ValueOf(r.Limits).UnsafePointer() == reflect.ValueOf(r.Requests).UnsafePointer()
