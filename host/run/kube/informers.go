@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
+	"sync"
 	"unique"
 
 	"github.com/hashicorp/go-hclog"
@@ -245,6 +248,7 @@ func dropUnread(obj any) (any, error) {
 		n.Status.Addresses = nil
 		n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
 		n.Status.Config = nil
+		n.Status.Allocatable, n.Status.Capacity = sharedList(n.Status.Allocatable), sharedList(n.Status.Capacity)
 		compactNode(n)
 	}
 	if p, ok := obj.(*corev1.Pod); ok {
@@ -266,11 +270,13 @@ func dropUnread(obj any) (any, error) {
 // allocation, so the
 // strings that thousands of pods repeat (namespace, node and scheduler
 // names, images, the API's defaults such as the termination message
-// path, toleration keys) are replaced by one shared copy each. And a
-// container whose limits equal its requests (every container of a
-// Guaranteed pod: the API server defaults requests from limits) gets one
-// map for both. Readers of informer objects never modify them, so the
-// sharing is invisible.
+// path, toleration keys) are replaced by one shared copy each, and so
+// are resource lists, which the pods of one workload repeat (a map per
+// container, however small, costs over half a kilobyte): a container
+// whose limits equal its requests (every container of a Guaranteed pod:
+// the API server defaults requests from limits) gets one map for both,
+// and equal lists of different pods are one map (sharedList). Readers of
+// informer objects never modify them, so the sharing is invisible.
 func compactPod(p *corev1.Pod) {
 	in := intern
 	p.Namespace = in(p.Namespace)
@@ -296,8 +302,9 @@ func compactPod(p *corev1.Pod) {
 		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
 	}
 	if sp.Resources != nil {
-		shareLimits(sp.Resources)
+		shareRequirements(sp.Resources)
 	}
+	sp.Overhead = sharedList(sp.Overhead)
 	for i := range sp.Tolerations {
 		t := &sp.Tolerations[i]
 		t.Key, t.Value = in(t.Key), in(t.Value)
@@ -375,23 +382,79 @@ func compactContainer(c *corev1.Container) {
 	for i := range c.Ports {
 		c.Ports[i].Name, c.Ports[i].Protocol = in(c.Ports[i].Name), corev1.Protocol(in(string(c.Ports[i].Protocol)))
 	}
-	shareLimits(&c.Resources)
+	shareRequirements(&c.Resources)
 }
 
-// shareLimits makes r's limits the very map of its requests when both
-// hold the same quantities, written the same way (1 and 1000m are equal
-// quantities but not the same value of resource.Quantity).
-func shareLimits(r *corev1.ResourceRequirements) {
-	if len(r.Limits) == 0 || len(r.Limits) != len(r.Requests) {
-		return
+// shareRequirements makes r's limits the very map of its requests when
+// both are the same list, and each a shared one (sharedList).
+func shareRequirements(r *corev1.ResourceRequirements) {
+	same := len(r.Limits) > 0 && sameList(r.Limits, r.Requests)
+	r.Requests = sharedList(r.Requests)
+	if same {
+		r.Limits = r.Requests
+	} else {
+		r.Limits = sharedList(r.Limits)
 	}
-	for name, l := range r.Limits {
-		q, ok := r.Requests[name]
-		if !ok || q.Cmp(l) != 0 || !reflect.DeepEqual(q, l) {
-			return
+}
+
+// sameList reports whether two resource lists hold the same quantities,
+// written the same way (1 and 1000m are equal quantities but not the
+// same value of resource.Quantity, so they are not the same).
+func sameList(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 || !reflect.DeepEqual(qa, qb) {
+			return false
 		}
 	}
-	r.Limits = r.Requests
+	return true
+}
+
+// lists holds one resource list per content seen, for sharedList. It
+// starts over when full: lists already shared stay with their objects,
+// and a cluster has a few shapes per workload, not thousands.
+var lists = struct {
+	sync.Mutex
+	m map[string]corev1.ResourceList
+}{m: map[string]corev1.ResourceList{}}
+
+const maxSharedLists = 1024
+
+// sharedList returns a map the same as rl (sameList) that other objects
+// may already hold, or rl itself, which later equal lists then share.
+func sharedList(rl corev1.ResourceList) corev1.ResourceList {
+	if len(rl) == 0 || len(rl) > 8 {
+		return rl
+	}
+	names := make([]string, 0, len(rl))
+	for name := range rl {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, name := range names {
+		q := rl[corev1.ResourceName(name)]
+		key.WriteString(name)
+		key.WriteByte('=')
+		key.WriteString(q.String())
+		key.WriteByte(';')
+	}
+	lists.Lock()
+	defer lists.Unlock()
+	if s, ok := lists.m[key.String()]; ok {
+		if sameList(s, rl) {
+			return s
+		}
+		return rl
+	}
+	if len(lists.m) >= maxSharedLists {
+		clear(lists.m)
+	}
+	lists.m[key.String()] = rl
+	return rl
 }
 
 // intern returns one shared copy of s: the garbage collector frees it

@@ -168,4 +168,18 @@ func TestCompactPodChangesNothingReadable(t *testing.T) {
 			t.Errorf("container %s: limits share requests = %v, want %v", c.Name, !wantShared, wantShared)
 		}
 	}
+	// Equal lists of different pods are one map, unequal ones are not.
+	sameMap := func(x, y corev1.ResourceList) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	ca, cb := a.Spec.Containers, b.Spec.Containers
+	if !sameMap(ca[1].Resources.Requests, cb[1].Resources.Requests) || !sameMap(ca[1].Resources.Limits, cb[1].Resources.Limits) {
+		t.Error("equal resource lists of two pods not shared")
+	}
+	if sameMap(ca[1].Resources.Limits, ca[2].Resources.Limits) {
+		t.Error("200m and 1 share a map")
+	}
+	if sameMap(ca[2].Resources.Requests, ca[2].Resources.Limits) || !reflect.DeepEqual(ca[2].Resources.Limits, want.Spec.Containers[2].Resources.Limits) {
+		t.Error("1 and 1000m share a map")
+	}
 }
