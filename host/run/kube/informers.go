@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unique"
@@ -275,8 +276,10 @@ func dropUnread(obj any) (any, error) {
 // container, however small, costs over half a kilobyte): a container
 // whose limits equal its requests (every container of a Guaranteed pod:
 // the API server defaults requests from limits) gets one map for both,
-// and equal lists of different pods are one map (sharedList). Readers of
-// informer objects never modify them, so the sharing is invisible.
+// and equal lists of different pods are one map (sharedList); so are
+// equal tolerations. An empty security context becomes nil, which means
+// the same. Readers of informer objects never modify them, so the
+// sharing is invisible.
 func compactPod(p *corev1.Pod) {
 	in := intern
 	p.Namespace = in(p.Namespace)
@@ -309,6 +312,10 @@ func compactPod(p *corev1.Pod) {
 		t := &sp.Tolerations[i]
 		t.Key, t.Value = in(t.Key), in(t.Value)
 		t.Operator, t.Effect = corev1.TolerationOperator(in(string(t.Operator))), corev1.TaintEffect(in(string(t.Effect)))
+	}
+	sp.Tolerations = sharedTolerations(sp.Tolerations)
+	if sp.SecurityContext != nil && reflect.DeepEqual(*sp.SecurityContext, corev1.PodSecurityContext{}) {
+		sp.SecurityContext = nil // empty means what nil means
 	}
 	st := &p.Status
 	st.Phase, st.QOSClass = corev1.PodPhase(in(string(st.Phase))), corev1.PodQOSClass(in(string(st.QOSClass)))
@@ -374,6 +381,9 @@ func internKeys(m map[string]string) {
 func compactContainer(c *corev1.Container) {
 	c.Command, c.Args, c.WorkingDir, c.Env, c.EnvFrom = nil, nil, "", nil, nil
 	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	if c.SecurityContext != nil && reflect.DeepEqual(*c.SecurityContext, corev1.SecurityContext{}) {
+		c.SecurityContext = nil // empty means what nil means
+	}
 	in := intern
 	c.Name, c.Image = in(c.Name), in(c.Image)
 	c.ImagePullPolicy = corev1.PullPolicy(in(string(c.ImagePullPolicy)))
@@ -413,15 +423,39 @@ func sameList(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// lists holds one resource list per content seen, for sharedList. It
-// starts over when full: lists already shared stay with their objects,
-// and a cluster has a few shapes per workload, not thousands.
-var lists = struct {
-	sync.Mutex
-	m map[string]corev1.ResourceList
-}{m: map[string]corev1.ResourceList{}}
+// shareTable holds one value per content seen, so that equal values of
+// different objects can be one (sharedList, sharedTolerations). It starts
+// over when full: values already shared stay with their objects, and a
+// cluster has a few shapes per workload, not thousands.
+type shareTable[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
 
-const maxSharedLists = 1024
+const maxShared = 1024
+
+// share returns the value kept under key when same says it equals v,
+// else v, which it keeps under key if the key is new.
+func (t *shareTable[T]) share(key string, v T, same func(a, b T) bool) T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[key]; ok {
+		if same(s, v) {
+			return s
+		}
+		return v
+	}
+	if t.m == nil || len(t.m) >= maxShared {
+		t.m = map[string]T{}
+	}
+	t.m[key] = v
+	return v
+}
+
+var (
+	lists       shareTable[corev1.ResourceList]
+	tolerations shareTable[[]corev1.Toleration]
+)
 
 // sharedList returns a map the same as rl (sameList) that other objects
 // may already hold, or rl itself, which later equal lists then share.
@@ -442,19 +476,47 @@ func sharedList(rl corev1.ResourceList) corev1.ResourceList {
 		key.WriteString(q.String())
 		key.WriteByte(';')
 	}
-	lists.Lock()
-	defer lists.Unlock()
-	if s, ok := lists.m[key.String()]; ok {
-		if sameList(s, rl) {
-			return s
+	return lists.share(key.String(), rl, sameList)
+}
+
+// sharedTolerations returns a slice equal to ts that other pods may
+// already hold (every pod the API server admits carries the same two
+// tolerations of not-ready and unreachable nodes), or ts itself.
+func sharedTolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if len(ts) == 0 || len(ts) > 8 {
+		return ts
+	}
+	var key strings.Builder
+	for _, t := range ts {
+		// Lengths first, so no field's text can be read as another's.
+		for _, f := range [4]string{t.Key, string(t.Operator), t.Value, string(t.Effect)} {
+			key.WriteString(strconv.Itoa(len(f)))
+			key.WriteByte(':')
+			key.WriteString(f)
 		}
-		return rl
+		if t.TolerationSeconds != nil {
+			key.WriteString(strconv.FormatInt(*t.TolerationSeconds, 10))
+		}
+		key.WriteByte(';')
 	}
-	if len(lists.m) >= maxSharedLists {
-		clear(lists.m)
+	return tolerations.share(key.String(), ts, sameTolerations)
+}
+
+// sameTolerations reports whether two toleration lists are equal, field
+// by field (reflect.DeepEqual's answer, for a fraction of its cost).
+func sameTolerations(a, b []corev1.Toleration) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	lists.m[key.String()] = rl
-	return rl
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Key != y.Key || x.Operator != y.Operator || x.Value != y.Value || x.Effect != y.Effect ||
+			(x.TolerationSeconds == nil) != (y.TolerationSeconds == nil) ||
+			x.TolerationSeconds != nil && *x.TolerationSeconds != *y.TolerationSeconds {
+			return false
+		}
+	}
+	return true
 }
 
 // intern returns one shared copy of s: the garbage collector frees it

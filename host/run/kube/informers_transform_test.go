@@ -130,11 +130,20 @@ func TestCompactPodChangesNothingReadable(t *testing.T) {
 		return []corev1.ContainerStatus{cs}
 	}
 	a.Status.ContainerStatuses, want.Status.ContainerStatuses = status(true), status(false)
+	// An empty security context means what none means; a set one stays.
+	a.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	a.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{}
+	uid := int64(1000)
+	b.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid}
+	// Another pod's tolerations differ in their seconds only.
+	c := mk("c")
+	secs := int64(300)
+	c.Spec.Tolerations[0].TolerationSeconds = &secs
 	before, err := convert.Pod(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*corev1.Pod{a, b} {
+	for _, p := range []*corev1.Pod{a, b, c} {
 		if _, err := dropUnread(p); err != nil {
 			t.Fatal(err)
 		}
@@ -175,6 +184,12 @@ func TestCompactPodChangesNothingReadable(t *testing.T) {
 	ca, cb := a.Spec.Containers, b.Spec.Containers
 	if !sameMap(ca[1].Resources.Requests, cb[1].Resources.Requests) || !sameMap(ca[1].Resources.Limits, cb[1].Resources.Limits) {
 		t.Error("equal resource lists of two pods not shared")
+	}
+	if &a.Spec.Tolerations[0] != &b.Spec.Tolerations[0] || &a.Spec.Tolerations[0] == &c.Spec.Tolerations[0] {
+		t.Error("equal tolerations not shared, or unequal ones shared")
+	}
+	if b.Spec.SecurityContext == nil || *b.Spec.SecurityContext.RunAsUser != 1000 {
+		t.Error("a set security context was dropped")
 	}
 	if sameMap(ca[1].Resources.Limits, ca[2].Resources.Limits) {
 		t.Error("200m and 1 share a map")
