@@ -24,17 +24,26 @@ type NodeInfo struct {
 	Generation uint64
 	Info       abi.NodeInfo
 
-	// Encodings cached at recordGen, one per PodsMode. Guarded by mu:
+	// Encodings cached, one per PodsMode in use (a snapshot's nodes are
+	// encoded in the few modes its modules read, so a short list costs
+	// less than a slot for every mode). Guarded by mu:
 	// several pool instances may sync from one snapshot at once.
-	mu        sync.Mutex
-	records   [numPodsModes][]byte
-	recordGen [numPodsModes]uint64
-	// recordStrs is the string table an interned record was numbered
-	// with: a new table makes it stale whatever the generation.
-	recordStrs [numPodsModes]*Strings
-	// recordV16 is where records[k] ends for a module before ABI v1.7,
-	// which reads it without the trailing declared features.
-	recordV16 [numPodsModes]int
+	mu      sync.Mutex
+	records []record
+}
+
+// record is a node's encoding in one PodsMode (BeforeV17 aside), as of a
+// generation.
+type record struct {
+	mode PodsMode
+	gen  uint64
+	// strs is the string table an interned record was numbered with: a
+	// new table makes it stale whatever the generation.
+	strs *Strings
+	// v16 is where b ends for a module before ABI v1.7, which reads it
+	// without the trailing declared features.
+	v16 int
+	b   []byte
 }
 
 // PodsMode says which pods a node record carries, and in which format.
@@ -61,8 +70,6 @@ const (
 	// cached encoding of the mode without it (the older record is a
 	// prefix of the newer one).
 	BeforeV17 PodsMode = 16
-
-	numPodsModes = 16
 )
 
 // PodsModeFor picks the record mode for a module: the pods its manifest
@@ -99,13 +106,24 @@ func (m PodsMode) ForMinor(minor uint16) PodsMode {
 // for, encoding it at most once per generation. An Interned mode numbers
 // strings with strs.
 func (n *NodeInfo) Record(mode PodsMode, strs *Strings) []byte {
-	k := int(mode &^ BeforeV17)
+	k := mode &^ BeforeV17
 	if mode&Interned == 0 {
 		strs = nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.records[k] == nil || n.recordGen[k] != n.Generation || n.recordStrs[k] != strs {
+	var r *record
+	for i := range n.records {
+		if n.records[i].mode == k {
+			r = &n.records[i]
+			break
+		}
+	}
+	if r == nil {
+		n.records = append(n.records, record{mode: k})
+		r = &n.records[len(n.records)-1]
+	}
+	if r.b == nil || r.gen != n.Generation || r.strs != strs {
 		info := n.Info
 		switch mode &^ (PodsBeforeV14 | Interned | BeforeV17) {
 		case NoPods:
@@ -118,20 +136,20 @@ func (n *NodeInfo) Record(mode PodsMode, strs *Strings) []byte {
 				}
 			}
 		}
-		e := abi.Encoder{B: make([]byte, 0, len(n.records[k]))}
+		e := abi.Encoder{B: make([]byte, 0, len(r.b))}
 		if mode&PodsBeforeV14 != 0 {
 			e.SetPeerMinor(3)
 		}
 		if strs != nil {
 			e.SetInterner(strs)
 		}
-		n.recordV16[k] = e.NodeInfoBeforeV17(&info)
-		n.records[k], n.recordGen[k], n.recordStrs[k] = e.B, n.Generation, strs
+		r.v16 = e.NodeInfoBeforeV17(&info)
+		r.b, r.gen, r.strs = e.B, n.Generation, strs
 	}
 	if mode&BeforeV17 != 0 {
-		return n.records[k][:n.recordV16[k]]
+		return r.b[:r.v16]
 	}
-	return n.records[k]
+	return r.b
 }
 
 // tombstone remembers a deleted node's slot so syncs can tell guests.
@@ -548,7 +566,7 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 			changedSet = true
 		}
 		dn.Generation = sn.Generation
-		dn.Info = sn.Info.Clone() // later live changes must not show through
+		dn.Info = copyInfo(&sn.Info) // later live changes must not show through
 		s.changes = append(s.changes, change{dn.Generation, dn})
 	}
 	if full {
@@ -598,6 +616,25 @@ func (s *Snapshot) UpdateFrom(src *Snapshot) {
 	if len(s.changes) > 2*len(s.order)+64 {
 		s.compactChanges()
 	}
+}
+
+// copyInfo copies a node's NodeInfo for a snapshot that reads it while
+// the live one goes on changing. The aggregates' scalars and the pod
+// groups are copied, since AddPod and RemovePod change their elements in
+// place. The pods and used ports are shared, which spares a copy of every
+// pod per snapshot: on the live side AddPod only appends past the
+// copy's length and RemovePod never writes an array it shrinks (it
+// shrinks into a new one), so the copy, capped at its length, keeps
+// seeing exactly its own elements, and cannot append into the live
+// array's spare capacity either.
+func copyInfo(src *abi.NodeInfo) abi.NodeInfo {
+	c := *src
+	c.Requested.Scalars = slices.Clone(src.Requested.Scalars)
+	c.NonZeroRequested.Scalars = slices.Clone(src.NonZeroRequested.Scalars)
+	c.PodGroups = slices.Clone(src.PodGroups)
+	c.Pods = slices.Clip(src.Pods)
+	c.UsedPorts = slices.Clip(src.UsedPorts)
+	return c
 }
 
 // sortChanges orders a log by generation.

@@ -404,3 +404,60 @@ func TestRecordCarriesDeclaredFeaturesFromV17(t *testing.T) {
 		}
 	}
 }
+
+// A copy shares the live node's pods: the live side's later additions
+// (into the array's spare capacity), removals and re-additions must leave
+// what the copy sees alone, and the pod groups' counts, changed in place
+// on the live side, must not show through either.
+func TestUpdateFromSharesPodsSafely(t *testing.T) {
+	live := New()
+	live.SetNode(abi.Node{Name: "n"})
+	pod := func(uid string) *abi.Pod {
+		return &abi.Pod{UID: uid, NodeName: "n", Namespace: "ns", Labels: abi.Labels{{Key: "app", Value: "a"}},
+			Containers: []abi.Container{{Requests: abi.Resources{MilliCPU: 10}, Ports: []abi.HostPort{{Port: 80}}}}}
+	}
+	for _, uid := range []string{"a", "b", "c"} {
+		if err := live.AddPod(pod(uid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cyc := New()
+	cyc.UpdateFrom(live)
+	got := cyc.Get("n").Info
+	if cap(got.Pods) != len(got.Pods) || cap(got.UsedPorts) != len(got.UsedPorts) {
+		t.Fatalf("copy's shared slices not capped: pods %d/%d, ports %d/%d", len(got.Pods), cap(got.Pods), len(got.UsedPorts), cap(got.UsedPorts))
+	}
+	check := func(step string) {
+		t.Helper()
+		if len(got.Pods) != 3 || got.Pods[0].UID != "a" || got.Pods[1].UID != "b" || got.Pods[2].UID != "c" ||
+			len(got.UsedPorts) != 3 || len(got.PodGroups) != 1 || got.PodGroups[0].Count != 3 || got.PodCount != 3 {
+			t.Fatalf("%s: the copy changed: %+v", step, got)
+		}
+	}
+	if err := live.AddPod(pod("d")); err != nil {
+		t.Fatal(err)
+	}
+	check("live add")
+	for _, uid := range []string{"c", "a"} {
+		if err := live.RemovePod(pod(uid)); err != nil {
+			t.Fatal(err)
+		}
+		check("live remove " + uid)
+	}
+	for _, uid := range []string{"e", "f", "g"} {
+		if err := live.AddPod(pod(uid)); err != nil {
+			t.Fatal(err)
+		}
+		check("live re-add " + uid)
+	}
+	// The copy's own changes (none on the host, but abi allows them)
+	// must not reach the live side.
+	got.AddPod(pod("h"))
+	if ln := live.Get("n").Info; len(ln.Pods) != 5 || ln.Pods[len(ln.Pods)-1].UID != "g" {
+		t.Fatalf("a change to the copy reached the live node: %+v", ln.Pods)
+	}
+	cyc.UpdateFrom(live)
+	if ni := cyc.Get("n").Info; len(ni.Pods) != 5 || ni.PodGroups[0].Count != 5 {
+		t.Fatalf("after update: %+v", ni)
+	}
+}

@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unique"
 
 	"github.com/hashicorp/go-hclog"
 	corev1 "k8s.io/api/core/v1"
@@ -226,9 +232,11 @@ func gated(obj any) bool {
 // its pods the same way). A node also loses status.capacity when it has
 // status.allocatable (convert.Node falls back to capacity only when
 // allocatable is empty), status.nodeInfo, status.addresses,
-// status.daemonEndpoints and status.config, which no plugin reads. The
-// objects are the informers' own decoded copies, so changing them in
-// place is safe; a tombstone is left as it is.
+// status.daemonEndpoints and status.config, which no plugin reads, and
+// shares the strings nodes repeat (compactNode). A pod keeps every field
+// but holds less (compactPod). The objects are the
+// informers' own decoded copies, so changing them in place is safe; a
+// tombstone is left as it is.
 func dropUnread(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
 		a.SetManagedFields(nil)
@@ -241,8 +249,283 @@ func dropUnread(obj any) (any, error) {
 		n.Status.Addresses = nil
 		n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
 		n.Status.Config = nil
+		n.Status.Allocatable, n.Status.Capacity = sharedList(n.Status.Allocatable), sharedList(n.Status.Capacity)
+		compactNode(n)
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		compactPod(p)
 	}
 	return obj, nil
+}
+
+// compactPod makes a decoded pod hold less. It drops what no reader of
+// the pod informer reads (convert.Pod, the Recorder, the default spread
+// selector, kube-scheduler's node feature inference): each container's
+// command, arguments, working directory, environment and probes and
+// lifecycle hooks (often most of a pod's spec), and of each container
+// status all but its name, readiness, restarts and resources (the state
+// and image fields, most of a running pod's status); as the cluster
+// reader does for simulations. The pods are never written back whole
+// (every write is a patch), so nothing dropped can be lost in the API.
+// The rest it keeps as read. Decoding gives every string its own
+// allocation, so the
+// strings that thousands of pods repeat (namespace, node and scheduler
+// names, images, the API's defaults such as the termination message
+// path, toleration keys) are replaced by one shared copy each, and so
+// are resource lists, which the pods of one workload repeat (a map per
+// container, however small, costs over half a kilobyte): a container
+// whose limits equal its requests (every container of a Guaranteed pod:
+// the API server defaults requests from limits) gets one map for both,
+// and equal lists of different pods are one map (sharedList); so are
+// equal tolerations. An empty security context becomes nil, which means
+// the same. Readers of informer objects never modify them, so the
+// sharing is invisible.
+func compactPod(p *corev1.Pod) {
+	in := intern
+	p.Namespace = in(p.Namespace)
+	p.GenerateName = in(p.GenerateName)
+	internKeysAndValues(p.Labels)
+	internKeys(p.Annotations)
+	for i := range p.OwnerReferences {
+		o := &p.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name = in(o.APIVersion), in(o.Kind), in(o.Name)
+	}
+	sp := &p.Spec
+	sp.NodeName, sp.SchedulerName, sp.PriorityClassName = in(sp.NodeName), in(sp.SchedulerName), in(sp.PriorityClassName)
+	sp.RestartPolicy, sp.DNSPolicy = corev1.RestartPolicy(in(string(sp.RestartPolicy))), corev1.DNSPolicy(in(string(sp.DNSPolicy)))
+	sp.ServiceAccountName, sp.DeprecatedServiceAccount = in(sp.ServiceAccountName), in(sp.DeprecatedServiceAccount)
+	for _, cs := range [2][]corev1.Container{sp.Containers, sp.InitContainers} {
+		for i := range cs {
+			compactContainer(&cs[i])
+		}
+	}
+	for i := range sp.EphemeralContainers {
+		c := &sp.EphemeralContainers[i].EphemeralContainerCommon
+		c.Command, c.Args, c.WorkingDir, c.Env, c.EnvFrom = nil, nil, "", nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	}
+	if sp.Resources != nil {
+		shareRequirements(sp.Resources)
+	}
+	sp.Overhead = sharedList(sp.Overhead)
+	for i := range sp.Tolerations {
+		t := &sp.Tolerations[i]
+		t.Key, t.Value = in(t.Key), in(t.Value)
+		t.Operator, t.Effect = corev1.TolerationOperator(in(string(t.Operator))), corev1.TaintEffect(in(string(t.Effect)))
+	}
+	sp.Tolerations = sharedTolerations(sp.Tolerations)
+	if sp.SecurityContext != nil && reflect.DeepEqual(*sp.SecurityContext, corev1.PodSecurityContext{}) {
+		sp.SecurityContext = nil // empty means what nil means
+	}
+	st := &p.Status
+	st.Phase, st.QOSClass = corev1.PodPhase(in(string(st.Phase))), corev1.PodQOSClass(in(string(st.QOSClass)))
+	st.NominatedNodeName = in(st.NominatedNodeName)
+	for _, css := range [3][]corev1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses} {
+		for i := range css {
+			cs := &css[i]
+			*cs = corev1.ContainerStatus{Name: in(cs.Name), Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started,
+				Resources: cs.Resources, AllocatedResources: cs.AllocatedResources}
+		}
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Status = corev1.PodConditionType(in(string(c.Type))), corev1.ConditionStatus(in(string(c.Status)))
+		c.Reason = in(c.Reason)
+	}
+}
+
+// compactNode shares the strings nodes repeat: label keys and values,
+// condition types, reasons and messages, image names.
+func compactNode(n *corev1.Node) {
+	in := intern
+	internKeysAndValues(n.Labels)
+	internKeys(n.Annotations)
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		t.Key, t.Value, t.Effect = in(t.Key), in(t.Value), corev1.TaintEffect(in(string(t.Effect)))
+	}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.Type, c.Status = corev1.NodeConditionType(in(string(c.Type))), corev1.ConditionStatus(in(string(c.Status)))
+		c.Reason, c.Message = in(c.Reason), in(c.Message)
+	}
+	for i := range n.Status.Images {
+		for j, name := range n.Status.Images[i].Names {
+			n.Status.Images[i].Names[j] = in(name)
+		}
+	}
+	n.Status.Phase = corev1.NodePhase(in(string(n.Status.Phase)))
+}
+
+// internKeysAndValues shares a string map's keys and values (intern).
+// Assigning to a key already in a map stores the key given, so this
+// swaps both for their shared copies in place.
+func internKeysAndValues(m map[string]string) {
+	for k, v := range m {
+		m[intern(k)] = intern(v)
+	}
+}
+
+// internKeys shares a string map's keys only: annotation values are
+// often large and unique (a last-applied configuration), not worth a
+// second copy in the intern table.
+func internKeys(m map[string]string) {
+	for k, v := range m {
+		m[intern(k)] = v
+	}
+}
+
+// compactContainer drops what nothing reads of a container, and shares
+// its repeated strings and, when they are equal, its limits and requests
+// maps (compactPod).
+func compactContainer(c *corev1.Container) {
+	c.Command, c.Args, c.WorkingDir, c.Env, c.EnvFrom = nil, nil, "", nil, nil
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	if c.SecurityContext != nil && reflect.DeepEqual(*c.SecurityContext, corev1.SecurityContext{}) {
+		c.SecurityContext = nil // empty means what nil means
+	}
+	in := intern
+	c.Name, c.Image = in(c.Name), in(c.Image)
+	c.ImagePullPolicy = corev1.PullPolicy(in(string(c.ImagePullPolicy)))
+	c.TerminationMessagePath = in(c.TerminationMessagePath)
+	c.TerminationMessagePolicy = corev1.TerminationMessagePolicy(in(string(c.TerminationMessagePolicy)))
+	for i := range c.Ports {
+		c.Ports[i].Name, c.Ports[i].Protocol = in(c.Ports[i].Name), corev1.Protocol(in(string(c.Ports[i].Protocol)))
+	}
+	shareRequirements(&c.Resources)
+}
+
+// shareRequirements makes r's limits the very map of its requests when
+// both are the same list, and each a shared one (sharedList).
+func shareRequirements(r *corev1.ResourceRequirements) {
+	same := len(r.Limits) > 0 && sameList(r.Limits, r.Requests)
+	r.Requests = sharedList(r.Requests)
+	if same {
+		r.Limits = r.Requests
+	} else {
+		r.Limits = sharedList(r.Limits)
+	}
+}
+
+// sameList reports whether two resource lists hold the same quantities,
+// written the same way (1 and 1000m are equal quantities but not the
+// same value of resource.Quantity, so they are not the same).
+func sameList(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 || !reflect.DeepEqual(qa, qb) {
+			return false
+		}
+	}
+	return true
+}
+
+// shareTable holds one value per content seen, so that equal values of
+// different objects can be one (sharedList, sharedTolerations). It starts
+// over when full: values already shared stay with their objects, and a
+// cluster has a few shapes per workload, not thousands.
+type shareTable[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+const maxShared = 1024
+
+// share returns the value kept under key when same says it equals v,
+// else v, which it keeps under key if the key is new.
+func (t *shareTable[T]) share(key string, v T, same func(a, b T) bool) T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[key]; ok {
+		if same(s, v) {
+			return s
+		}
+		return v
+	}
+	if t.m == nil || len(t.m) >= maxShared {
+		t.m = map[string]T{}
+	}
+	t.m[key] = v
+	return v
+}
+
+var (
+	lists       shareTable[corev1.ResourceList]
+	tolerations shareTable[[]corev1.Toleration]
+)
+
+// sharedList returns a map the same as rl (sameList) that other objects
+// may already hold, or rl itself, which later equal lists then share.
+func sharedList(rl corev1.ResourceList) corev1.ResourceList {
+	if len(rl) == 0 || len(rl) > 8 {
+		return rl
+	}
+	names := make([]string, 0, len(rl))
+	for name := range rl {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, name := range names {
+		q := rl[corev1.ResourceName(name)]
+		key.WriteString(name)
+		key.WriteByte('=')
+		key.WriteString(q.String())
+		key.WriteByte(';')
+	}
+	return lists.share(key.String(), rl, sameList)
+}
+
+// sharedTolerations returns a slice equal to ts that other pods may
+// already hold (every pod the API server admits carries the same two
+// tolerations of not-ready and unreachable nodes), or ts itself.
+func sharedTolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if len(ts) == 0 || len(ts) > 8 {
+		return ts
+	}
+	var key strings.Builder
+	for _, t := range ts {
+		// Lengths first, so no field's text can be read as another's.
+		for _, f := range [4]string{t.Key, string(t.Operator), t.Value, string(t.Effect)} {
+			key.WriteString(strconv.Itoa(len(f)))
+			key.WriteByte(':')
+			key.WriteString(f)
+		}
+		if t.TolerationSeconds != nil {
+			key.WriteString(strconv.FormatInt(*t.TolerationSeconds, 10))
+		}
+		key.WriteByte(';')
+	}
+	return tolerations.share(key.String(), ts, sameTolerations)
+}
+
+// sameTolerations reports whether two toleration lists are equal, field
+// by field (reflect.DeepEqual's answer, for a fraction of its cost).
+func sameTolerations(a, b []corev1.Toleration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Key != y.Key || x.Operator != y.Operator || x.Value != y.Value || x.Effect != y.Effect ||
+			(x.TolerationSeconds == nil) != (y.TolerationSeconds == nil) ||
+			x.TolerationSeconds != nil && *x.TolerationSeconds != *y.TolerationSeconds {
+			return false
+		}
+	}
+	return true
+}
+
+// intern returns one shared copy of s: the garbage collector frees it
+// once no object holds it (package unique).
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }
 
 // unwrap returns the object inside a delete tombstone.

@@ -34,8 +34,14 @@ import (
 // wait for the informer's confirmation before the cache drops it.
 const DefaultAssumedTTL = 30 * time.Second
 
+// podState is what the cache knows of a pod besides its place on its
+// node. An assumed pod keeps the scheduler's pointer and a waiting one the
+// informer's; a pod placed on its node for good (added, not assumed) is
+// kept only in the node's Pods, so the cache holds one copy of each pod,
+// not two, and pod is nil.
 type podState struct {
 	pod             *abi.Pod
+	node            string // where the pod is placed or waits
 	assumed         bool
 	waiting         bool // bound to a node the cache has not seen yet
 	bindingFinished bool
@@ -79,6 +85,9 @@ func (c *Cache) AddNode(n abi.Node) {
 			continue
 		}
 		ps.waiting = false
+		if !ps.assumed {
+			ps.pod = nil
+		}
 	}
 	delete(c.waiting, n.Name)
 }
@@ -140,7 +149,7 @@ func (c *Cache) AssumePod(pod *abi.Pod) error {
 	if err := c.live.AddPod(pod); err != nil {
 		return fmt.Errorf("assume: %w", err)
 	}
-	c.pods[pod.UID] = &podState{pod: pod, assumed: true}
+	c.pods[pod.UID] = &podState{pod: pod, node: pod.NodeName, assumed: true}
 	return nil
 }
 
@@ -185,7 +194,7 @@ func (c *Cache) AddPod(pod *abi.Pod) error {
 		}
 	}
 	if c.live.Get(pod.NodeName) == nil {
-		ps := &podState{pod: pod, waiting: true}
+		ps := &podState{pod: pod, node: pod.NodeName, waiting: true}
 		c.pods[pod.UID] = ps
 		if c.waiting[pod.NodeName] == nil {
 			c.waiting[pod.NodeName] = map[string]*podState{}
@@ -197,7 +206,7 @@ func (c *Cache) AddPod(pod *abi.Pod) error {
 		delete(c.pods, pod.UID)
 		return fmt.Errorf("add: %w", err)
 	}
-	c.pods[pod.UID] = &podState{pod: pod}
+	c.pods[pod.UID] = &podState{node: pod.NodeName}
 	return nil
 }
 
@@ -213,14 +222,21 @@ func (c *Cache) UpdatePod(pod *abi.Pod) error {
 		ps.pod = pod
 		return nil
 	}
-	if err := c.live.RemovePod(ps.pod); err != nil {
+	old := c.placed(pod.UID, ps)
+	if old == nil {
+		return fmt.Errorf("update pod %s/%s: not on node %q", pod.Namespace, pod.Name, ps.node)
+	}
+	if err := c.live.RemovePod(old); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
 	if err := c.live.AddPod(pod); err != nil {
 		delete(c.pods, pod.UID)
 		return fmt.Errorf("update: %w", err)
 	}
-	ps.pod = pod
+	ps.node = pod.NodeName
+	if ps.assumed {
+		ps.pod = pod
+	}
 	return nil
 }
 
@@ -235,13 +251,35 @@ func (c *Cache) RemovePod(pod *abi.Pod) error {
 	}
 	delete(c.pods, pod.UID)
 	if ps.waiting {
-		delete(c.waiting[ps.pod.NodeName], pod.UID)
-		if len(c.waiting[ps.pod.NodeName]) == 0 {
-			delete(c.waiting, ps.pod.NodeName)
+		delete(c.waiting[ps.node], pod.UID)
+		if len(c.waiting[ps.node]) == 0 {
+			delete(c.waiting, ps.node)
 		}
 		return nil
 	}
-	return c.live.RemovePod(ps.pod)
+	old := c.placed(pod.UID, ps)
+	if old == nil {
+		return fmt.Errorf("remove pod %s/%s: not on node %q", pod.Namespace, pod.Name, ps.node)
+	}
+	return c.live.RemovePod(old)
+}
+
+// placed returns the cache's view of a pod it holds: the pointer it
+// keeps, or for a pod kept only in its node's Pods, a copy from there;
+// nil if, against the cache's own bookkeeping, it is not there.
+func (c *Cache) placed(uid string, ps *podState) *abi.Pod {
+	if ps.pod != nil {
+		return ps.pod
+	}
+	if ni := c.live.Get(ps.node); ni != nil {
+		for i := range ni.Info.Pods {
+			if ni.Info.Pods[i].UID == uid {
+				p := ni.Info.Pods[i]
+				return &p
+			}
+		}
+	}
+	return nil
 }
 
 // IsAssumed reports whether the pod is assumed and not yet confirmed.
@@ -257,7 +295,7 @@ func (c *Cache) GetPod(uid string) *abi.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ps, ok := c.pods[uid]; ok {
-		return ps.pod
+		return c.placed(uid, ps)
 	}
 	return nil
 }

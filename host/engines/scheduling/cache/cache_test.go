@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -212,5 +213,56 @@ func TestPodsBoundToANodeNotYetSeenJoinItWhenItArrives(t *testing.T) {
 	c.UpdateSnapshot(s)
 	if n := len(s.Get("n1").Info.Pods); n != 0 {
 		t.Fatalf("%d pods left on n1 after removing early", n)
+	}
+}
+
+// A pod placed for good is kept only in its node's Pods; GetPod,
+// UpdatePod and RemovePod find it there, whether it was added directly,
+// confirmed after an assumption, or waited for its node.
+func TestPlacedPodsAreReadFromTheirNode(t *testing.T) {
+	c, _ := newCache(t)
+	direct := pod("direct", "a", 100)
+	assumed := pod("assumed", "b", 200)
+	if err := c.AddPod(direct); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AssumePod(assumed); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPod(pod("assumed", "b", 200)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPod(pod("late", "c", 300)); err != nil {
+		t.Fatal(err)
+	}
+	c.AddNode(abi.Node{Name: "c", Allocatable: abi.Resources{MilliCPU: 1000}})
+	for uid, node := range map[string]string{"direct": "a", "assumed": "b", "late": "c"} {
+		got := c.GetPod(uid)
+		if got == nil || got.UID != uid || got.NodeName != node {
+			t.Fatalf("GetPod(%s) = %+v", uid, got)
+		}
+		if c.pods[uid].pod != nil {
+			t.Errorf("%s: the cache keeps a second copy", uid)
+		}
+	}
+	if !reflect.DeepEqual(c.GetPod("direct"), direct) {
+		t.Fatalf("GetPod = %+v, want %+v", c.GetPod("direct"), direct)
+	}
+	if err := c.UpdatePod(pod("direct", "a", 400)); err != nil {
+		t.Fatal(err)
+	}
+	if got := requested(c, "a"); got != 400 {
+		t.Fatalf("after update: %d requested, want 400", got)
+	}
+	for uid, node := range map[string]string{"direct": "a", "assumed": "b", "late": "c"} {
+		if err := c.RemovePod(&abi.Pod{UID: uid, NodeName: node}); err != nil {
+			t.Fatal(err)
+		}
+		if got := requested(c, node); got != 0 {
+			t.Fatalf("after removing %s: %d requested on %s", uid, got, node)
+		}
+	}
+	if c.GetPod("direct") != nil {
+		t.Fatal("removed pod still found")
 	}
 }
