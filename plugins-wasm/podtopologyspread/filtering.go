@@ -27,14 +27,40 @@ type slotBuf struct {
 	state  *plugin.CycleState
 	owners *plugin.Scratch[*plugin.NodeInfo]
 	dom    *plugin.Scratch[int32]
+	// size is the slot bound the last table found, the next one's guess.
+	size *int
 }
 
 func (pl *PodTopologySpread) slotBuf(state *plugin.CycleState) slotBuf {
-	return slotBuf{state: state, owners: &pl.owners, dom: &pl.dom}
+	return slotBuf{state: state, owners: &pl.owners, dom: &pl.dom, size: &pl.slotSize}
 }
 
-// table maps the nodes' slots to them.
+// table maps the nodes' slots to them, in one pass over the nodes when
+// the slot bound is guessed right: the last table's, or past the last
+// node's slot (the mirror lists nodes by slot). A table longer than the
+// nodes' slots only holds more empty entries.
 func (b slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
+	n := *b.size
+	if len(nodes) > 0 {
+		n = max(n, int(nodes[len(nodes)-1].Slot)+1)
+	}
+	owners := b.owners.Make(b.state, n)
+	top := 0
+	for _, ni := range nodes {
+		s := int(ni.Slot)
+		if s >= len(owners) {
+			return b.tableSized(nodes)
+		}
+		owners[s] = ni
+		top = max(top, s+1)
+	}
+	*b.size = top
+	return slotTable{owners: owners}
+}
+
+// tableSized is table when the guessed bound was short: the bound first,
+// then the table.
+func (b slotBuf) tableSized(nodes []*plugin.NodeInfo) slotTable {
 	n := 0
 	for _, ni := range nodes {
 		n = max(n, int(ni.Slot)+1)
@@ -43,6 +69,7 @@ func (b slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
 	for _, ni := range nodes {
 		t.owners[ni.Slot] = ni
 	}
+	*b.size = n
 	return t
 }
 
@@ -272,28 +299,33 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), mins: make([]int32, len(cons))}
 	domains := make([]domainIndex, len(cons))
 	pending := false
-	for _, ni := range all {
-		node := &ni.Node
-		sl := ni.Slot
-		eligible := hasAllKeys(ni, cons)
-		for i := range cons {
-			c := &cons[i]
+	// Constraints outside, nodes inside: a pod has one or two constraints
+	// of an action, and in Wasm every loop entry costs an interruption
+	// check, so the per-node body runs without an inner loop.
+	for i := range cons {
+		c := &cons[i]
+		nodeDom := s.nodeDom[i]
+		dx := &domains[i]
+		for _, ni := range all {
+			sl := ni.Slot
 			v, vid, ok := c.value(ni)
 			if !ok {
-				s.nodeDom[i][sl] = domNoLabel
+				nodeDom[sl] = domNoLabel
 				continue
 			}
-			if !eligible || !c.includes(pod, node) {
-				s.nodeDom[i][sl] = domPending
+			// One constraint is its own eligibility: the lookup above
+			// answered whether the node has the key.
+			if (len(cons) > 1 && !hasAllKeys(ni, cons)) || !c.includes(pod, &ni.Node) {
+				nodeDom[sl] = domPending
 				pending = true
 				continue
 			}
-			d, ok := domains[i].find(v, vid)
+			d, ok := dx.find(v, vid)
 			if !ok {
-				d = domains[i].add(v, vid)
+				d = dx.add(v, vid)
 				s.counts[i] = append(s.counts[i], 0)
 			}
-			s.nodeDom[i][sl] = d
+			nodeDom[sl] = d
 			s.counts[i][d] += countMatching(&ni.NodeInfo, c, pod)
 		}
 	}

@@ -79,6 +79,9 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			continue
 		}
 		scored++
+		if !zonal {
+			continue // hostname constraints have no domains to number
+		}
 		owner := s.slots.slot(ni) >= 0
 		for i := range cons {
 			if s.isHostname[i] {
@@ -176,7 +179,22 @@ func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 		}
 		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
 	}
-	return int64(math.Round(score))
+	return roundScore(score)
+}
+
+// roundScore is int64(math.Round(x)) for the raw scores rawScore sums,
+// which are never negative: the truncation and one compare. rawScore runs
+// per node, and math.Round is a bit-twiddling function where truncation
+// is one instruction (f64.trunc in Wasm, ROUNDSD natively).
+func roundScore(x float64) int64 {
+	if !(x >= 0) {
+		return int64(math.Round(x))
+	}
+	t := math.Trunc(x)
+	if x-t >= 0.5 {
+		t++
+	}
+	return int64(t)
 }
 
 // Score returns the raw score PreScore computed for the node (computing
