@@ -140,7 +140,9 @@ func (x *domainIndex) find(v string, id abi.StrID) (int32, bool) {
 	return x.findSlow(v, id)
 }
 
-// findSlow is find past the inlined case: maps, text, mixed kinds.
+// findSlow is find past the inlined case: maps, text, mixed kinds. It
+// answers every case, so cold paths call it directly rather than carry an
+// inlined copy of find.
 //
 //go:noinline
 func (x *domainIndex) findSlow(v string, id abi.StrID) (int32, bool) {
@@ -339,7 +341,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 					continue
 				}
 				v, vid, _ := cons[i].value(ni)
-				d, ok := domains[i].find(v, vid)
+				d, ok := domains[i].findSlow(v, vid) // rare: not inlined
 				if !ok {
 					d = domNone
 				}
