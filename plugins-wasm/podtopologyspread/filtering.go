@@ -229,35 +229,40 @@ type preFilterState struct {
 	vals    [][]string
 	nodeDom [][]int32
 	counts  [][]int32 // deep-copied by Clone
-	mins    []int32   // min of counts[i]; deep-copied by Clone
+	// limits[i] is the most matching pods a node's domain of constraint
+	// i may hold: maxSkew + the global minimum - 1 if the pod matches
+	// itself (Filter compares one number per node); deep-copied by Clone.
+	limits []int64
 }
 
 // Clone implements plugin.StateData: counts and minimums are copied,
 // since AddPod/RemovePod change them on the copy.
 func (s *preFilterState) Clone() plugin.StateData {
 	c := &preFilterState{cons: s.cons, slots: s.slots, vals: s.vals, nodeDom: s.nodeDom,
-		counts: make([][]int32, len(s.counts)), mins: append([]int32(nil), s.mins...)}
+		counts: make([][]int32, len(s.counts)), limits: append([]int64(nil), s.limits...)}
 	for i := range s.counts {
 		c.counts[i] = append([]int32(nil), s.counts[i]...)
 	}
 	return c
 }
 
-// globalMin is the minimum matching count over the constraint's
-// domains, or 0 when there are fewer domains than minDomains.
-func (s *preFilterState) globalMin(i int) int32 {
-	if len(s.counts[i]) < int(s.cons[i].minDomains) {
-		return 0
-	}
-	return s.mins[i]
-}
-
-func (s *preFilterState) recomputeMin(i int) {
-	m := int32(1<<31 - 1) // no domain: nothing to be skewed against
+// recomputeLimit sets limits[i] from constraint i's counts: the global
+// minimum is the least count over its domains, or 0 when there are fewer
+// domains than minDomains (none: nothing to be skewed against).
+func (s *preFilterState) recomputeLimit(i int) {
+	m := int32(1<<31 - 1)
 	for _, n := range s.counts[i] {
 		m = min(m, n)
 	}
-	s.mins[i] = m
+	c := &s.cons[i]
+	if len(s.counts[i]) < int(c.minDomains) {
+		m = 0
+	}
+	limit := int64(c.maxSkew) + int64(m)
+	if c.selfMatch {
+		limit--
+	}
+	s.limits[i] = limit
 }
 
 // domain is the node's domain index of constraint i, or domNoLabel /
@@ -298,7 +303,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 	buf := pl.slotBuf(state)
 	slots := buf.table(all)
 	s := &preFilterState{cons: cons, slots: slots, vals: make([][]string, len(cons)),
-		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), mins: make([]int32, len(cons))}
+		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), limits: make([]int64, len(cons))}
 	domains := make([]domainIndex, len(cons))
 	pending := false
 	// Constraints outside, nodes inside: a pod has one or two constraints
@@ -351,7 +356,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 	}
 	for i := range cons {
 		s.vals[i] = domains[i].vals
-		s.recomputeMin(i)
+		s.recomputeLimit(i)
 	}
 	state.Write(preFilterKey, s)
 	return nil
@@ -366,7 +371,6 @@ func (pl *PodTopologySpread) Filter(state *plugin.CycleState, pod *abi.Pod, ni *
 		return statusNoPreFilter
 	}
 	for i := range s.cons {
-		c := &s.cons[i]
 		d := s.domain(i, ni)
 		if d == domNoLabel {
 			return statusNoLabel
@@ -375,10 +379,7 @@ func (pl *PodTopologySpread) Filter(state *plugin.CycleState, pod *abi.Pod, ni *
 		if d >= 0 {
 			n = s.counts[i][d]
 		}
-		if c.selfMatch {
-			n++
-		}
-		if int64(n)-int64(s.globalMin(i)) > int64(c.maxSkew) {
+		if int64(n) > s.limits[i] {
 			return statusNotMatch
 		}
 	}
@@ -412,6 +413,6 @@ func (pl *PodTopologySpread) update(state *plugin.CycleState, pod, other *abi.Po
 			continue // a node PreFilter did not see; upstream would add a domain
 		}
 		s.counts[i][d] += delta
-		s.recomputeMin(i)
+		s.recomputeLimit(i)
 	}
 }
