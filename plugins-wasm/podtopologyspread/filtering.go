@@ -7,10 +7,9 @@ import (
 
 // Per-slot domain markers (negative domain indices).
 const (
-	domNoLabel  int32 = -1 // the node lacks the topology key
-	domNone     int32 = -2 // the node's value is no counted domain
-	domPending  int32 = -3 // resolved after the PreFilter walk
-	domUnscored int64 = -1 << 63
+	domNoLabel int32 = -1 // the node lacks the topology key
+	domNone    int32 = -2 // the node's value is no counted domain
+	domPending int32 = -3 // resolved after the PreFilter walk
 )
 
 // slotTable maps a node's slot to what PreFilter/PreScore saw of it.

@@ -25,7 +25,7 @@ type preScoreState struct {
 	weights    []float64
 	slots      slotTable
 	nodeDom    [][]int32 // [i][slot]: domain of a feasible node, or -1
-	scores     []int64   // [slot]: raw score, or domUnscored
+	scores     []int64   // [slot]: raw score of the slot's owner
 }
 
 // Clone implements plugin.StateData.
@@ -69,6 +69,9 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	for i := range cons {
 		s.isHostname[i] = cons[i].key == LabelHostname
 		zonal = zonal || !s.isHostname[i]
+		if s.isHostname[i] {
+			continue // hostname constraints have no domains
+		}
 		for j := range s.nodeDom[i] {
 			s.nodeDom[i][j] = -1
 		}
@@ -138,10 +141,9 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			}
 		}
 	}
+	// Every owner of the table is one of nodes and gets its score below;
+	// other slots are never read (slotTable.slot), so no fill.
 	s.scores = pl.scores.Make(state, nslots)
-	for j := range s.scores {
-		s.scores[j] = domUnscored
-	}
 	s.scoreNodes(pod, nodes)
 	state.Write(preScoreKey, s)
 	return nil
@@ -252,7 +254,7 @@ func (pl *PodTopologySpread) Score(state *plugin.CycleState, pod *abi.Pod, ni *p
 	if !ok {
 		return 0, statusNoPreScore
 	}
-	if sl := s.slots.slot(ni); sl >= 0 && s.scores[sl] != domUnscored {
+	if sl := s.slots.slot(ni); sl >= 0 {
 		return s.scores[sl], nil
 	}
 	return s.rawScore(pod, ni), nil
