@@ -274,11 +274,10 @@ func countMatching(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
 	return countGroups(ni, c, pod)
 }
 
-// countGroups is countMatching for a node with pods. Kept out of line so
-// that countMatching stays small enough to be inlined into the per-node
-// loops (TinyGo's -opt=s inlines a hinted function only when it is small).
+// countGroups is countMatching for a node with pods, inlined too: a
+// call per node costs Wasm a prologue and an interruption check.
 //
-//go:noinline
+//go:inline
 func countGroups(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
 	if c.sel.Empty() {
 		return 0
