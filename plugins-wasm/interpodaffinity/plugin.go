@@ -182,36 +182,13 @@ func (pl *InterPodAffinity) PreFilter(state *plugin.CycleState, pod *abi.Pod) *p
 		s.existing.add(h.ki, d, s.idx.keys[h.ki], v, 1)
 	}
 	if incoming {
-		for _, n := range nodes {
-			// A node without pods counts nowhere: no call for it.
-			if len(n.PodGroups) > 0 && s.hasAnyKey(n) {
-				s.countNode(n)
-			}
-		}
+		s.countNodes(nodes)
 	}
 	self := single(pod)
 	s.selfMatch = matchesAll(s.affinity, &self, s.ns)
 	s.ns.frozen = true
 	state.Write(preFilterKey, s)
 	return nil
-}
-
-// hasAnyKey reports whether node n has the topology key of some term of
-// the incoming pod (else its pods count nowhere).
-//
-//go:inline
-func (s *preFilterState) hasAnyKey(n *plugin.NodeInfo) bool {
-	for i := range s.affinity {
-		if d, _ := s.idx.domain(s.affinity[i].key, n); d != noKey {
-			return true
-		}
-	}
-	for i := range s.anti {
-		if d, _ := s.idx.domain(s.anti[i].key, n); d != noKey {
-			return true
-		}
-	}
-	return false
 }
 
 // updateExisting adds d for each required anti-affinity term of p (on
@@ -237,26 +214,39 @@ func (s *preFilterState) updateExisting(p *abi.Pod, n *plugin.NodeInfo, delta in
 	}
 }
 
-// countNode adds the pods of node n to the counts of the incoming pod's
-// terms they match (PreFilter, per node).
-func (s *preFilterState) countNode(n *plugin.NodeInfo) {
+// countNodes adds the pods of every node to the counts of the incoming
+// pod's terms they match (PreFilter). Terms outside, nodes inside: in
+// Wasm every loop entry costs an interruption check, so the per-node
+// body runs without an inner loop over terms. A node without pods
+// counts nowhere: no call for it.
+func (s *preFilterState) countNodes(nodes []*plugin.NodeInfo) {
 	if len(s.affinity) > 0 {
-		var pods int64
-		for gi := range n.PodGroups {
-			if g := &n.PodGroups[gi]; matchesAll(s.affinity, g, s.ns) {
-				pods += int64(g.Count)
+		for _, n := range nodes {
+			if len(n.PodGroups) == 0 {
+				continue
 			}
+			var pods int64
+			for gi := range n.PodGroups {
+				if g := &n.PodGroups[gi]; matchesAll(s.affinity, g, s.ns) {
+					pods += int64(g.Count)
+				}
+			}
+			s.addAffinity(n, pods)
 		}
-		s.addAffinity(n, pods)
 	}
 	for i := range s.anti {
 		t := &s.anti[i]
-		d, v := s.idx.domain(t.key, n)
-		if d == noKey {
-			continue
-		}
-		if pods, _ := t.matchingPods(n, s.ns); pods != 0 {
-			s.antiCounts.add(t.key, d, t.topoKey, v, pods)
+		for _, n := range nodes {
+			if len(n.PodGroups) == 0 {
+				continue
+			}
+			d, v := s.idx.domain(t.key, n)
+			if d == noKey {
+				continue
+			}
+			if pods, _ := t.matchingPods(n, s.ns); pods != 0 {
+				s.antiCounts.add(t.key, d, t.topoKey, v, pods)
+			}
 		}
 	}
 }

@@ -86,20 +86,22 @@ func (pl *InterPodAffinity) PreScore(state *plugin.CycleState, pod *abi.Pod, nod
 	}
 	if hasConstraints {
 		cache := newNSCache(pl.h)
-		for _, n := range all {
-			// Without labels a node is in no domain; without pods it
-			// adds to none.
-			if len(n.Node.Labels) == 0 || len(n.PodGroups) == 0 {
-				continue
-			}
-			for i := range terms {
-				t := &terms[i]
+		// Terms outside, nodes inside (see countNodes).
+		for i := range terms {
+			t := &terms[i]
+			vals := s.vals[t.key]
+			for _, n := range all {
+				// Without labels a node is in no domain; without pods
+				// it adds to none.
+				if len(n.Node.Labels) == 0 || len(n.PodGroups) == 0 {
+					continue
+				}
 				d, _ := idx.domain(t.key, n)
 				if d < 0 {
 					continue
 				}
 				if pods, matched := t.matchingPods(n, cache); matched {
-					s.vals[t.key][d] += int64(t.weight) * pods
+					vals[d] += int64(t.weight) * pods
 					any = true
 				}
 			}

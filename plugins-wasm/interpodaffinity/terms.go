@@ -221,7 +221,10 @@ func (t *term) otherNamespace(ns string, c *nsCache) bool {
 // reports whether any pod group matched. Groups whose label set the term
 // remembers not matching are passed over without a call: most groups,
 // for a selector of one workload. (Few parameters on purpose: see
-// docs/PERFORMANCE.md on calls in Wasm.)
+// docs/PERFORMANCE.md on calls in Wasm.) Inlined into the per-node
+// loops: a call per node costs Wasm an interruption check.
+//
+//go:inline
 func (t *term) matchingPods(n *plugin.NodeInfo, c *nsCache) (pods int64, matched bool) {
 	for gi := range n.PodGroups {
 		g := &n.PodGroups[gi]

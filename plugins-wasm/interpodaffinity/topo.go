@@ -60,21 +60,21 @@ type keyCache struct {
 // node's labels compares numbers; a nil handle compares text.
 func (x *topoIndex) build(nodes []*plugin.NodeInfo, pl *InterPodAffinity, state *plugin.CycleState) {
 	caches, h := &pl.topo, pl.h
-	size := 0
+	// The mirror lists nodes by slot: slots that only increase are
+	// distinct, found in the pass that finds their bound. Others are
+	// checked against each other.
+	size, next := 0, 0
+	increasing := true
 	for _, n := range nodes {
-		size = max(size, int(n.Slot)+1)
+		s := int(n.Slot)
+		increasing = increasing && s >= next
+		next = s + 1
+		size = max(size, next)
 	}
 	x.vals = make([]map[string]int32, len(x.keys))
 	x.ndom = make([]int32, len(x.keys))
 	x.dom = make([][]int32, len(x.keys))
-	x.bySlot = true
-	seen := pl.doms.Make(state, size) // non-zero: a node of this slot was seen
-	for _, n := range nodes {
-		if seen[n.Slot] != 0 {
-			x.bySlot = false
-		}
-		seen[n.Slot] = 1
-	}
+	x.bySlot = increasing || distinctSlots(nodes, pl.doms.Make(state, size))
 	for ki, k := range x.keys {
 		var c *keyCache
 		for _, kc := range *caches {
@@ -139,6 +139,18 @@ func (x *topoIndex) build(nodes []*plugin.NodeInfo, pl *InterPodAffinity, state 
 		copy(dom, c.dom)
 		x.vals[ki], x.ndom[ki], x.dom[ki] = c.m, int32(len(c.m)), dom
 	}
+}
+
+// distinctSlots reports whether no two nodes share a slot; seen is a
+// zeroed table as long as the slots' bound.
+func distinctSlots(nodes []*plugin.NodeInfo, seen []int32) bool {
+	for _, n := range nodes {
+		if seen[n.Slot] != 0 {
+			return false
+		}
+		seen[n.Slot] = 1
+	}
+	return true
 }
 
 // sameText reports a == b, at once when both are the very same bytes:

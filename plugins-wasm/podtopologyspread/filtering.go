@@ -7,10 +7,9 @@ import (
 
 // Per-slot domain markers (negative domain indices).
 const (
-	domNoLabel  int32 = -1 // the node lacks the topology key
-	domNone     int32 = -2 // the node's value is no counted domain
-	domPending  int32 = -3 // resolved after the PreFilter walk
-	domUnscored int64 = -1 << 63
+	domNoLabel int32 = -1 // the node lacks the topology key
+	domNone    int32 = -2 // the node's value is no counted domain
+	domPending int32 = -3 // resolved after the PreFilter walk
 )
 
 // slotTable maps a node's slot to what PreFilter/PreScore saw of it.
@@ -27,14 +26,40 @@ type slotBuf struct {
 	state  *plugin.CycleState
 	owners *plugin.Scratch[*plugin.NodeInfo]
 	dom    *plugin.Scratch[int32]
+	// size is the slot bound the last table found, the next one's guess.
+	size *int
 }
 
 func (pl *PodTopologySpread) slotBuf(state *plugin.CycleState) slotBuf {
-	return slotBuf{state: state, owners: &pl.owners, dom: &pl.dom}
+	return slotBuf{state: state, owners: &pl.owners, dom: &pl.dom, size: &pl.slotSize}
 }
 
-// table maps the nodes' slots to them.
+// table maps the nodes' slots to them, in one pass over the nodes when
+// the slot bound is guessed right: the last table's, or past the last
+// node's slot (the mirror lists nodes by slot). A table longer than the
+// nodes' slots only holds more empty entries.
 func (b slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
+	n := *b.size
+	if len(nodes) > 0 {
+		n = max(n, int(nodes[len(nodes)-1].Slot)+1)
+	}
+	owners := b.owners.Make(b.state, n)
+	top := 0
+	for _, ni := range nodes {
+		s := int(ni.Slot)
+		if s >= len(owners) {
+			return b.tableSized(nodes)
+		}
+		owners[s] = ni
+		top = max(top, s+1)
+	}
+	*b.size = top
+	return slotTable{owners: owners}
+}
+
+// tableSized is table when the guessed bound was short: the bound first,
+// then the table.
+func (b slotBuf) tableSized(nodes []*plugin.NodeInfo) slotTable {
 	n := 0
 	for _, ni := range nodes {
 		n = max(n, int(ni.Slot)+1)
@@ -43,6 +68,7 @@ func (b slotBuf) table(nodes []*plugin.NodeInfo) slotTable {
 	for _, ni := range nodes {
 		t.owners[ni.Slot] = ni
 	}
+	*b.size = n
 	return t
 }
 
@@ -113,7 +139,9 @@ func (x *domainIndex) find(v string, id abi.StrID) (int32, bool) {
 	return x.findSlow(v, id)
 }
 
-// findSlow is find past the inlined case: maps, text, mixed kinds.
+// findSlow is find past the inlined case: maps, text, mixed kinds. It
+// answers every case, so cold paths call it directly rather than carry an
+// inlined copy of find.
 //
 //go:noinline
 func (x *domainIndex) findSlow(v string, id abi.StrID) (int32, bool) {
@@ -200,35 +228,40 @@ type preFilterState struct {
 	vals    [][]string
 	nodeDom [][]int32
 	counts  [][]int32 // deep-copied by Clone
-	mins    []int32   // min of counts[i]; deep-copied by Clone
+	// limits[i] is the most matching pods a node's domain of constraint
+	// i may hold: maxSkew + the global minimum - 1 if the pod matches
+	// itself (Filter compares one number per node); deep-copied by Clone.
+	limits []int64
 }
 
 // Clone implements plugin.StateData: counts and minimums are copied,
 // since AddPod/RemovePod change them on the copy.
 func (s *preFilterState) Clone() plugin.StateData {
 	c := &preFilterState{cons: s.cons, slots: s.slots, vals: s.vals, nodeDom: s.nodeDom,
-		counts: make([][]int32, len(s.counts)), mins: append([]int32(nil), s.mins...)}
+		counts: make([][]int32, len(s.counts)), limits: append([]int64(nil), s.limits...)}
 	for i := range s.counts {
 		c.counts[i] = append([]int32(nil), s.counts[i]...)
 	}
 	return c
 }
 
-// globalMin is the minimum matching count over the constraint's
-// domains, or 0 when there are fewer domains than minDomains.
-func (s *preFilterState) globalMin(i int) int32 {
-	if len(s.counts[i]) < int(s.cons[i].minDomains) {
-		return 0
-	}
-	return s.mins[i]
-}
-
-func (s *preFilterState) recomputeMin(i int) {
-	m := int32(1<<31 - 1) // no domain: nothing to be skewed against
+// recomputeLimit sets limits[i] from constraint i's counts: the global
+// minimum is the least count over its domains, or 0 when there are fewer
+// domains than minDomains (none: nothing to be skewed against).
+func (s *preFilterState) recomputeLimit(i int) {
+	m := int32(1<<31 - 1)
 	for _, n := range s.counts[i] {
 		m = min(m, n)
 	}
-	s.mins[i] = m
+	c := &s.cons[i]
+	if len(s.counts[i]) < int(c.minDomains) {
+		m = 0
+	}
+	limit := int64(c.maxSkew) + int64(m)
+	if c.selfMatch {
+		limit--
+	}
+	s.limits[i] = limit
 }
 
 // domain is the node's domain index of constraint i, or domNoLabel /
@@ -269,31 +302,36 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 	buf := pl.slotBuf(state)
 	slots := buf.table(all)
 	s := &preFilterState{cons: cons, slots: slots, vals: make([][]string, len(cons)),
-		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), mins: make([]int32, len(cons))}
+		nodeDom: buf.doms(len(cons), len(slots.owners)), counts: make([][]int32, len(cons)), limits: make([]int64, len(cons))}
 	domains := make([]domainIndex, len(cons))
 	pending := false
-	for _, ni := range all {
-		node := &ni.Node
-		sl := ni.Slot
-		eligible := hasAllKeys(ni, cons)
-		for i := range cons {
-			c := &cons[i]
+	// Constraints outside, nodes inside: a pod has one or two constraints
+	// of an action, and in Wasm every loop entry costs an interruption
+	// check, so the per-node body runs without an inner loop.
+	for i := range cons {
+		c := &cons[i]
+		nodeDom := s.nodeDom[i]
+		dx := &domains[i]
+		for _, ni := range all {
+			sl := ni.Slot
 			v, vid, ok := c.value(ni)
 			if !ok {
-				s.nodeDom[i][sl] = domNoLabel
+				nodeDom[sl] = domNoLabel
 				continue
 			}
-			if !eligible || !c.includes(pod, node) {
-				s.nodeDom[i][sl] = domPending
+			// One constraint is its own eligibility: the lookup above
+			// answered whether the node has the key.
+			if (len(cons) > 1 && !hasAllKeys(ni, cons)) || !c.includes(pod, &ni.Node) {
+				nodeDom[sl] = domPending
 				pending = true
 				continue
 			}
-			d, ok := domains[i].find(v, vid)
+			d, ok := dx.find(v, vid)
 			if !ok {
-				d = domains[i].add(v, vid)
+				d = dx.add(v, vid)
 				s.counts[i] = append(s.counts[i], 0)
 			}
-			s.nodeDom[i][sl] = d
+			nodeDom[sl] = d
 			s.counts[i][d] += countMatching(&ni.NodeInfo, c, pod)
 		}
 	}
@@ -307,7 +345,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 					continue
 				}
 				v, vid, _ := cons[i].value(ni)
-				d, ok := domains[i].find(v, vid)
+				d, ok := domains[i].findSlow(v, vid) // rare: not inlined
 				if !ok {
 					d = domNone
 				}
@@ -317,7 +355,7 @@ func (pl *PodTopologySpread) PreFilter(state *plugin.CycleState, pod *abi.Pod) *
 	}
 	for i := range cons {
 		s.vals[i] = domains[i].vals
-		s.recomputeMin(i)
+		s.recomputeLimit(i)
 	}
 	state.Write(preFilterKey, s)
 	return nil
@@ -332,7 +370,6 @@ func (pl *PodTopologySpread) Filter(state *plugin.CycleState, pod *abi.Pod, ni *
 		return statusNoPreFilter
 	}
 	for i := range s.cons {
-		c := &s.cons[i]
 		d := s.domain(i, ni)
 		if d == domNoLabel {
 			return statusNoLabel
@@ -341,10 +378,7 @@ func (pl *PodTopologySpread) Filter(state *plugin.CycleState, pod *abi.Pod, ni *
 		if d >= 0 {
 			n = s.counts[i][d]
 		}
-		if c.selfMatch {
-			n++
-		}
-		if int64(n)-int64(s.globalMin(i)) > int64(c.maxSkew) {
+		if int64(n) > s.limits[i] {
 			return statusNotMatch
 		}
 	}
@@ -378,6 +412,6 @@ func (pl *PodTopologySpread) update(state *plugin.CycleState, pod, other *abi.Po
 			continue // a node PreFilter did not see; upstream would add a domain
 		}
 		s.counts[i][d] += delta
-		s.recomputeMin(i)
+		s.recomputeLimit(i)
 	}
 }

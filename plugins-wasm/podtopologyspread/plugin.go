@@ -49,6 +49,8 @@ type PodTopologySpread struct {
 	owners plugin.Scratch[*plugin.NodeInfo]
 	dom    plugin.Scratch[int32]
 	scores plugin.Scratch[int64]
+	// slotSize is the slot bound of the last slot table (slotBuf.table).
+	slotSize int
 	// keys caches the nodes' values of topology keys across cycles.
 	keys nodelabel.Cache
 	// Selector answers per label set, for PreFilter's constraints and
@@ -272,7 +274,10 @@ func countMatching(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
 	return countGroups(ni, c, pod)
 }
 
-// countGroups is countMatching for a node with pods.
+// countGroups is countMatching for a node with pods, inlined too: a
+// call per node costs Wasm a prologue and an interruption check.
+//
+//go:inline
 func countGroups(ni *abi.NodeInfo, c *constraint, pod *abi.Pod) int32 {
 	if c.sel.Empty() {
 		return 0

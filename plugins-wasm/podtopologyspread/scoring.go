@@ -25,7 +25,7 @@ type preScoreState struct {
 	weights    []float64
 	slots      slotTable
 	nodeDom    [][]int32 // [i][slot]: domain of a feasible node, or -1
-	scores     []int64   // [slot]: raw score, or domUnscored
+	scores     []int64   // [slot]: raw score of the slot's owner
 }
 
 // Clone implements plugin.StateData.
@@ -69,6 +69,9 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 	for i := range cons {
 		s.isHostname[i] = cons[i].key == LabelHostname
 		zonal = zonal || !s.isHostname[i]
+		if s.isHostname[i] {
+			continue // hostname constraints have no domains
+		}
 		for j := range s.nodeDom[i] {
 			s.nodeDom[i][j] = -1
 		}
@@ -79,6 +82,9 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 			continue
 		}
 		scored++
+		if !zonal {
+			continue // hostname constraints have no domains to number
+		}
 		owner := s.slots.slot(ni) >= 0
 		for i := range cons {
 			if s.isHostname[i] {
@@ -103,44 +109,42 @@ func (pl *PodTopologySpread) PreScore(state *plugin.CycleState, pod *abi.Pod, no
 		}
 		s.weights[i] = topologyNormalizingWeight(size)
 	}
-	counted := all
-	if !zonal {
-		counted = nil // hostname constraints count each scored node itself (rawScore)
-	}
-	for _, ni := range counted {
-		node := &ni.Node
-		if s.requireAll && !hasAllKeys(ni, cons) {
-			continue
-		}
-		sl := int(ni.Slot)
+	if zonal {
+		// Constraints outside, nodes inside (as PreFilter); hostname
+		// constraints count each scored node itself, below.
 		for i := range cons {
-			c := &cons[i]
-			if s.isHostname[i] || !c.includes(pod, node) {
+			if s.isHostname[i] {
 				continue
 			}
-			d := int32(-1)
-			if sl < nslots && s.slots.owners[sl] == ni && s.nodeDom[i][sl] >= 0 {
-				d = s.nodeDom[i][sl]
-			} else {
-				v, vid, _ := c.value(ni)
-				dd, ok := domains[i].find(v, vid)
-				if !ok {
-					continue // no feasible node in this domain
+			c := &cons[i]
+			nodeDom, counts := s.nodeDom[i], s.counts[i]
+			for _, ni := range all {
+				if s.requireAll && !hasAllKeys(ni, cons) {
+					continue
 				}
-				d = dd
+				if !c.includes(pod, &ni.Node) {
+					continue
+				}
+				sl := int(ni.Slot)
+				d := int32(-1)
+				if sl < nslots && s.slots.owners[sl] == ni && nodeDom[sl] >= 0 {
+					d = nodeDom[sl]
+				} else {
+					v, vid, _ := c.value(ni)
+					dd, ok := domains[i].find(v, vid)
+					if !ok {
+						continue // no feasible node in this domain
+					}
+					d = dd
+				}
+				counts[d] += int64(countMatching(&ni.NodeInfo, c, pod))
 			}
-			s.counts[i][d] += int64(countMatching(&ni.NodeInfo, c, pod))
 		}
 	}
+	// Every owner of the table is one of nodes and gets its score below;
+	// other slots are never read (slotTable.slot), so no fill.
 	s.scores = pl.scores.Make(state, nslots)
-	for j := range s.scores {
-		s.scores[j] = domUnscored
-	}
-	for _, ni := range nodes {
-		if sl := s.slots.slot(ni); sl >= 0 {
-			s.scores[sl] = s.rawScore(pod, ni)
-		}
-	}
+	s.scoreNodes(pod, nodes)
 	state.Write(preScoreKey, s)
 	return nil
 }
@@ -152,6 +156,48 @@ func (s *preScoreState) domain(i int, ni *plugin.NodeInfo, v string) int32 {
 		return s.nodeDom[i][sl]
 	}
 	return lookupDomain(s.vals[i], v)
+}
+
+// scoreNodes is rawScore for every node of the slot table, into scores.
+// With one constraint, the usual case, the per-node body has no inner
+// loop and no call (in Wasm each costs an interruption check); it
+// computes what rawScore does, in the same order, so to the bit.
+func (s *preScoreState) scoreNodes(pod *abi.Pod, nodes []*plugin.NodeInfo) {
+	if len(s.cons) != 1 {
+		for _, ni := range nodes {
+			if sl := s.slots.slot(ni); sl >= 0 {
+				s.scores[sl] = s.rawScore(pod, ni)
+			}
+		}
+		return
+	}
+	c := &s.cons[0]
+	hostname, w, skew := s.isHostname[0], s.weights[0], float64(c.maxSkew-1)
+	nodeDom, counts := s.nodeDom[0], s.counts[0]
+	for _, ni := range nodes {
+		sl := s.slots.slot(ni)
+		if sl < 0 {
+			continue
+		}
+		if !c.topo.Has(ni) {
+			if s.requireAll {
+				s.scores[sl] = ignoredScore // a node missing any key is ignored
+			} else {
+				s.scores[sl] = 0
+			}
+			continue
+		}
+		// A node of the table that has the key got its domain in
+		// PreScore's first pass, so rawScore's lookup by value is not
+		// needed here.
+		var cnt int64
+		if hostname {
+			cnt = int64(countMatching(&ni.NodeInfo, c, pod))
+		} else if d := nodeDom[sl]; d >= 0 {
+			cnt = counts[d]
+		}
+		s.scores[sl] = roundScore(float64(cnt)*w + skew)
+	}
 }
 
 // rawScore sums, over the constraints whose key the node has, the
@@ -176,7 +222,28 @@ func (s *preScoreState) rawScore(pod *abi.Pod, ni *plugin.NodeInfo) int64 {
 		}
 		score += float64(cnt)*s.weights[i] + float64(c.maxSkew-1)
 	}
-	return int64(math.Round(score))
+	return roundScore(score)
+}
+
+// roundScore is int64(math.Round(x)) (half away from zero) by
+// truncation and one compare, inlined into the per-node loop: math.Round
+// is a bit-twiddling function where truncation is one instruction
+// (f64.trunc in Wasm, ROUNDSD natively).
+//
+//go:inline
+func roundScore(x float64) int64 {
+	neg := x < 0
+	if neg {
+		x = -x
+	}
+	t := math.Trunc(x)
+	if x-t >= 0.5 {
+		t++
+	}
+	if neg {
+		t = -t
+	}
+	return int64(t)
 }
 
 // Score returns the raw score PreScore computed for the node (computing
@@ -187,7 +254,7 @@ func (pl *PodTopologySpread) Score(state *plugin.CycleState, pod *abi.Pod, ni *p
 	if !ok {
 		return 0, statusNoPreScore
 	}
-	if sl := s.slots.slot(ni); sl >= 0 && s.scores[sl] != domUnscored {
+	if sl := s.slots.slot(ni); sl >= 0 {
 		return s.scores[sl], nil
 	}
 	return s.rawScore(pod, ni), nil
