@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
@@ -101,23 +102,10 @@ func TestPodConversionSkipsFinishedPods(t *testing.T) {
 // not a fake), Bind posts the Binding to the pod's binding subresource
 // with no query parameters, retries a 503, and maps a 409 to a gone pod.
 func TestBindThroughRESTClient(t *testing.T) {
-	var mu sync.Mutex
-	var got []string // method path?query per request
-	var bodies []corev1.Binding
 	status := []int{http.StatusServiceUnavailable, http.StatusCreated, http.StatusConflict}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
-		var b corev1.Binding
-		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
-			t.Errorf("binding body: %v", err)
-		}
-		bodies = append(bodies, b)
+	srv := newRecordingServer(t, func(corev1.Binding) (int, any) {
 		code := status[0]
 		status = status[1:]
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
 		st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: int32(code)}
 		if code != http.StatusCreated {
 			st.Status, st.Reason = metav1.StatusFailure, metav1.StatusReasonServiceUnavailable
@@ -125,9 +113,8 @@ func TestBindThroughRESTClient(t *testing.T) {
 				st.Reason = metav1.StatusReasonConflict
 			}
 		}
-		_ = json.NewEncoder(w).Encode(st)
-	}))
-	defer srv.Close()
+		return code, st
+	})
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -144,10 +131,50 @@ func TestBindThroughRESTClient(t *testing.T) {
 		t.Fatalf("bind answered 409: %v; want ErrPodGone", err)
 	}
 	const want = "POST /api/v1/namespaces/ns/pods/p/binding?"
+	got, bodies := srv.requests()
 	if len(got) != 3 || got[0] != want || got[1] != want || got[2] != want {
 		t.Fatalf("requests = %q; want three of %q", got, want)
 	}
 	if b := bodies[1]; b.Name != "p" || b.Namespace != "ns" || b.UID != "u1" || b.Target.Kind != "Node" || b.Target.Name != "n1" || b.Annotations["k"] != "v" {
 		t.Fatalf("binding sent = %+v", b)
 	}
+}
+
+// recordingServer is an API server stand-in that decodes each request's
+// JSON body as a T, records it with its method, path and query, and
+// answers what respond returns (status code, JSON body).
+type recordingServer[T any] struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []string // "METHOD path?query" per request
+	bodies []T
+}
+
+// newRecordingServer starts a recordingServer, closed when t ends.
+func newRecordingServer[T any](t *testing.T, respond func(T) (int, any)) *recordingServer[T] {
+	t.Helper()
+	s := &recordingServer[T]{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.got = append(s.got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		var body T
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		s.bodies = append(s.bodies, body)
+		code, out := respond(body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// requests returns what the server was sent so far.
+func (s *recordingServer[T]) requests() ([]string, []T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got), slices.Clone(s.bodies)
 }

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -374,24 +373,10 @@ func TestRecorderDropsNoStatusPatchUnderABacklog(t *testing.T) {
 // no query parameters and the replica's reportingInstance, and hands the
 // broadcaster the server's copy back (series are patched against it).
 func TestInstanceSinkCreatesThroughRESTClient(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	var sent []eventsv1.Event
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
-		var e eventsv1.Event
-		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
-			t.Errorf("event body: %v", err)
-		}
-		sent = append(sent, e)
+	srv := newRecordingServer(t, func(e eventsv1.Event) (int, any) {
 		e.ResourceVersion = "7"
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(e)
-	}))
-	defer srv.Close()
+		return http.StatusCreated, e
+	})
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
 	if err != nil {
 		t.Fatal(err)
@@ -409,6 +394,7 @@ func TestInstanceSinkCreatesThroughRESTClient(t *testing.T) {
 		t.Fatalf("created = %+v; want the server's copy", created)
 	}
 	const want = "POST /apis/events.k8s.io/v1/namespaces/ns/events?"
+	got, sent := srv.requests()
 	if len(got) != 1 || got[0] != want || sent[0].ReportingInstance != "replica-1" || sent[0].Reason != "Scheduled" {
 		t.Fatalf("requests = %q, sent %+v; want one %q", got, sent, want)
 	}
