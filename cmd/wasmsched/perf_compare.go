@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wasmsched/wasmsched/host/tools/perfdriver"
+	"github.com/wasmsched/wasmsched/host/tools/stats"
 )
 
 // The targets a scheduler measured against the baseline is held to, as
@@ -316,20 +316,11 @@ func readReport(path string) ([]byte, error) {
 // median of xs, ignoring zeros (a number a run did not have); 0 when
 // none is left.
 func median(xs []float64) float64 {
-	var v []float64
-	for _, x := range xs {
-		if x > 0 && !math.IsNaN(x) {
-			v = append(v, x)
-		}
-	}
+	v := slices.DeleteFunc(slices.Clone(xs), func(x float64) bool { return !(x > 0) })
 	if len(v) == 0 {
 		return 0
 	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return stats.Median(v)
 }
 
 func printPerfComparison(w io.Writer, c perfComparison, baseline string) error {

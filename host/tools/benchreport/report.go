@@ -8,9 +8,10 @@ import (
 	"math"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/wasmsched/wasmsched/host/tools/stats"
 )
 
 // Row is one line of the report: a Go benchmark command whose output
@@ -155,21 +156,6 @@ func (r Row) Sides(results []Result) (Round, error) {
 	return rd, nil
 }
 
-// Median is the median of xs (the mean of the middle two for an even
-// count); NaN for none.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
-
 // Outcome is what the report keeps of a row: its rounds, or why it
 // did not run.
 type Outcome struct {
@@ -192,7 +178,7 @@ func Summarize(rounds []Round) Summary {
 	for _, rd := range rounds {
 		w, n, r = append(w, rd.Wasm), append(n, rd.Native), append(r, rd.Ratio())
 	}
-	return Summary{Wasm: Median(w), Native: Median(n), Ratio: Median(r), Min: slices.Min(r), Max: slices.Max(r)}
+	return Summary{Wasm: stats.Median(w), Native: stats.Median(n), Ratio: stats.Median(r), Min: slices.Min(r), Max: slices.Max(r)}
 }
 
 // Markers delimit the generated table in the doc.

@@ -67,18 +67,7 @@ func TestParseBenchAndSides(t *testing.T) {
 	}
 }
 
-func TestMedianAndSummary(t *testing.T) {
-	for _, c := range []struct {
-		in   []float64
-		want float64
-	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := Median(c.in); got != c.want {
-			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
-		}
-	}
-	if !math.IsNaN(Median(nil)) {
-		t.Error("Median(nil) is not NaN")
-	}
+func TestSummary(t *testing.T) {
 	s := Summarize([]Round{{Wasm: 120, Native: 100}, {Wasm: 150, Native: 100}, {Wasm: 130, Native: 130}})
 	if s.Ratio != 1.2 || s.Min != 1 || s.Max != 1.5 || s.Wasm != 130 || s.Native != 100 {
 		t.Errorf("summary %+v", s)
