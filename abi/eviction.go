@@ -365,12 +365,7 @@ func (e *Encoder) EvictionRequest(r *EvictionRequest) {
 // allocates only when a request outgrows the last.
 func (d *Decoder) EvictionRequest(r *EvictionRequest) {
 	r.Limit = uint32(d.Uvarint())
-	n := d.Count(5)
-	if n == 0 {
-		r.Nodes = r.Nodes[:0]
-		return
-	}
-	r.Nodes = reuse(r.Nodes, n)
+	r.Nodes = reuse(r.Nodes, d.Count(5))
 	for i := range r.Nodes {
 		x := &r.Nodes[i]
 		x.Slot = d.U32()
@@ -539,12 +534,7 @@ func (e *Encoder) TopEvictionRequest(r *TopEvictionRequest) {
 // It reuses the memory of what r held, as EvictionRequest.
 func (d *Decoder) TopEvictionRequest(r *TopEvictionRequest) {
 	r.Limit = uint32(d.Uvarint())
-	n := d.Count(7)
-	if n == 0 {
-		r.Nodes = r.Nodes[:0]
-		return
-	}
-	r.Nodes = reuse(r.Nodes, n)
+	r.Nodes = reuse(r.Nodes, d.Count(7))
 	for i := range r.Nodes {
 		x := &r.Nodes[i]
 		x.Slot = d.U32()
